@@ -1,0 +1,23 @@
+"""fpemu: bit-exact NumPy emulation of the floating-point formats machine learning runs on.
+
+>>> import fpemu
+>>> fpemu.encode([1.0, 448.0, 500.0], "e4m3")
+array([ 56, 126, 126], dtype=uint8)
+>>> fpemu.decode([0x38, 0x7E], "e4m3")
+array([  1., 448.])
+"""
+
+from .formats import FORMATS, Format, format_names, get_format
+from .codec import decode, encode, explain, quantize
+
+__all__ = [
+    "FORMATS",
+    "Format",
+    "format_names",
+    "get_format",
+    "encode",
+    "decode",
+    "quantize",
+    "explain",
+]
+__version__ = "0.1.0"
