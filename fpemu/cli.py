@@ -1,0 +1,134 @@
+"""The ``fpemu`` command line.
+
+Each subcommand is a small function ``cmd_<name>(args) -> int`` registered in
+:func:`build_parser`. Errors that come from bad input (``ValueError``/``TypeError``) print one
+line ``fpemu: error: ...`` on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Sequence
+
+from . import codec
+
+
+# ---- core commands (issue 2) ----------------------------------------------------------------
+def cmd_formats(args: argparse.Namespace) -> int:
+    """Print the table of every registered format."""
+    from .tables import format_table
+
+    print(format_table(markdown=args.markdown))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Explain how one value is encoded."""
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
+    text = codec.explain(
+        _parse_value(args.value),
+        args.format,
+        rounding=args.rounding,
+        overflow=args.overflow,
+        nan=args.nan,
+        color=color,
+    )
+    print(text)
+    return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    """Print every code of a format of at most 8 bits."""
+    from .tables import code_table
+
+    print(code_table(args.format))
+    return 0
+
+
+def _parse_value(text: str) -> float:
+    """Parse a number: decimal, 'inf', 'nan', hex float (0x1.8p3) or a fraction 'p/q'."""
+    t = text.strip().lower()
+    try:
+        if "/" in t:
+            num, den = t.split("/")
+            return _fraction_to_float(num, den)
+        if t.startswith(("0x", "-0x", "+0x")) and "p" in t:
+            return float.fromhex(t)
+        return float(t)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"cannot read {text!r} as a number") from None
+
+
+def _fraction_to_float(num: str, den: str) -> float:
+    from fractions import Fraction
+
+    return float(Fraction(int(num), int(den)))
+
+
+# ---- parser -----------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fpemu",
+        description="Bit-exact emulation of the floating-point formats machine learning runs on.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("formats", help="table of every format (bits, bias, range, Inf/NaN)")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.set_defaults(func=cmd_formats)
+
+    p = sub.add_parser("show", help="explain how one value is encoded in a format")
+    p.add_argument("value", help="a number: 1.5, -3e-5, inf, nan, 0x1.8p3 or 1/3")
+    p.add_argument("--format", "-f", required=True, help="format name, e.g. e4m3")
+    p.add_argument("--rounding", "-r", default="nearest_even", help="rounding mode (default RNE)")
+    p.add_argument("--overflow", "-o", default=None, help="saturate, inf or nan (default: the format's)")
+    p.add_argument("--nan", default=None, help="NaN policy for formats without NaN: raise, zero, ml_dtypes")
+    p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("table", help="every code of a format of at most 8 bits")
+    p.add_argument("format", help="format name, e.g. e2m1")
+    p.set_defaults(func=cmd_table)
+
+    # Further subcommands register themselves here (one block per feature).
+    for register in _EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+# Registration functions of the feature modules, each taking the subparsers object.
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def _register_feature_commands() -> None:
+    """Import the feature modules' CLI registrations (each is optional while under construction)."""
+    import importlib
+
+    for name in ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        register = getattr(module, "register_cli", None)
+        if register is not None and register not in _EXTRA_COMMANDS:
+            _EXTRA_COMMANDS.append(register)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fpemu`` console script."""
+    _register_feature_commands()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"fpemu: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
