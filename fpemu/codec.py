@@ -1,14 +1,658 @@
-"""Encode, decode and quantize (under construction)."""
+"""Encode real numbers into any :class:`~fpemu.formats.Format`, decode codes, and quantize.
+
+One generic kernel (:func:`_encode_float64`) serves every format and rounding mode: it splits
+each float64 into sign, exponent and a 53-bit integer significand, drops the bits below the
+format's quantum with integer arithmetic, rounds, and assembles the code. Fast paths exist only
+where they are provably identical to it (tables are *built by* the generic kernel):
+
+* float32 input into formats with at most 6 mantissa bits: a 2**17-entry table indexed by the
+  top 16 bits of the float32 pattern plus one sticky bit for the low 16 bits. The round bit of
+  such a format always lies in the top 16 bits, so those 17 bits decide the result.
+* float64 input into those formats: first round to float32 *to odd* (which loses nothing for
+  a later rounding to 2 or more bits fewer), then the table.
+* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern.
+* decode of formats of 16 bits or less: a table of every code.
+
+>>> encode([1.0625, 1.1875, 464.0, 1000.0], "e4m3")
+array([ 56,  58, 126, 127], dtype=uint8)
+>>> encode([1000.0], "e4m3", overflow="saturate")
+array([126], dtype=uint8)
+>>> decode(encode([0.3], "e2m1"), "e2m1")
+array([0.5])
+>>> quantize(np.float32([1.0, 1e-9]), "bf16", rounding="up")
+array([1.0000000e+00, 1.0040822e-09], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
 import numpy as np
 
-def encode(x, fmt, *, rounding="nearest_even", overflow=None, nan=None, rng=None):
-    raise NotImplementedError
+from .formats import Format, get_format
 
-def decode(codes, fmt, *, dtype=np.float64):
-    raise NotImplementedError
+__all__ = ["encode", "decode", "quantize", "explain", "ROUNDING_MODES", "OVERFLOW_MODES"]
 
-def quantize(x, fmt, *, rounding="nearest_even", overflow=None, nan=None, rng=None):
-    raise NotImplementedError
+#: Canonical rounding mode names and their accepted aliases.
+ROUNDING_MODES: dict[str, str] = {
+    "nearest_even": "nearest_even", "rne": "nearest_even",
+    "nearest_away": "nearest_away", "rna": "nearest_away",
+    "toward_zero": "toward_zero", "rz": "toward_zero", "truncate": "toward_zero",
+    "up": "up", "ru": "up",
+    "down": "down", "rd": "down",
+    "odd": "odd", "rto": "odd",
+    "stochastic": "stochastic", "sr": "stochastic",
+}  # fmt: skip
 
-def explain(x, fmt, *, rounding="nearest_even", overflow=None, nan=None, color=False):
-    raise NotImplementedError
+#: Overflow policies: what a finite value that rounds above the largest finite value becomes.
+OVERFLOW_MODES = ("saturate", "inf", "nan", "saturate_propagate")
+
+_NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "ml_dtypes")
+_NAN_POLICIES_WITH_NAN = ("sign", "positive", "payload")
+
+
+@dataclass(frozen=True)
+class _Options:
+    """Validated encoding options (hashable, so tables can be cached per option set)."""
+
+    rounding: str
+    overflow: str
+    nan: str
+
+
+def _options(fmt: Format, rounding: str, overflow: str | None, nan: str | None) -> _Options:
+    """Check the options against the format and resolve the defaults."""
+    if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
+        raise ValueError(
+            f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
+        )
+    rounding = ROUNDING_MODES[rounding.lower()]
+    if overflow is None:
+        # The non-saturating behaviour of each format, as ml_dtypes implements it.
+        overflow = "inf" if fmt.has_inf else "nan" if fmt.has_nan else "saturate"
+    if overflow not in OVERFLOW_MODES:
+        raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOW_MODES)}")
+    if overflow == "inf" and not fmt.has_inf:
+        raise ValueError(f"format {fmt.name} has no Inf: use overflow='saturate' or 'nan'")
+    if overflow == "nan" and not fmt.has_nan:
+        raise ValueError(f"format {fmt.name} has no NaN: use overflow='saturate'")
+    if fmt.has_nan:
+        nan = "sign" if nan is None else nan
+        allowed = _NAN_POLICIES_WITH_NAN
+    else:
+        nan = "raise" if nan is None else nan
+        allowed = _NAN_POLICIES_WITHOUT_NAN
+    if nan not in allowed:
+        kind = "has NaN" if fmt.has_nan else "has no NaN"
+        raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
+    if nan == "payload" and fmt.nan != "ieee":
+        raise ValueError(f"nan='payload' needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
+    if nan == "ml_dtypes" and not fmt.signed:
+        raise ValueError("nan='ml_dtypes' is defined for signed formats only")
+    return _Options(rounding, overflow, nan)
+
+
+# ---- input checking -----------------------------------------------------------------------
+def _as_real_array(x: Any) -> np.ndarray:
+    """x as an ndarray of float16/32/64 without rounding (integers handled by the caller)."""
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype.itemsize > 8:
+            raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
+        return arr
+    if kind in "iu":
+        return arr
+    if kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
+        # ml_dtypes' narrow floats (bfloat16, float8_*, ...) all widen to float32 exactly.
+        try:
+            return arr.astype(np.float32)
+        except (TypeError, ValueError):
+            pass
+    what = {"c": "complex", "O": "object", "U": "string", "S": "bytes", "b": "boolean"}.get(
+        kind, str(arr.dtype)
+    )
+    raise TypeError(f"cannot encode {what} input: pass real numbers (a float or integer array)")
+
+
+def _integers_to_float64(arr: np.ndarray) -> np.ndarray:
+    """Integers as float64, rounded *to odd* when beyond 2**53 so no double rounding follows.
+
+    Rounding to odd at 53 bits and then rounding again to at most 51 bits gives the same result
+    as rounding the integer once (every format here has at most 24 bits of precision).
+    """
+    out = arr.astype(np.float64)
+    big = np.abs(out) > 2.0**53
+    if not big.any():
+        return out
+    ints = arr[big]
+    mag = np.where(ints < 0, -(ints.astype(np.int64, copy=False) + 1).astype(np.uint64) + 1,
+                   ints.astype(np.uint64)) if arr.dtype.kind == "i" else ints.astype(np.uint64)
+    f = mag.astype(np.float64)
+    # f <= 2**64 holds exactly as a Python-free uint64 only below 2**64; handle the top case.
+    top = f >= 2.0**64
+    back = np.where(top, np.uint64(0xFFFFFFFFFFFFFFFF), f.astype(np.uint64))
+    inexact = (back != mag) | top
+    above = top | (back > mag)
+    bits = f.view(np.uint64).copy()
+    even = (bits & np.uint64(1)) == 0
+    step = inexact & even
+    bits[step & above] -= np.uint64(1)
+    bits[step & ~above] += np.uint64(1)
+    f = bits.view(np.float64)
+    out[big] = np.where(ints < 0, -f, f)
+    return out
+
+
+# ---- the generic kernel -------------------------------------------------------------------
+_U64 = np.uint64
+
+
+def _round_increment(odd, rem, shift, negative, mode: str, rng) -> np.ndarray:
+    """Whether to add one unit in the last kept place, per rounding mode.
+
+    odd: whether the truncated code is odd (ties-to-even and to-odd look at the *code's* last
+    bit, which for formats without mantissa bits is the exponent's); rem: the dropped bits as
+    an integer; shift: how many bits were dropped (1 <= shift <= 60, rem < 2**shift; beyond 54
+    every dropped bit is sticky, since the significand has 53); negative: the sign.
+    """
+    if mode in ("nearest_even", "nearest_away"):
+        half = _U64(1) << (shift - _U64(1))
+        if mode == "nearest_away":
+            return rem >= half
+        return (rem > half) | ((rem == half) & odd)
+    if mode == "toward_zero":
+        return np.zeros(rem.shape, dtype=bool)
+    if mode == "up":
+        return (rem != 0) & ~negative
+    if mode == "down":
+        return (rem != 0) & negative
+    if mode == "odd":
+        return (rem != 0) & ~odd
+    raise AssertionError(mode)
+
+
+def _stochastic_increment(rem, shift_full, rng) -> np.ndarray:
+    """Round up with probability rem / 2**shift_full, using 64 random bits per element.
+
+    u < rem * 2**(64 - shift) for u uniform on [0, 2**64): exactly unbiased whenever at most 64
+    bits are dropped; below that (values far under the smallest subnormal) the threshold is
+    floored, a bias under 2**-64 of a unit in the last place.
+    """
+    gen = np.random.default_rng(rng)
+    u = gen.integers(0, 2**64, size=rem.shape, dtype=np.uint64, endpoint=False)
+    left = np.clip(64 - shift_full, 0, 63).astype(np.uint64)
+    right = np.clip(shift_full - 64, 0, 63).astype(np.uint64)
+    return u < ((rem << left) >> right)
+
+
+def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -> np.ndarray:
+    """Codes (right-aligned, uint32) of float values; the reference kernel for every path.
+
+    source is float16/32/64; it is widened to float64 (exactly) and only its NaN payloads are
+    read from the original bits.
+    """
+    x = np.asarray(source, dtype=np.float64)
+    M = fmt.mantissa_bits
+    negative = np.signbit(x)
+    isnan = np.isnan(x)
+    isinf = np.isinf(x)
+    finite = ~(isnan | isinf)
+    iszero = x == 0
+
+    # |x| = sig * 2**(ex - 52) with sig a 53-bit integer (frexp normalises float64 subnormals).
+    m, e = np.frexp(np.where(finite, np.abs(x), 0.0))
+    sig = (m * 2.0**53).astype(np.uint64)
+    ex = e.astype(np.int64) - 1
+    # Drop every bit below the quantum 2**(max(ex, emin) - M); at least 53 - 31 bits go.
+    shift_full = np.maximum(ex, fmt.emin) - M - (ex - 52)
+    shift = np.minimum(shift_full, 60).astype(np.uint64)  # beyond 54 everything is "sticky"
+    kept = (sig >> shift).astype(np.int64)
+    rem = sig & ((_U64(1) << shift) - _U64(1))
+    # Truncated code = binade offset + kept significand (with its hidden bit, which makes the
+    # offset of field E land on E << M); a carry when rounding up rolls into the next binade.
+    code = ((np.maximum(ex, fmt.emin) - fmt.emin) << M) + kept
+    if not fmt.subnormals:
+        code -= 1 << M  # field 0 is an ordinary binade: the hidden bit is not part of the code
+    if opts.rounding == "stochastic":
+        code += _stochastic_increment(rem, shift_full, rng)
+    else:
+        code += _round_increment((code & 1) == 1, rem, shift, negative, opts.rounding, rng)
+    if not fmt.subnormals:
+        code = np.maximum(code, 0)  # no zero to round to: the smallest value is the closest
+    code = np.where(iszero, 0, code)
+
+    result = np.empty(x.shape, dtype=np.int64)
+    overflowed = finite & (code > fmt.max_code)
+    result[...] = code
+    _apply_overflow(result, overflowed, isinf, negative, fmt, opts)
+    _apply_sign_and_specials(result, negative, isnan, iszero, fmt, opts, source)
+    return result.astype(np.uint32)
+
+
+def _apply_overflow(result, overflowed, isinf, negative, fmt: Format, opts: _Options) -> None:
+    """Replace magnitudes that overflowed (and Inf inputs) per the overflow policy, in place."""
+    big = fmt.max_code
+    special = fmt.inf_code if fmt.has_inf else fmt.nan_code
+    if opts.overflow == "saturate":
+        result[overflowed | isinf] = big
+        return
+    if opts.overflow == "saturate_propagate":
+        result[overflowed] = big
+        result[isinf] = special if special is not None else big
+        return
+    # Non-saturating: IEEE 754-2019 7.4 sends an overflow to the largest finite value in the
+    # modes that round toward zero for that sign, and to Inf (here: the policy's code) otherwise.
+    mode = opts.rounding
+    if mode in ("toward_zero", "odd"):
+        toward_zero = np.ones(result.shape, dtype=bool)
+    elif mode == "down":
+        toward_zero = ~negative
+    elif mode == "up":
+        toward_zero = negative
+    else:
+        toward_zero = np.zeros(result.shape, dtype=bool)
+    over_code = fmt.inf_code if opts.overflow == "inf" else fmt.nan_code
+    result[overflowed & toward_zero] = big
+    result[overflowed & ~toward_zero] = over_code
+    result[isinf] = fmt.inf_code if fmt.has_inf else fmt.nan_code
+
+
+def _apply_sign_and_specials(result, negative, isnan, iszero, fmt: Format, opts: _Options, source) -> None:
+    """Add the sign bit, place NaNs, and handle unsigned/zero-less formats, in place."""
+    if fmt.signed:
+        signable = negative.copy()
+        if not fmt.has_neg_zero:
+            signable &= result != 0  # FNUZ and P3109: zero is unsigned, the -0 code is NaN
+        if fmt.nan == "neg_zero":
+            signable &= result != fmt.nan_code  # an overflow to NaN must not gain a sign bit
+        result[signable] |= fmt.sign_mask
+    else:
+        # No sign bit: negative numbers have no code (NaN), -0 is +0 where zero exists.
+        bad = negative & ~iszero
+        if not fmt.subnormals:
+            bad |= iszero  # no zero at all (E8M0)
+        result[bad & ~isnan] = fmt.nan_code
+    if not isnan.any():
+        return
+    if fmt.has_nan:
+        nan_codes = np.full(result.shape, fmt.nan_code, dtype=np.int64)
+        if opts.nan == "payload":
+            # numpy's float->half rule: keep the top payload bits, force non-zero.
+            nan_codes = fmt.inf_code | np.maximum(_nan_payload(source, fmt.mantissa_bits), 1)
+        if fmt.signed and fmt.nan != "neg_zero" and opts.nan in ("sign", "payload"):
+            nan_codes = np.where(negative, nan_codes | fmt.sign_mask, nan_codes)
+        result[isnan] = nan_codes[isnan]
+        return
+    if opts.nan == "raise":
+        _raise_nan(int(np.count_nonzero(isnan)), fmt)
+    if opts.nan == "zero":
+        result[isnan] = 0
+    else:  # ml_dtypes: the sign bit is set for +NaN and clear for -NaN
+        result[isnan] = np.where(negative[isnan], 0, fmt.sign_mask)
+
+
+def _raise_nan(count: int, fmt: Format) -> None:
+    raise ValueError(
+        f"{count} NaN value{'s' if count != 1 else ''} in the input: format {fmt.name} has no "
+        "NaN (pass nan='zero' or nan='ml_dtypes' to choose a code)"
+    )
+
+
+def _nan_payload(source: np.ndarray, width: int) -> np.ndarray:
+    """The top `width` fraction bits of each float's own bit pattern (its NaN payload)."""
+    nmant = np.finfo(source.dtype).nmant
+    uint = np.dtype(f"u{source.dtype.itemsize}")
+    frac = (np.asarray(source, order="C").view(uint) & uint.type((1 << nmant) - 1)).astype(np.int64)
+    return frac >> (nmant - width) if nmant >= width else frac << (width - nmant)
+
+
+# ---- fast paths -----------------------------------------------------------------------------
+def _table_path_ok(fmt: Format, opts: _Options) -> bool:
+    """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
+    return (
+        opts.rounding != "stochastic"
+        and fmt.mantissa_bits <= 6
+        and fmt.emax <= 127
+        and fmt.min_subnormal >= 2.0**-126
+    )
+
+
+@lru_cache(maxsize=64)
+def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
+    """Code for each (top 16 bits, sticky) index of a float32 pattern."""
+    index = np.arange(1 << 17, dtype=np.uint32)
+    patterns = ((index >> 1) << 16) | (index & 1)
+    with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
+        x = patterns.view(np.float32).astype(np.float64)
+    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero")
+    codes = _encode_float64(x, fmt, nan_free)
+    if opts.nan == "raise" and fmt.bits < 8:
+        codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
+    table = codes.astype(fmt.code_dtype)
+    table.setflags(write=False)
+    return table
+
+
+def _table_index(u: np.ndarray) -> np.ndarray:
+    """(u >> 16) * 2 + (low 16 bits non-zero) for uint32 patterns, as uint32."""
+    halves = u.reshape(-1).view(np.uint16).reshape(u.shape + (2,))
+    little = np.little_endian
+    low, high = (halves[..., 0], halves[..., 1]) if little else (halves[..., 1], halves[..., 0])
+    idx = np.left_shift(high, 1, dtype=np.uint32)
+    idx |= low != 0
+    return idx
+
+
+def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
+    """float64 -> float32 rounded to odd (inexact results get their last bit set)."""
+    with np.errstate(over="ignore"):
+        f = x.astype(np.float32)
+    bits = f.view(np.uint32)
+    with np.errstate(invalid="ignore"):
+        inexact = f.astype(np.float64) != x
+    inexact &= ~np.isnan(x)
+    if inexact.any():
+        # Step back toward zero where RNE went away from zero, then set the last bit.
+        away = np.abs(f.astype(np.float64)) > np.abs(x)
+        bits[inexact & away] -= np.uint32(1)
+        bits[inexact] |= np.uint32(1)
+    return f
+
+
+def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    if x.dtype == np.float64:
+        x = _float64_to_float32_odd(x)
+    elif x.dtype != np.float32:
+        x = x.astype(np.float32)
+    if opts.nan == "raise" and fmt.bits == 8 and np.isnan(x).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
+    u = np.asarray(x, order="C").view(np.uint32)
+    codes = _encode_table(fmt, opts).take(_table_index(u))
+    if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
+        _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
+    return codes
+
+
+def _is_fp32_prefix(fmt: Format) -> bool:
+    """fp32, bf16, tf32: fp32's sign and exponent with the top mantissa bits (the code is a
+    prefix of the fp32 bit pattern)."""
+    return (
+        fmt.exponent_bits == 8 and fmt.bias == 127 and fmt.inf == "ieee" and fmt.subnormals
+        and fmt.signed and fmt.mantissa_bits <= 23
+    )
+
+
+def _encode_fp32_truncation_rne(u: np.ndarray, fmt: Format) -> np.ndarray:
+    """RNE on float32 patterns for formats that keep fp32's top bits (ties to even on the bit
+    pattern: add 0x7FFF... plus the kept LSB, then drop; a carry rolls into the exponent, and
+    the largest value rolls into Inf, exactly as IEEE requires)."""
+    drop = 23 - fmt.mantissa_bits
+    lsb = (u >> np.uint32(drop)) & np.uint32(1)
+    r = u + np.uint32((1 << (drop - 1)) - 1)
+    r += lsb
+    r >>= np.uint32(drop)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if nan.any():
+        r[nan] = fmt.nan_code | ((u[nan] >> np.uint32(31)) << np.uint32(fmt.bits - 1))
+    return r.astype(fmt.code_dtype) if fmt.container_bits is None else r
+
+
+# ---- public API -----------------------------------------------------------------------------
+def encode(
+    x: Any,
+    fmt: str | Format,
+    *,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    nan: str | None = None,
+    rng: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Encode real numbers into integer codes of ``fmt``.
+
+    Args:
+        x: real array-like (float16/32/64, integers, Python numbers, ml_dtypes arrays). It is
+            converted exactly once; it is never modified.
+        fmt: a format name or :class:`Format`.
+        rounding: ``nearest_even`` (``rne``), ``nearest_away`` (``rna``), ``toward_zero``
+            (``rz``), ``up`` (``ru``), ``down`` (``rd``), ``odd`` (``rto``: truncate, then set
+            the last bit if inexact), ``stochastic`` (``sr``: round up with probability equal to
+            the dropped fraction; 64 random bits per element are compared with the dropped bits,
+            which is exactly unbiased whenever at most 64 bits are dropped, i.e. always except
+            for inputs far below the smallest subnormal, where the bias is below 2**-64 ulp).
+        overflow: ``saturate`` (+-max, also for +-Inf input), ``inf``, ``nan``,
+            ``saturate_propagate`` (P3109 SatPropagate: finite overflow saturates, Inf stays),
+            or None for the format's non-saturating default (ml_dtypes): Inf where the format
+            has it, else NaN, else saturate. Non-saturating overflow follows IEEE 754 7.4 for
+            directed modes: rounding toward zero (for that sign) gives +-max.
+        nan: for a NaN input. Formats without NaN: ``raise`` (default), ``zero``, ``ml_dtypes``
+            (its codes: sign bit set for +NaN, clear for -NaN). Formats with NaN: ``sign``
+            (default: canonical quiet NaN, input sign kept where the format is signed),
+            ``positive``, ``payload`` (numpy's float->half rule: top payload bits, non-zero).
+        rng: seed or ``np.random.Generator`` for stochastic rounding.
+
+    Returns:
+        Codes as uint8 (<= 8 bits, right-aligned), uint16 (<= 16 bits) or uint32; TF32 codes are
+        fp32 patterns with the low 13 bits zero.
+
+    >>> encode([0.25, 0.26, 5.0, 5.01, -100.0], "e2m1")
+    array([ 0,  1,  6,  7, 15], dtype=uint8)
+    >>> hex(int(encode(1024.5, "tf32", rounding="rna")))
+    '0x44802000'
+    """
+    fmt = get_format(fmt)
+    opts = _options(fmt, rounding, overflow, nan)
+    arr = _as_real_array(x)
+    if arr.dtype.kind in "iu":
+        arr = _integers_to_float64(arr)
+    if _table_path_ok(fmt, opts):
+        codes = _encode_by_table(arr, fmt, opts)
+    elif (
+        arr.dtype == np.float32
+        and _is_fp32_prefix(fmt)
+        and fmt.mantissa_bits < 23
+        and opts == _Options("nearest_even", "inf", "sign")
+    ):
+        codes = _encode_fp32_truncation_rne(np.asarray(arr, order="C").view(np.uint32), fmt)
+    else:
+        codes = _encode_float64(arr, fmt, opts, rng)
+    codes = np.asarray(codes)
+    if fmt.code_shift:
+        codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
+    return codes.astype(fmt.code_dtype, copy=False)
+
+
+def _decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """float64 values of right-aligned codes (int64), straight from the format's definition."""
+    M = fmt.mantissa_bits
+    mag = codes & fmt.top_code
+    efield = mag >> M
+    frac = mag & ((1 << M) - 1)
+    if fmt.subnormals:
+        is_sub = efield == 0
+        significand = np.where(is_sub, frac, frac + (1 << M)).astype(np.float64)
+        exponent = np.where(is_sub, fmt.emin, efield - fmt.bias) - M
+    else:
+        significand = (frac + (1 << M)).astype(np.float64)
+        exponent = efield - fmt.bias - M
+    values = np.ldexp(significand, exponent.astype(np.int32))
+    negative = (codes & fmt.sign_mask) != 0 if fmt.signed else np.zeros(codes.shape, bool)
+    values = np.where(negative, -values, values)
+    if fmt.has_inf:
+        values = np.where(mag == fmt.inf_code, np.where(negative, -np.inf, np.inf), values)
+    if fmt.nan == "ieee":
+        values = np.where((efield == (1 << fmt.exponent_bits) - 1) & (frac != 0), np.nan, values)
+    elif fmt.nan == "top":
+        values = np.where(mag == fmt.top_code, np.nan, values)
+    elif fmt.nan == "neg_zero":
+        values = np.where(codes == fmt.sign_mask, np.nan, values)
+    return values
+
+
+@lru_cache(maxsize=64)
+def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
+    table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.int64), fmt).astype(dtype)
+    table.setflags(write=False)
+    return table
+
+
+def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
+    limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= limit):
+        bad = arr[(arr < 0) | (arr >= limit)].ravel()[0]
+        raise ValueError(f"code {int(bad)} is out of range for {fmt.name} (codes are 0..{limit - 1})")
+    return arr
+
+
+def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndarray:
+    """Values of integer codes of ``fmt`` as float64 (exact for every format) or float32.
+
+    >>> decode([0x01, 0x07, 0x7E, 0x80, 0x7F], "e4m3").tolist()
+    [0.001953125, 0.013671875, 448.0, -0.0, nan]
+    """
+    fmt = get_format(fmt)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float64, np.float32):
+        raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
+    arr = _as_codes(codes, fmt)
+    if fmt.bits <= 16:
+        return _decode_table(fmt, dtype).take(arr.astype(np.intp, copy=False))
+    if _is_fp32_prefix(fmt):
+        # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
+        # reinterpret.
+        u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
+        return u.view(np.float32).astype(dtype, copy=False)
+    shifted = arr.astype(np.int64) >> fmt.code_shift
+    return _decode_generic(shifted, fmt).astype(dtype)
+
+
+def _fits(fmt: Format, dtype: np.dtype) -> bool:
+    """Whether every finite value of fmt is exactly a value of the float dtype."""
+    info = np.finfo(dtype)
+    return (
+        fmt.mantissa_bits <= info.nmant
+        and fmt.emax <= info.maxexp - 1
+        and fmt.min_subnormal >= float(info.smallest_subnormal)
+    )
+
+
+def quantize(
+    x: Any,
+    fmt: str | Format,
+    *,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    nan: str | None = None,
+    rng: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Round x to the nearest values of ``fmt`` (per the options), returned as floats.
+
+    The result has x's float dtype (float64 for integer input); if the format has values that
+    dtype cannot hold exactly (bf16 from float16 input, say), it is widened to float32 or
+    float64 so no value is rounded a second time.
+
+    >>> quantize([0.1, 1000.0], "e4m3", overflow="saturate")
+    array([1.015625e-01, 4.480000e+02])
+    """
+    fmt = get_format(fmt)
+    arr = _as_real_array(x)
+    dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
+    for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
+        if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
+            dtype = wider
+            break
+    codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng)
+    if dtype == np.float16:
+        return decode(codes, fmt, dtype=np.float32).astype(np.float16)
+    return decode(codes, fmt, dtype=dtype)
+
+
+# ---- teaching -----------------------------------------------------------------------------
+def _classify(code: int, fmt: Format) -> str:
+    value = float(decode(np.array([code]), fmt)[0])
+    mag = (code >> fmt.code_shift) & fmt.top_code
+    if np.isnan(value):
+        return "nan"
+    if np.isinf(value):
+        return "inf"
+    if value == 0:
+        return "zero"
+    if fmt.subnormals and (mag >> fmt.mantissa_bits) == 0:
+        return "subnormal"
+    return "normal"
+
+
+def explain(
+    x: float,
+    fmt: str | Format,
+    *,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    nan: str | None = None,
+    color: bool = False,
+) -> str:
+    """Describe in plain words how one number is encoded: fields, class, value and error.
+
+    >>> print(explain(0.3, "e4m3"))
+    0.3 in e4m3 (rounding nearest_even, overflow nan)
+      code      0x2A = 0 0101 010
+      sign      0 -> +
+      exponent  0101 = 5, minus bias 7 -> 2^-2
+      mantissa  010 -> 1 + 2/8 = 1.25 (normal)
+      value     0.3125
+      error     +0.0125 (relative +4.17%)
+    """
+    fmt = get_format(fmt)
+    opts = _options(fmt, rounding, overflow, nan)
+    arr = np.asarray(x)
+    if arr.ndim != 0:
+        raise ValueError("explain takes a single number")
+    code = int(encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan))
+    value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
+    cls = _classify(code, fmt)
+    raw = code >> fmt.code_shift
+    M, E = fmt.mantissa_bits, fmt.exponent_bits
+    sign_bit = (raw >> (E + M)) & 1 if fmt.signed else None
+    efield = (raw >> M) & ((1 << E) - 1)
+    frac = raw & ((1 << M) - 1)
+    ebits = format(efield, f"0{E}b")
+    mbits = format(frac, f"0{M}b") if M else ""
+
+    def paint(text: str, ansi: str) -> str:
+        return f"\033[{ansi}m{text}\033[0m" if color and text else text
+
+    fields = [paint(str(sign_bit), "31")] if fmt.signed else []
+    fields += [paint(ebits, "32")] + ([paint(mbits, "34")] if M else [])
+    width = (fmt.storage_bits + 3) // 4
+    lines = [f"{float(arr)!r} in {fmt.name} (rounding {opts.rounding}, overflow {opts.overflow})"]
+    lines.append(f"  code      0x{code:0{width}X} = {' '.join(fields)}")
+    if fmt.signed:
+        lines.append(f"  sign      {sign_bit} -> {'-' if sign_bit else '+'}")
+    if cls in ("normal", "subnormal"):
+        if cls == "subnormal":
+            lines.append(f"  exponent  {ebits} = 0 (subnormal) -> 2^{fmt.emin}")
+            lead = 0
+        else:
+            lines.append(f"  exponent  {ebits} = {efield}, minus bias {fmt.bias} -> 2^{efield - fmt.bias}")
+            lead = 1
+        if M:
+            lines.append(f"  mantissa  {mbits} -> {lead} + {frac}/{1 << M} = {lead + frac / (1 << M):g} ({cls})")
+        else:
+            lines.append(f"  mantissa  (none) -> {lead} ({cls})")
+    else:
+        lines.append(f"  class     {cls}")
+    lines.append(f"  value     {value!r}")
+    xf = float(arr)
+    if np.isfinite(xf) and np.isfinite(value):
+        err = Fraction(value) - Fraction(xf)
+        rel = f" (relative {float(err / Fraction(xf)) * 100:+.3g}%)" if xf != 0 else ""
+        lines.append(f"  error     {float(err):+.6g}{rel}")
+    elif not np.isnan(xf) and not np.isfinite(value):
+        lines.append("  error     overflow: the value is beyond the format's largest finite value")
+    return "\n".join(lines)

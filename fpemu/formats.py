@@ -8,8 +8,8 @@ computed from those fields, so a user-defined format is just another ``Format(..
 >>> fmt = get_format("e4m3")
 >>> fmt.bits, fmt.bias, fmt.max, fmt.min_subnormal
 (8, 7, 448.0, 0.001953125)
->>> Format("e3m3", exponent_bits=3, mantissa_bits=3, bias=3, has_inf=False, nan="none").max
-15.0
+>>> Format("e3m3", exponent_bits=3, mantissa_bits=3, bias=3, inf="none", nan="none").max
+30.0
 
 Code layout: codes are unsigned integers, sign bit (if any) on top, then the exponent field,
 then the mantissa field. A format narrower than its container (TF32 in 32 bits) is stored
