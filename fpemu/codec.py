@@ -337,14 +337,36 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
     return table
 
 
-def _table_index(u: np.ndarray) -> np.ndarray:
-    """(u >> 16) * 2 + (low 16 bits non-zero) for uint32 patterns, as uint32."""
-    halves = u.reshape(-1).view(np.uint16).reshape(u.shape + (2,))
-    little = np.little_endian
-    low, high = (halves[..., 0], halves[..., 1]) if little else (halves[..., 1], halves[..., 0])
-    idx = np.left_shift(high, 1, dtype=np.uint32)
-    idx |= low != 0
-    return idx
+# Elementwise kernels run over chunks of this many elements so that their temporaries stay
+# in the CPU cache: the arithmetic then costs little more than reading the input once.
+_CHUNK = 1 << 16
+
+
+def _chunks(n: int):
+    """Slices covering range(n) in cache-sized pieces."""
+    for start in range(0, n, _CHUNK):
+        yield slice(start, min(start + _CHUNK, n))
+
+
+def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Low and high 16-bit halves of a flat uint32 array, as strided views (no copy)."""
+    pairs = u.view(np.uint16).reshape(-1, 2)
+    return (pairs[:, 0], pairs[:, 1]) if np.little_endian else (pairs[:, 1], pairs[:, 0])
+
+
+def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
+    low, high = _halves(u)
+    out = np.empty(u.size, dtype=table.dtype)
+    idx = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
+    sticky = np.empty(idx.size, dtype=bool)
+    for part in _chunks(u.size):
+        n = part.stop - part.start
+        np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
+        np.not_equal(low[part], 0, out=sticky[:n])
+        idx[:n] |= sticky[:n]
+        table.take(idx[:n], out=out[part])
+    return out
 
 
 def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
@@ -370,10 +392,32 @@ def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
         x = x.astype(np.float32)
     if opts.nan == "raise" and fmt.bits == 8 and np.isnan(x).any():
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
-    u = np.asarray(x, order="C").view(np.uint32)
-    codes = _encode_table(fmt, opts).take(_table_index(u))
+    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
+    codes = _table_lookup(u, _encode_table(fmt, opts)).reshape(x.shape)
     if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
         _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
+    return codes
+
+
+# Formats numpy casts to natively with IEEE round-to-nearest-even (a correctly rounded cast).
+_NUMPY_NATIVE = {
+    Format("fp16", 5, 10, 15): np.dtype(np.float16),
+    Format("fp32", 8, 23, 127): np.dtype(np.float32),
+}
+
+
+def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """fp16/fp32 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
+    native = _NUMPY_NATIVE[fmt]
+    with np.errstate(over="ignore"):
+        codes = x.astype(native).view(fmt.code_dtype)
+    isnan = np.isnan(x)
+    if isnan.any() and opts.nan != "payload":
+        codes = codes.copy()
+        codes[isnan] = _encode_float64(x[isnan], fmt, opts)
+    elif isnan.any() and x.dtype == np.float64:
+        codes = codes.copy()  # numpy's float64 NaN cast goes through the FPU: re-derive payloads
+        codes[isnan] = _encode_float64(x[isnan], fmt, opts)
     return codes
 
 
@@ -386,19 +430,32 @@ def _is_fp32_prefix(fmt: Format) -> bool:
     )
 
 
-def _encode_fp32_truncation_rne(u: np.ndarray, fmt: Format) -> np.ndarray:
-    """RNE on float32 patterns for formats that keep fp32's top bits (ties to even on the bit
-    pattern: add 0x7FFF... plus the kept LSB, then drop; a carry rolls into the exponent, and
-    the largest value rolls into Inf, exactly as IEEE requires)."""
-    drop = 23 - fmt.mantissa_bits
-    lsb = (u >> np.uint32(drop)) & np.uint32(1)
-    r = u + np.uint32((1 << (drop - 1)) - 1)
-    r += lsb
-    r >>= np.uint32(drop)
-    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    if nan.any():
-        r[nan] = fmt.nan_code | ((u[nan] >> np.uint32(31)) << np.uint32(fmt.bits - 1))
-    return r.astype(fmt.code_dtype) if fmt.container_bits is None else r
+def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """RNE of float32 values into bf16/tf32-like formats, on the bit pattern.
+
+    Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
+    even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
+    """
+    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
+    drop = np.uint32(23 - fmt.mantissa_bits)
+    half_minus_one = np.uint32((1 << (drop - 1)) - 1)
+    out = np.empty(u.size, dtype=np.uint32 if fmt.container_bits else fmt.code_dtype)
+    lsb = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
+    r = np.empty_like(lsb)
+    for part in _chunks(u.size):
+        n = part.stop - part.start
+        np.right_shift(u[part], drop, out=lsb[:n])
+        lsb[:n] &= np.uint32(1)
+        np.add(u[part], half_minus_one, out=r[:n])
+        r[:n] += lsb[:n]
+        r[:n] >>= drop
+        out[part] = r[:n]
+        np.bitwise_and(u[part], np.uint32(0x7FFFFFFF), out=lsb[:n])
+        nan = lsb[:n] > np.uint32(0x7F800000)
+        if nan.any():  # canonical quiet NaN with the input's sign
+            sign = (u[part][nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
+            out[part][nan] = sign | fmt.nan_code
+    return out.reshape(x.shape)
 
 
 # ---- public API -----------------------------------------------------------------------------
@@ -450,13 +507,16 @@ def encode(
         arr = _integers_to_float64(arr)
     if _table_path_ok(fmt, opts):
         codes = _encode_by_table(arr, fmt, opts)
+    elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \
+            and fmt in _NUMPY_NATIVE and arr.dtype.itemsize > _NUMPY_NATIVE[fmt].itemsize:
+        codes = _encode_numpy_native(arr, fmt, opts)
     elif (
         arr.dtype == np.float32
         and _is_fp32_prefix(fmt)
         and fmt.mantissa_bits < 23
         and opts == _Options("nearest_even", "inf", "sign")
     ):
-        codes = _encode_fp32_truncation_rne(np.asarray(arr, order="C").view(np.uint32), fmt)
+        codes = _encode_fp32_prefix_rne(arr, fmt)
     else:
         codes = _encode_float64(arr, fmt, opts, rng)
     codes = np.asarray(codes)
@@ -521,8 +581,13 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
     if dtype not in (np.float64, np.float32):
         raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
     arr = _as_codes(codes, fmt)
+    if fmt.bits == 16 and _is_fp32_prefix(fmt):
+        # bf16: the code is the top half of the float32 pattern.
+        pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
+        pairs[..., 1 if np.little_endian else 0] = arr
+        return pairs.view(np.float32).reshape(arr.shape).astype(dtype, copy=False)
     if fmt.bits <= 16:
-        return _decode_table(fmt, dtype).take(arr.astype(np.intp, copy=False))
+        return _lookup(arr, _decode_table(fmt, dtype))
     if _is_fp32_prefix(fmt):
         # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
         # reinterpret.
@@ -530,6 +595,17 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
         return u.view(np.float32).astype(dtype, copy=False)
     shifted = arr.astype(np.int64) >> fmt.code_shift
     return _decode_generic(shifted, fmt).astype(dtype)
+
+
+def _lookup(index: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[index] computed chunk by chunk (the gathered output stays cache-friendly)."""
+    flat = index.reshape(-1)
+    if flat.dtype.itemsize > 2 or flat.dtype.kind != "u":
+        flat = flat.astype(np.intp)
+    out = np.empty(flat.size, dtype=table.dtype)
+    for part in _chunks(flat.size):
+        table.take(flat[part], out=out[part])
+    return out.reshape(index.shape)
 
 
 def _fits(fmt: Format, dtype: np.dtype) -> bool:
