@@ -2,6 +2,8 @@
 
 >>> import fpemu
 >>> fpemu.encode([1.0, 448.0, 500.0], "e4m3")
+array([ 56, 126, 127], dtype=uint8)
+>>> fpemu.encode([1.0, 448.0, 500.0], "e4m3", overflow="saturate")
 array([ 56, 126, 126], dtype=uint8)
 >>> fpemu.decode([0x38, 0x7E], "e4m3")
 array([  1., 448.])

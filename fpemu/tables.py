@@ -1,0 +1,85 @@
+"""Human-readable tables of formats and codes (used by the CLI and docs/formats.md).
+
+>>> print(code_table("e2m1").splitlines()[3])
+0x1   0 00 1         0.5  subnormal
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .codec import decode
+from .formats import FORMATS, Format, get_format
+
+__all__ = ["format_table", "code_table"]
+
+
+def _num(v: float) -> str:
+    """Short exact-enough text for a format constant (powers of two as 2^k)."""
+    if v == 0:
+        return "0"
+    mant, exp = np.frexp(v)
+    if mant == 0.5 and abs(exp - 1) > 6:
+        return f"2^{exp - 1}"
+    return f"{v:.8g}"
+
+
+def _specials(fmt: Format) -> tuple[str, str]:
+    inf = {"none": "none", "ieee": "exp all ones, man 0", "top": "0x7F/0xFF"}[fmt.inf]
+    shift = fmt.code_shift
+    nan = {
+        "none": "none",
+        "ieee": "exp all ones, man != 0",
+        "top": f"0x{fmt.top_code << shift:X}" + (f"/0x{(fmt.top_code | fmt.sign_mask) << shift:X}" if fmt.signed else ""),
+        "neg_zero": f"0x{fmt.sign_mask:X} (no -0)",
+    }[fmt.nan]
+    return inf, nan
+
+
+def format_table(markdown: bool = False) -> str:
+    """One row per registered format: bits, exponent/mantissa, bias, range, Inf/NaN."""
+    head = ["name", "bits", "exp/man", "bias", "max", "min normal", "min subnormal", "eps", "Inf", "NaN"]
+    rows = []
+    for fmt in FORMATS.values():
+        inf, nan = _specials(fmt)
+        sub = _num(fmt.min_subnormal) if fmt.subnormals and fmt.mantissa_bits else "none"
+        bits = f"{fmt.bits}" + (f" in {fmt.container_bits}" if fmt.container_bits else "")
+        bits += "" if fmt.signed else " (unsigned)"
+        rows.append([fmt.name, bits, f"{fmt.exponent_bits}/{fmt.mantissa_bits}", str(fmt.bias),
+                     _num(fmt.max), _num(fmt.min_normal), sub, _num(fmt.eps), inf, nan])
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    fmt_row = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt_row.format(*head)] + [fmt_row.format(*r) for r in rows])
+
+
+def code_table(fmt: str | Format) -> str:
+    """Every code of a format of at most 8 bits, with its bit fields, value and class."""
+    fmt = get_format(fmt)
+    if fmt.bits > 8:
+        raise ValueError(f"table lists formats of at most 8 bits; {fmt.name} has {fmt.bits}")
+    codes = np.arange(1 << fmt.bits, dtype=np.uint8)
+    values = decode(codes, fmt)
+    digits = (fmt.bits + 3) // 4
+    E, M = fmt.exponent_bits, fmt.mantissa_bits
+    lines = [f"{fmt.name}: {1 << fmt.bits} codes", f"{'code':<{digits + 4}}{'bits':<{fmt.bits + 4}}{'value':>10}  class"]
+    for code, value in zip(codes.tolist(), values.tolist()):
+        mag = code & fmt.top_code
+        fields = ([str(code >> (E + M))] if fmt.signed else []) + [format(mag >> M, f"0{E}b")]
+        fields += [format(mag & ((1 << M) - 1), f"0{M}b")] if M else []
+        if np.isnan(value):
+            cls = "nan"
+        elif np.isinf(value):
+            cls = "inf"
+        elif value == 0:
+            cls = "zero"
+        elif fmt.subnormals and mag >> M == 0:
+            cls = "subnormal"
+        else:
+            cls = "normal"
+        text = f"{value:.10g}"
+        lines.append(f"0x{code:0{digits}X}{'':<3}{' '.join(fields):<{fmt.bits + 4}}{text:>10}  {cls}")
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""The core CLI commands: formats, show, table, and their error handling."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fpemu.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_formats_lists_every_format(capsys):
+    code, out, _ = run(capsys, "formats")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "e4m3" in rows and "448" in rows["e4m3"]
+    assert "57344" in rows["e5m2"] and "240" in rows["e4m3fnuz"]
+    assert "2^127" in rows["e8m0"] and "binary8p3" in rows
+
+
+def test_show_explains_fields_and_error(capsys):
+    code, out, _ = run(capsys, "show", "0.3", "--format", "e4m3")
+    assert code == 0
+    assert "0x2A = 0 0101 010" in out
+    assert "value     0.3125" in out
+    assert "relative +4.17%" in out
+
+
+def test_show_overflow_options(capsys):
+    _, out, _ = run(capsys, "show", "1000", "-f", "e4m3")
+    assert "0x7F" in out and "nan" in out
+    _, out, _ = run(capsys, "show", "1000", "-f", "e4m3", "--overflow", "saturate")
+    assert "0x7E" in out and "448.0" in out
+
+
+def test_show_reads_hex_floats_and_fractions(capsys):
+    _, out, _ = run(capsys, "show", "0x1.8p1", "-f", "e2m1")
+    assert "value     3.0" in out
+    _, out, _ = run(capsys, "show", "1/3", "-f", "bf16")
+    assert "value     0.333984375" in out
+
+
+def test_table_lists_every_code(capsys):
+    code, out, _ = run(capsys, "table", "e2m1")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 + 16
+    assert lines[-1].split()[-2:] == ["-6", "normal"]
+    assert "0x9" in lines[2 + 9] and "-0.5" in lines[2 + 9] and "subnormal" in lines[2 + 9]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["show", "1", "-f", "fp9"], "unknown format 'fp9'"),
+        (["show", "abc", "-f", "e4m3"], "cannot read 'abc' as a number"),
+        (["show", "1", "-f", "e2m1", "--overflow", "inf"], "has no Inf"),
+        (["show", "nan", "-f", "e2m1"], "1 NaN value"),
+        (["table", "bf16"], "at most 8 bits"),
+        (["show", "1", "-f", "e4m3", "-r", "banana"], "unknown rounding 'banana'"),
+    ],
+)
+def test_errors_print_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.startswith("fpemu: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_console_script_help_lists_subcommands():
+    done = subprocess.run([sys.executable, "-m", "fpemu", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    for command in ("formats", "show", "table"):
+        assert command in done.stdout
+
+
+def test_formats_doc_is_fresh():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_formats_doc.py"), "--check"],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
