@@ -147,11 +147,23 @@ def _integers_to_float64(arr: np.ndarray) -> np.ndarray:
     return out
 
 
+# Elementwise kernels run over chunks of this many elements so that their temporaries stay
+# in the CPU cache: the arithmetic then costs little more than reading the input once.
+_CHUNK = 1 << 16
+_GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
+
+
+def _chunks(n: int, size: int = _CHUNK):
+    """Slices covering range(n) in cache-sized pieces."""
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
 # ---- the generic kernel -------------------------------------------------------------------
 _U64 = np.uint64
 
 
-def _round_increment(odd, rem, shift, negative, mode: str, rng) -> np.ndarray:
+def _round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
     """Whether to add one unit in the last kept place, per rounding mode.
 
     odd: whether the truncated code is odd (ties-to-even and to-odd look at the *code's* last
@@ -175,14 +187,13 @@ def _round_increment(odd, rem, shift, negative, mode: str, rng) -> np.ndarray:
     raise AssertionError(mode)
 
 
-def _stochastic_increment(rem, shift_full, rng) -> np.ndarray:
+def _stochastic_increment(rem, shift_full, gen: np.random.Generator) -> np.ndarray:
     """Round up with probability rem / 2**shift_full, using 64 random bits per element.
 
     u < rem * 2**(64 - shift) for u uniform on [0, 2**64): exactly unbiased whenever at most 64
     bits are dropped; below that (values far under the smallest subnormal) the threshold is
     floored, a bias under 2**-64 of a unit in the last place.
     """
-    gen = np.random.default_rng(rng)
     u = gen.integers(0, 2**64, size=rem.shape, dtype=np.uint64, endpoint=False)
     left = np.clip(64 - shift_full, 0, 63).astype(np.uint64)
     right = np.clip(shift_full - 64, 0, 63).astype(np.uint64)
@@ -193,8 +204,23 @@ def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -
     """Codes (right-aligned, uint32) of float values; the reference kernel for every path.
 
     source is float16/32/64; it is widened to float64 (exactly) and only its NaN payloads are
-    read from the original bits.
+    read from the original bits. Runs chunk by chunk (its many temporaries then stay in cache).
     """
+    source = np.asarray(source)
+    if opts.nan == "raise" and not fmt.has_nan:
+        count = int(np.count_nonzero(np.isnan(source)))
+        if count:
+            _raise_nan(count, fmt)
+    gen = np.random.default_rng(rng) if opts.rounding == "stochastic" else None
+    flat = source.reshape(-1)
+    out = np.empty(flat.size, dtype=np.uint32)
+    for part in _chunks(flat.size, _GENERIC_CHUNK):
+        out[part] = _encode_chunk(flat[part], fmt, opts, gen)
+    return out.reshape(source.shape)
+
+
+def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen) -> np.ndarray:
+    """The generic kernel on one flat chunk (see _encode_float64)."""
     x = np.asarray(source, dtype=np.float64)
     M = fmt.mantissa_bits
     negative = np.signbit(x)
@@ -218,9 +244,9 @@ def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -
     if not fmt.subnormals:
         code -= 1 << M  # field 0 is an ordinary binade: the hidden bit is not part of the code
     if opts.rounding == "stochastic":
-        code += _stochastic_increment(rem, shift_full, rng)
+        code += _stochastic_increment(rem, shift_full, gen)
     else:
-        code += _round_increment((code & 1) == 1, rem, shift, negative, opts.rounding, rng)
+        code += _round_increment((code & 1) == 1, rem, shift, negative, opts.rounding)
     if not fmt.subnormals:
         code = np.maximum(code, 0)  # no zero to round to: the smallest value is the closest
     code = np.where(iszero, 0, code)
@@ -335,17 +361,6 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
     table = codes.astype(fmt.code_dtype)
     table.setflags(write=False)
     return table
-
-
-# Elementwise kernels run over chunks of this many elements so that their temporaries stay
-# in the CPU cache: the arithmetic then costs little more than reading the input once.
-_CHUNK = 1 << 16
-
-
-def _chunks(n: int):
-    """Slices covering range(n) in cache-sized pieces."""
-    for start in range(0, n, _CHUNK):
-        yield slice(start, min(start + _CHUNK, n))
 
 
 def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -508,7 +523,7 @@ def encode(
     if _table_path_ok(fmt, opts):
         codes = _encode_by_table(arr, fmt, opts)
     elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \
-            and fmt in _NUMPY_NATIVE and arr.dtype.itemsize > _NUMPY_NATIVE[fmt].itemsize:
+            and fmt in _NUMPY_NATIVE and arr.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize:
         codes = _encode_numpy_native(arr, fmt, opts)
     elif (
         arr.dtype == np.float32
