@@ -221,7 +221,8 @@ def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -
 
 def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen) -> np.ndarray:
     """The generic kernel on one flat chunk (see _encode_float64)."""
-    x = np.asarray(source, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # widening a signalling NaN warns; it stays NaN
+        x = np.asarray(source, dtype=np.float64)
     M = fmt.mantissa_bits
     negative = np.signbit(x)
     isnan = np.isnan(x)
