@@ -119,31 +119,31 @@ def _as_real_array(x: Any) -> np.ndarray:
 
 
 def _integers_to_float64(arr: np.ndarray) -> np.ndarray:
-    """Integers as float64, rounded *to odd* when beyond 2**53 so no double rounding follows.
+    """Integers as float64, rounded *to odd* from 2**53 up, so that no double rounding follows.
 
-    Rounding to odd at 53 bits and then rounding again to at most 51 bits gives the same result
-    as rounding the integer once (every format here has at most 24 bits of precision).
+    Rounding to odd at 53 bits and then again to at most 51 bits gives the same result as one
+    rounding of the integer (every format here has at most 24 bits of precision).
     """
     out = arr.astype(np.float64)
-    big = np.abs(out) > 2.0**53
+    big = np.abs(out) >= 2.0**53
     if not big.any():
         return out
     ints = arr[big]
-    mag = np.where(ints < 0, -(ints.astype(np.int64, copy=False) + 1).astype(np.uint64) + 1,
-                   ints.astype(np.uint64)) if arr.dtype.kind == "i" else ints.astype(np.uint64)
-    f = mag.astype(np.float64)
-    # f <= 2**64 holds exactly as a Python-free uint64 only below 2**64; handle the top case.
-    top = f >= 2.0**64
-    back = np.where(top, np.uint64(0xFFFFFFFFFFFFFFFF), f.astype(np.uint64))
-    inexact = (back != mag) | top
-    above = top | (back > mag)
+    mag = ints.astype(np.uint64)
+    if arr.dtype.kind == "i":
+        mag = np.where(ints < 0, np.uint64(0) - mag, mag)  # two's complement: exact |v|
+    f = mag.astype(np.float64)  # round to nearest even
+    top = f >= 2.0**64  # only for uint64 inputs just below 2**64
+    back = np.where(top, 0.0, f).astype(np.uint64)
+    inexact = top | (back != mag)
+    # RNE gave the truncation t or t + 1 (as bit patterns); to odd is t | 1 when inexact.
     bits = f.view(np.uint64).copy()
-    even = (bits & np.uint64(1)) == 0
-    step = inexact & even
-    bits[step & above] -= np.uint64(1)
-    bits[step & ~above] += np.uint64(1)
+    fix = inexact & ((bits & np.uint64(1)) == 0)
+    above = top | (back > mag)
+    bits[fix & above] -= np.uint64(1)
+    bits[fix & ~above] += np.uint64(1)
     f = bits.view(np.float64)
-    out[big] = np.where(ints < 0, -f, f)
+    out[big] = np.where(ints < 0, -f, f) if arr.dtype.kind == "i" else f
     return out
 
 
@@ -340,11 +340,15 @@ def _nan_payload(source: np.ndarray, width: int) -> np.ndarray:
 # ---- fast paths -----------------------------------------------------------------------------
 def _table_path_ok(fmt: Format, opts: _Options) -> bool:
     """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
+    # The round bit must lie in the top 16 bits of every float32 pattern, including float32
+    # subnormals (resolution 2**-133 there), and float32 must have 2 bits more than the format
+    # wherever the format has values, for the float64 -> float32 rounding to odd.
     return (
         opts.rounding != "stochastic"
+        and opts.nan != "payload"
         and fmt.mantissa_bits <= 6
         and fmt.emax <= 127
-        and fmt.min_subnormal >= 2.0**-126
+        and fmt.min_subnormal >= 2.0**-132
     )
 
 
