@@ -21,5 +21,7 @@ __all__ = [
     "decode",
     "quantize",
     "explain",
+    "mx",
 ]
+from . import mx  # noqa: E402  (block formats; imports the codec above)
 __version__ = "0.1.0"
