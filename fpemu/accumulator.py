@@ -355,9 +355,10 @@ def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     Round-to-odd keeps a sticky bit in the last place, so a later rounding to at most 51 bits
     equals the correct rounding of the exact sum.
     """
-    s = x + y
-    yy = s - x
-    err = (x - (s - yy)) + (y - yy)
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
+        s = x + y
+        yy = s - x
+        err = (x - (s - yy)) + (y - yy)
     bits = s.view(np.int64)
     inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
     # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
