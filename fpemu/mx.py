@@ -800,7 +800,7 @@ def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
     if k != k2:
         raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
     bs = _k_block(a, 1)
-    if bs != _k_block(b, 0):
+    if bs < 1 or bs != _k_block(b, 0):
         raise ValueError(
             f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
             f"B {b.block_size} on axis {b.axis}"
