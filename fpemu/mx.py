@@ -495,11 +495,15 @@ def quantize(
     )
 
 
-def _tensor_amax(x: np.ndarray) -> np.float32:
-    """max |x| over the tensor, NaNs ignored (CUDA's fmaxf reductions skip NaN)."""
-    mag = np.bitwise_and(x.view(np.uint32), np.uint32(0x7FFFFFFF))
-    mag = np.where(mag > np.uint32(0x7F800000), np.uint32(0), mag)
-    return mag.max(initial=np.uint32(0)).view(np.float32) if mag.size else np.float32(0)
+def _tensor_amax(bmag: np.ndarray, bmax: np.ndarray) -> np.float32:
+    """max |x| over the tensor with NaNs ignored (CUDA's fmaxf reductions skip NaN), from the
+    blocks' magnitude bits and their per-block maxima (NaN patterns exceed 0x7F800000)."""
+    inf = np.uint32(0x7F800000)
+    nan_blocks = bmax > inf
+    if nan_blocks.any():
+        part = bmag[nan_blocks]
+        bmax = np.concatenate([bmax[~nan_blocks].ravel(), np.where(part > inf, 0, part).ravel()])
+    return np.float32(bmax.max(initial=np.uint32(0)).view(np.float32))
 
 
 def _quantize_nvfp4(
@@ -515,14 +519,13 @@ def _quantize_nvfp4(
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
     f32 = np.float32
     x = arr.astype(np.float32, copy=False)
-    amax = _tensor_amax(x) if global_amax is None else f32(global_amax)
-    if not np.isfinite(amax) and global_amax is not None and np.isnan(amax):
-        raise ValueError("global_amax is NaN")
-    if np.isnan(amax) or amax < 0:
-        raise ValueError(f"global_amax must be >= 0, got {float(amax)}")
     xb = _to_blocks(x, axes, block)
     bmag = np.bitwise_and(xb.view(np.uint32), np.uint32(0x7FFFFFFF))
-    bamax = bmag.max(axis=-1).view(np.float32)  # NaN patterns win: a NaN block amax is NaN
+    bmax = bmag.max(axis=-1)
+    bamax = bmax.view(np.float32)  # NaN patterns win: a NaN block's amax is NaN
+    amax = _tensor_amax(bmag, bmax) if global_amax is None else f32(global_amax)
+    if np.isnan(amax) or amax < 0:
+        raise ValueError(f"global_amax must be a number >= 0, got {float(amax)}")
     ue4m3 = get_format("ue4m3")
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if variant == "te":
@@ -541,13 +544,16 @@ def _quantize_nvfp4(
             y = np.clip(xb * enc[..., None], f32(-6.0), f32(6.0))
             global_scale = s_dec
         elif variant == "torchao":
+            # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
+            # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
+            # data * ((1 / pts) / scale), clamped to +-6.
             pts = f32(amax / f32(2688.0))
             if pts == 0 or not np.isfinite(pts):
                 pts = f32(1.0)  # ours: torchao would divide by zero here
             scaled = (bamax / f32(6.0)) / pts
             scales = encode(np.clip(scaled, f32(2.0**-6), f32(448.0)), ue4m3)
-            total = pts * decode(scales, ue4m3, dtype=np.float32)
-            y = np.clip(xb / total[..., None], f32(-6.0), f32(6.0))
+            reciprocal = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
+            y = np.clip(xb * reciprocal[..., None], f32(-6.0), f32(6.0))
             global_scale = pts
         else:
             raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")

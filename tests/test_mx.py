@@ -189,8 +189,8 @@ def oracle_nvfp4_torchao(x: np.ndarray, block: int = 16):
         s = (f32(np.max(np.abs(b))) / f32(6)) / pts
         s8 = np.array([np.clip(s, f32(2**-6), f32(448))], np.float32).astype(ml_dtypes.float8_e4m3fn)
         scales.append(int(s8.view(np.uint8)[0]))
-        total = pts * s8.astype(np.float32)[0]
-        y = np.clip(b / total, f32(-6), f32(6))
+        reciprocal = (f32(1) / pts) / s8.astype(np.float32)[0]
+        y = np.clip(b * reciprocal, f32(-6), f32(6))
         codes += y.astype(ml_dtypes.float4_e2m1fn).view(np.uint8).tolist()
     return scales, [c & 0xF for c in codes]
 
@@ -363,6 +363,48 @@ def test_nan_and_inf_blocks(fmt):
     assert d[40] == MAXV[fmt] * 2.0**127
     assert d[41] == 0 and d[42] == 0  # 1 and -2 vanish under the 2**127 scale
     assert np.isnan(d[:32]).all() and np.isnan(d[64:]).all()
+
+
+def test_rceil_subnormal_and_saturation_rules():
+    # fp32(amax * fp32(1/6)) lands on 2**-127 exactly (0x00400000: stays 0x00), on 1.5 * 2**-127
+    # (mantissa 0x600000 > 0x400000: rounds up to 0x01) and on 2**-126 (0x01)
+    codes = []
+    for k in (6, 9, 12):
+        x = block_of([k * 2.0**-127])
+        codes.append(int(mx.quantize(x, "mxfp4", scale_rounding="rceil").scales[0]))
+    assert codes == [0, 1, 1]
+    big = block_of([np.finfo(np.float32).max])
+    # MXINT8: FLT_MAX * (64/127) has exponent field 254 and a non-zero mantissa: saturate at 0xFE
+    assert mx.quantize(big, "mxint8", scale_rounding="rceil").scales[0] == 0xFE
+    assert [int(mx.quantize(big, "mxfp8_e4m3", scale_rounding=r).scales[0])
+            for r in mx.SCALE_ROUNDINGS] == [127 + 127 - 8, 128 + 127 - 8, 128 + 127 - 8, 128 + 127 - 8]
+
+
+def test_mx_2d_tiles():
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((40, 70)) * np.exp2(rng.integers(-8, 8, (40, 70)))).astype(np.float32)
+    q = mx.quantize(x, "mxfp6_e3m2", block_size=(32, 32))
+    assert q.scales.shape == (2, 3) and q.axis == (0, 1)
+    for i in range(2):
+        for j in range(3):
+            tile = x[32 * i : 32 * i + 32, 32 * j : 32 * j + 32]
+            code = oracle_scale(float(np.abs(tile).max()), "mxfp6_e3m2", "floor")
+            assert q.scales[i, j] == code
+            got = q.codes[32 * i : 32 * i + 32, 32 * j : 32 * j + 32].ravel().tolist()
+            assert got == oracle_codes(tile.ravel(), "mxfp6_e3m2", code)
+    assert np.array_equal(mx.quantize(q.dequantize(), "mxfp6_e3m2", block_size=(32, 32)).codes, q.codes)
+
+
+def test_nvfp4_global_amax_ignores_nan_and_can_be_given():
+    x = np.zeros(32, np.float32)
+    x[3], x[4], x[20] = np.nan, 10.0, 5.0
+    q = mx.quantize(x, "nvfp4")
+    assert q.global_amax == np.float32(10.0)  # the 10 shares its block with the NaN
+    assert q.scales.tolist() == [0x7F, int(np.array([np.float32(5) * np.float32(np.float32(268.8) * np.float32(1 / np.float32(6)))], np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)[0])]
+    g = mx.quantize(np.float32([1.0, 2.0]), "nvfp4", global_amax=4.0)
+    assert g.global_amax == 4.0 and g.scales[0] == 0x76  # 2 * (2688/4)/6 = 224 = 0x76
+    with pytest.raises(ValueError, match="global_amax"):
+        mx.quantize([1.0], "nvfp4", global_amax=float("nan"))
 
 
 # ---- layouts, dtypes, errors ---------------------------------------------------------------------
