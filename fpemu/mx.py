@@ -36,7 +36,7 @@ Layout conventions (documented in ``docs/mx.md``):
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -175,6 +175,7 @@ class BlockArray:
             ``1/S_enc`` with ``S_enc = 2688/amax``; torchao: ``amax/2688``); None for MX.
         global_amax: NVFP4 only: the float32 tensor amax the scales were computed from.
         variant: NVFP4 only: ``"te"`` or ``"torchao"`` (which dequantization arithmetic).
+        scale_rounding: MX only: the rule the scales were computed with.
     """
 
     codes: np.ndarray
@@ -185,7 +186,27 @@ class BlockArray:
     global_scale: np.float32 | None = None
     global_amax: np.float32 | None = None
     variant: str | None = None
-    _meta: dict = field(default_factory=dict, repr=False, compare=False)
+    scale_rounding: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked so that a BlockArray rebuilt by hand (e.g. from unpack()) is consistent.
+        for name in ("codes", "scales"):
+            arr = np.asarray(getattr(self, name))
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"BlockArray.{name} must hold integer codes, got {arr.dtype}")
+            object.__setattr__(self, name, arr.astype(np.uint8, copy=False))
+        expect = list(self.codes.shape)
+        if len(self.axes) != len(self.block_shape) or any(
+            not 0 <= a < self.codes.ndim for a in self.axes
+        ):
+            raise ValueError(f"axis {self.axis} does not fit codes of shape {self.codes.shape}")
+        for a, b in zip(self.axes, self.block_shape):
+            expect[a] = -(-expect[a] // b)
+        if tuple(expect) != self.scales.shape:
+            raise ValueError(
+                f"scales of shape {self.scales.shape} do not match codes of shape "
+                f"{self.codes.shape} in blocks of {self.block_size} along axis {self.axis}"
+            )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -309,6 +330,8 @@ def _scales_from_layout(s: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 def _as_float_array(x: Any) -> np.ndarray:
     """x as float32 (float16/float32 input) or float64 (float64, integer, Python numbers)."""
     arr = np.asarray(x)
+    if not arr.dtype.isnative:  # the scale arithmetic reads the bit patterns in native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if arr.dtype.kind == "f":
         if arr.dtype.itemsize > 8:
             raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
@@ -492,6 +515,7 @@ def quantize(
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
+        scale_rounding=scale_rounding,
     )
 
 
@@ -887,12 +911,12 @@ def dot(a: BlockArray, b: BlockArray) -> np.float32:
 
 def _as_row(q: BlockArray) -> BlockArray:
     return BlockArray(q.codes[None, :], q.scales[None, :], q.format, 1, q.block_size,
-                      q.global_scale, q.global_amax, q.variant)
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
 
 
 def _as_column(q: BlockArray) -> BlockArray:
     return BlockArray(q.codes[:, None], q.scales[:, None], q.format, 0, q.block_size,
-                      q.global_scale, q.global_amax, q.variant)
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
 
 
 # ---- command line -------------------------------------------------------------------------------
@@ -929,7 +953,7 @@ def describe(q: BlockArray, x: np.ndarray) -> str:
     nblocks = q.scales.size
     width = 1 if bf.bits == 4 else 2
     bs = q.block_shape[0]
-    rounding = q._meta.get("scale_rounding", "floor")
+    rounding = q.scale_rounding
     head = f"{bf.name}: {x.size} values, {nblocks} block{'s' if nblocks != 1 else ''} of {bs}, "
     if bf.is_nvfp4:
         head += (f"UE4M3 scales, {q.variant} arithmetic, global amax {float(q.global_amax):.6g}, "
@@ -967,7 +991,6 @@ def cmd_mx(args: argparse.Namespace) -> int:
         inf=args.inf,
         variant=args.variant,
     )
-    q._meta["scale_rounding"] = args.scale_rounding
     print(describe(q, x))
     return 0
 

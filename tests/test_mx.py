@@ -507,6 +507,25 @@ def test_more_errors():
         mx.dequantize(np.ones(3))
 
 
+def test_byte_order_and_non_contiguous_input():
+    x = np.random.default_rng(8).standard_normal((40, 50)).astype(np.float32)
+    ref = mx.quantize(x, "mxfp8_e4m3", axis=0)
+    big = mx.quantize(x.astype(">f4"), "mxfp8_e4m3", axis=0)
+    assert np.array_equal(big.codes, ref.codes) and np.array_equal(big.scales, ref.scales)
+    t = mx.quantize(np.asfortranarray(x)[::1, ::1].T, "mxfp8_e4m3", axis=1)
+    assert np.array_equal(t.codes, ref.codes.T) and np.array_equal(t.scales, ref.scales.T)
+
+
+def test_blockarray_from_parts_is_checked():
+    q = mx.quantize(np.arange(40.0), "mxfp4")
+    again = mx.BlockArray(mx.unpack(q.pack(), "mxfp4", 40), q.scales, q.format, 0, 32)
+    assert np.array_equal(again.dequantize(), q.dequantize())
+    with pytest.raises(ValueError, match="do not match"):
+        mx.BlockArray(q.codes, q.scales[:1], q.format, 0, 32)
+    with pytest.raises(TypeError):
+        mx.BlockArray(q.codes.astype(float), q.scales, q.format, 0, 32)
+
+
 # ---- packing ------------------------------------------------------------------------------------
 def test_fp4_nibble_order_matches_torch_float4_e2m1fn_x2():
     # PyTorch's float4_e2m1fn_x2 (and torchao pack_uint4, cuBLAS): element 2i in the low nibble.
