@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
@@ -379,38 +380,52 @@ def _flush_inputs(v: np.ndarray, fmt: Format) -> np.ndarray:
 # Products: a source of (value, exponent) blocks for every output element
 # ---------------------------------------------------------------------------------------------
 class _Products:
-    """Exact products for R output elements, handed out a K-slice at a time.
+    """Exact products for R output elements, handed out one k at a time.
 
-    ``take(k0, k1)`` returns (values, exponents), each of shape (k1 - k0, R): the products as
-    float64 (exact; non-finite products replaced by 0) and their model exponents e_a + e_b
-    (int32; _NO_EXPONENT for zero products). ``special(k0, k1)`` is the float64 sum of the raw
-    products (Inf/NaN rules), only consulted where some input was not finite.
+    ``value(k)`` is the float64 product for every element (exact; non-finite products are
+    replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
+    (int16; _NO_EXPONENT for zero products). Both are computed on demand, so a GEMM never
+    holds more than a few (R,) arrays: R is kept cache-sized by the caller.
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format, outer: bool, flush: bool):
+        # gemm: a (M, K), b (K, N), element (i, j) uses a[i, k] * b[k, j];
+        # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
         if flush:
             a, b = _flush_inputs(a, fa), _flush_inputs(b, fb)
-        self.outer = outer  # gemm: a (M, K), b (K, N); dot: a, b (R, K)
-        self.a_raw, self.b_raw = a, b
+        self.outer = outer
         self.nonfinite = not (np.isfinite(a).all() and np.isfinite(b).all())
-        self.a = np.where(np.isfinite(a), a, 0.0) if self.nonfinite else a
-        self.b = np.where(np.isfinite(b), b, 0.0) if self.nonfinite else b
-        self.ea = _exponent(a, fa.emin)
-        self.eb = _exponent(b, fb.emin)
-        self.K = a.shape[1] if outer else a.shape[-1]
+        # k-major copies: one k is a contiguous row.
+        self.a_raw = np.ascontiguousarray(a.T)
+        self.b_raw = np.ascontiguousarray(b if outer else b.T)
+        self.a = np.where(np.isfinite(self.a_raw), self.a_raw, 0.0) if self.nonfinite else self.a_raw
+        self.b = np.where(np.isfinite(self.b_raw), self.b_raw, 0.0) if self.nonfinite else self.b_raw
+        self.ea = _exponent(self.a_raw, fa.emin).astype(np.int16)
+        self.eb = _exponent(self.b_raw, fb.emin).astype(np.int16)
+        self.K = self.a.shape[0]
         self.R = a.shape[0] * b.shape[1] if outer else a.shape[0]
 
-    def _pair(self, x: np.ndarray, y: np.ndarray, k0: int, k1: int, op) -> np.ndarray:
+    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op) -> np.ndarray:
         if self.outer:
-            return op(x[:, k0:k1].T[:, :, None], y[k0:k1, None, :]).reshape(k1 - k0, -1)
-        return op(x[:, k0:k1], y[:, k0:k1]).T
+            return op(x[k][:, None], y[k][None, :]).reshape(-1)
+        return op(x[k], y[k])
 
-    def take(self, k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
-        return self._pair(self.a, self.b, k0, k1, np.multiply), self._pair(self.ea, self.eb, k0, k1, np.add)
+    def value(self, k: int) -> np.ndarray:
+        return self._pair(self.a, self.b, k, np.multiply)
+
+    def exponent(self, k: int) -> np.ndarray:
+        return self._pair(self.ea, self.eb, k, np.add)
+
+    def values(self, k0: int, k1: int) -> np.ndarray:
+        """Products k0..k1-1 stacked, shape (k1 - k0, R)."""
+        return np.stack([self.value(k) for k in range(k0, k1)]) if k1 > k0 else np.zeros((0, self.R))
 
     def special(self, k0: int, k1: int) -> np.ndarray:
+        total = np.zeros(self.R)
         with np.errstate(invalid="ignore"):
-            return self._pair(self.a_raw, self.b_raw, k0, k1, np.multiply).sum(axis=0)
+            for k in range(k0, k1):
+                total += self._pair(self.a_raw, self.b_raw, k, np.multiply)
+        return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,53 +442,78 @@ def _with_specials(prods: _Products, k0: int, k1: int, c: np.ndarray, result: np
     return np.where(np.isfinite(s), result, s)
 
 
-def _aligned_sum(values: np.ndarray, exps: np.ndarray, E: np.ndarray, F: int, rounding: str) -> np.ndarray:
-    """Sum over axis 0 of the terms aligned to F fraction bits below E, each rounded (toward
-    zero or down) to that grid; an exact float64 integer (|sum| < 2**53)."""
+def _cut(x: np.ndarray, rounding: str) -> np.ndarray:
+    """Integer part of x (|x| < 2**53) as int64: toward zero ("rz") or down ("rd")."""
+    i = x.astype(np.int64)  # the float -> int cast truncates toward zero
+    if rounding == "rd":
+        i -= i > x
+    return i
+
+
+def _grid_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, rounding: str) -> tuple[np.ndarray, np.ndarray]:
+    """Align terms to the largest of their exponents E, keep F fraction bits below E (each
+    term cut on its own), add exactly. Returns (integer sum as int64, E).
+
+    Both arguments may be generators: the exponents are consumed first (to find E), then the
+    values, one (R,) array at a time.
+    """
+    exps = iter(exps)
+    E = next(exps).astype(np.int32)
+    for e in exps:
+        np.maximum(E, e, out=E)
     scale = _pow2(np.clip(F - E, -1022, 1023))
-    cut = np.trunc if rounding == "rz" else np.floor
-    return cut(values * scale).sum(axis=0)
+    total = np.zeros(E.shape, dtype=np.int64)
+    for v in values:
+        total += _cut(v * scale, rounding)
+    return total, E
 
 
-def _block_step(p: np.ndarray, ep: np.ndarray, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:
-    """One block FMA: n products p (n, R) with exponents ep, accumulator c with exponent ec."""
+def _scaled(total: np.ndarray, E: np.ndarray, F: int) -> np.ndarray:
+    """total * 2**(E - F) as float64 (exact: |total| < 2**53, E - F within float64's range)."""
+    return total.astype(np.float64) * _pow2(np.clip(E - F, -1022, 1023))
+
+
+def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:
+    """One block FMA on products s..e-1 and accumulator c (exponent ec)."""
     F = acc.frac_bits
     if not acc.late_c:
-        E = np.maximum(ep.max(axis=0), ec)
-        total = _aligned_sum(p, ep, E, F, acc.term_rounding) + _aligned_sum(c[None], ec[None], E, F, acc.term_rounding)
-        return _round(total * _pow2(np.clip(E - F, -1022, 1023)), t) + 0.0  # -0 -> +0
-    # CDNA3: products first (separately for even and odd lanes), c joins afterwards.
-    groups = [(p[0::2], ep[0::2]), (p[1::2], ep[1::2])] if acc.even_odd else [(p, ep)]
-    partial_v, partial_e = [], []
-    for gp, ge in groups:
-        Eg = ge.max(axis=0)
-        v = _aligned_sum(gp, ge, Eg, F, acc.term_rounding) * _pow2(np.clip(Eg - F, -1022, 1023))
-        partial_v.append(v)
-        partial_e.append(_exponent(v, -100000))
-    vals = np.stack(partial_v + [c])
-    exps = np.stack(partial_e + [ec])
-    E = exps.max(axis=0)
-    total = _aligned_sum(vals, exps, E, F, acc.term_rounding)
-    return _round(total * _pow2(np.clip(E - F, -1022, 1023)), t) + 0.0
+        ks = range(s, e)
+        total, E = _grid_sum(
+            itertools.chain([c], (prods.value(k) for k in ks)),
+            itertools.chain([ec], (prods.exponent(k) for k in ks)),
+            F,
+            acc.term_rounding,
+        )
+        return _round(_scaled(total, E, F), t) + 0.0  # -0 -> +0
+    # CDNA3: products first (even and odd lanes separately for FP8), c joins afterwards.
+    groups = [range(s, e, 2), range(s + 1, e, 2)] if acc.even_odd else [range(s, e)]
+    vals, exps = [c], [ec]
+    for ks in groups:
+        if len(ks) == 0:
+            continue
+        total, Eg = _grid_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
+        v = _scaled(total, Eg, F)
+        vals.append(v)
+        exps.append(_exponent(v, -100000))
+    total, E = _grid_sum(vals, exps, F, acc.term_rounding)
+    return _round(_scaled(total, E, F), t) + 0.0
 
 
 def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
     n = acc.block
     for s in range(k0, k1, n):
         e = min(s + n, k1)
-        p, ep = prods.take(s, e)
         ec = np.where(c == 0, acc.zero_c_exponent, _exponent(c, c_emin))
         finite_c = np.where(np.isfinite(c), c, 0.0)
-        c = _with_specials(prods, s, e, c, _block_step(p, ep, finite_c, ec, acc, t))
+        c = _with_specials(prods, s, e, c, _block_step(prods, s, e, finite_c, ec, acc, t))
     return c
 
 
 def _run_sequential(prods: _Products, k0: int, k1: int, c: np.ndarray, t: _Target) -> np.ndarray:
     acc = _round(c, t)
     for k in range(k0, k1):
-        p, _ = prods.take(k, k + 1)
         finite = np.where(np.isfinite(acc), acc, 0.0)
-        acc = _with_specials(prods, k, k + 1, acc, _add(finite, p[0], t))
+        acc = _with_specials(prods, k, k + 1, acc, _add(finite, prods.value(k), t))
     return acc
 
 
@@ -491,9 +531,8 @@ def _run_pairwise(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumu
     out = _round(c, t)
     for s in range(k0, k1, max(n, 1)):
         e = min(s + n, k1)
-        p, _ = prods.take(s, e)
         finite = np.where(np.isfinite(out), out, 0.0)
-        out = _with_specials(prods, s, e, out, _add(finite, _tree(p, t), t))
+        out = _with_specials(prods, s, e, out, _add(finite, _tree(prods.values(s, e), t), t))
     return out
 
 
@@ -529,7 +568,7 @@ def _exact_sum(prods: _Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
 
     add(c)
     for k in range(k0, k1):
-        add(prods.take(k, k + 1)[0][0])
+        add(prods.value(k))
     return _read_limbs(limbs, base)
 
 
@@ -698,13 +737,15 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     return _finish(_run(prods, c_arr, acc, out), acc, out).reshape(shape)
 
 
-def _chunk_width(acc: Accumulator, K: int) -> int:
-    """How many (K-slice) values per output element one step of the model holds at once."""
-    if acc.kind == "pairwise" and acc.block is None:
-        return max(K, 1)
-    if acc.kind == "exact":
-        return 32  # the long accumulator's limbs
-    return min(max(K, 1), acc.block or 1)
+def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
+    """Rows of A per pass: about 2**16 output elements (each (R,) array stays in cache), fewer
+    when the model holds many products per element at once (pairwise trees, long limbs)."""
+    held = 1
+    if acc.kind == "pairwise":
+        held = max(K if acc.block is None else acc.block, 1)
+    elif acc.kind == "exact":
+        held = 16  # limbs of the long accumulator
+    return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
 def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
@@ -732,7 +773,7 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     C = _prepare_c(c, (M, N), out)
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
-    rows = max(1, (1 << 23) // max(1, N * _chunk_width(acc, K)))
+    rows = _chunk_rows(acc, K, N)
     for i in range(0, M, rows):
         prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals)
         result[i : i + rows] = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out).reshape(-1, N)
@@ -778,7 +819,7 @@ def gemm_error(
         acc = dataclasses.replace(acc, promote=promote, name=f"{acc.name}+promote{promote}")
     got = gemm(A, B, inputs=(fa, fb), accumulator=acc).astype(np.float64)
     exact = np.empty((m, n))
-    rows = max(1, (1 << 23) // (32 * n))
+    rows = _chunk_rows(get_accumulator("exact"), k, n)
     for i in range(0, m, rows):
         prods = _Products(A[i : i + rows], B, fa, fb, True, False)
         exact[i : i + rows] = _exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
