@@ -22,6 +22,11 @@ __all__ = [
     "quantize",
     "explain",
     "mx",
+    "Accumulator",
+    "get_accumulator",
+    "dot",
+    "gemm",
 ]
+from .accumulator import Accumulator, get_accumulator, dot, gemm  # noqa: E402
 from . import mx  # noqa: E402  (block formats; imports the codec above)
 __version__ = "0.1.0"
