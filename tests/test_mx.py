@@ -407,6 +407,65 @@ def test_nvfp4_global_amax_ignores_nan_and_can_be_given():
         mx.quantize([1.0], "nvfp4", global_amax=float("nan"))
 
 
+@pytest.mark.parametrize("fmt", MX_FORMATS)
+@settings(max_examples=20, deadline=None)
+@given(x=realistic(), data=st.data())
+def test_special_blocks_property(fmt, x, data):
+    """NaN anywhere in a block -> 0xFF; Inf -> 0xFF or 0xFE (saturate); other blocks untouched."""
+    n = x.size
+    where = data.draw(st.lists(st.integers(0, n - 1), max_size=4))
+    kinds = data.draw(st.lists(st.sampled_from([np.nan, np.inf, -np.inf]), min_size=len(where), max_size=len(where)))
+    y = x.copy()
+    for i, v in zip(where, kinds):
+        y[i] = v
+    clean = mx.quantize(x, fmt)
+    for mode in ("nan", "saturate"):
+        q = mx.quantize(y, fmt, inf=mode)
+        d = q.dequantize(np.float64)
+        for j in range(q.scales.size):
+            blk = y[32 * j : 32 * j + 32]
+            if np.isnan(blk).any():
+                assert q.scales[j] == 0xFF and np.isnan(d[32 * j : 32 * j + 32]).all()
+            elif np.isinf(blk).any():
+                assert q.scales[j] == (0xFF if mode == "nan" else 0xFE)
+                if mode == "saturate":
+                    inf_at = np.isinf(blk)
+                    assert np.all(d[32 * j : 32 * j + 32][inf_at] == np.sign(blk[inf_at].astype(np.float64)) * MAXV[fmt] * 2.0**127)
+            else:
+                assert q.scales[j] == clean.scales[j]
+                assert np.array_equal(q.codes[32 * j : 32 * j + 32], clean.codes[32 * j : 32 * j + 32])
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp6_e2m3", "mxfp4"])
+def test_mx_stochastic_rounding_picks_a_neighbour(fmt):
+    x = np.random.default_rng(9).standard_normal(4096).astype(np.float32)
+    rne = mx.quantize(x, fmt)
+    sr = mx.quantize(x, fmt, rounding="stochastic", rng=3)
+    assert np.array_equal(sr.scales, rne.scales)
+    X = np.repeat(np.ldexp(1.0, rne.scales.astype(int) - 127), 32)
+    lo = np.minimum(rne.dequantize(np.float64), sr.dequantize(np.float64)) / X
+    hi = np.maximum(rne.dequantize(np.float64), sr.dequantize(np.float64)) / X
+    y = x / X
+    values = (element_value(c, fmt) for c in range(1 << mx.get_block_format(fmt).bits))
+    finite_vals = sorted({v for v in values if not math.isnan(v)})
+    step = {v: b - v for v, b in zip(finite_vals, finite_vals[1:])}
+    # SR and RNE agree or sit on the two neighbours around y
+    differs = lo != hi
+    assert np.all((lo[differs] <= y[differs]) & (y[differs] <= hi[differs]))
+    assert all(hi_ - lo_ == step[lo_] for lo_, hi_ in zip(lo[differs], hi[differs]))
+    assert 0.2 < differs.mean() < 0.8
+    assert abs(np.mean(sr.dequantize(np.float64) - x)) < abs(np.mean(np.abs(rne.dequantize(np.float64) - x)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", MX_FORMATS)
+@pytest.mark.parametrize("rule", mx.SCALE_ROUNDINGS)
+@settings(max_examples=400, deadline=None)
+@given(x=st.one_of(realistic(), blocks32))
+def test_scales_and_codes_follow_the_oracle_long(fmt, rule, x):
+    test_scales_and_codes_follow_the_oracle.hypothesis.inner_test(fmt, rule, x)
+
+
 # ---- layouts, dtypes, errors ---------------------------------------------------------------------
 @pytest.mark.parametrize("shape, axis", [((70,), 0), ((3, 40), 0), ((3, 40), 1), ((2, 5, 33), 1),
                                          ((2, 3, 4, 65), -1), ((40, 2, 3, 2), 0), ((2, 3, 36, 2), 2)])
