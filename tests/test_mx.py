@@ -466,6 +466,21 @@ def test_scales_and_codes_follow_the_oracle_long(fmt, rule, x):
     test_scales_and_codes_follow_the_oracle.hypothesis.inner_test(fmt, rule, x)
 
 
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp8_e5m2"])
+def test_fp8_elements_match_torch_casts(fmt):
+    """torch's float8 casts as a second element oracle (torchao's eager MX path: x times the
+    reciprocal E8M0 scale in float32, clamped to +-max, cast)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(32 * 512) * np.exp2(rng.integers(-30, 30, 32 * 512))).astype(np.float32)
+    q = mx.quantize(x, fmt)
+    recip = np.ldexp(np.float32(1), 127 - q.scales.astype(int)).astype(np.float32)
+    y = np.clip(x.reshape(-1, 32) * recip[:, None], -MAXV[fmt], MAXV[fmt]).astype(np.float32)
+    tdtype = torch.float8_e4m3fn if fmt == "mxfp8_e4m3" else torch.float8_e5m2
+    want = torch.from_numpy(y.ravel()).to(tdtype).view(torch.uint8).numpy()
+    assert np.array_equal(q.codes, want)
+
+
 # ---- layouts, dtypes, errors ---------------------------------------------------------------------
 @pytest.mark.parametrize("shape, axis", [((70,), 0), ((3, 40), 0), ((3, 40), 1), ((2, 5, 33), 1),
                                          ((2, 3, 4, 65), -1), ((40, 2, 3, 2), 0), ((2, 3, 36, 2), 2)])
