@@ -362,7 +362,7 @@ def _ceil_log2_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
     mant = bits & utype((1 << mbits) - 1)
     normal_up = (mant != 0).astype(np.int64)
     sub_up = (mant > utype(1 << (mbits - 1))).astype(np.int64)
-    return np.where(efield == 0, 1 - bias - 1 + sub_up, efield - bias + normal_up)
+    return np.where(efield == 0, sub_up - bias, efield - bias + normal_up)
 
 
 def _mx_scale_codes(
