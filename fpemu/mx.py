@@ -682,12 +682,12 @@ def pack_codes(codes: Any, bits: int) -> np.ndarray:
     pad = (-c.shape[-1]) % group
     if pad:
         c = np.pad(c, [(0, 0)] * (c.ndim - 1) + [(0, pad)])
-    g = c.reshape(*c.shape[:-1], -1, group)
+    g = c.reshape(*c.shape[:-1], c.shape[-1] // group, group)
     if bits == 4:
         return (g[..., 0] | (g[..., 1] << 4)).astype(np.uint8)
     a, b, d, e = (g[..., i] for i in range(4))
     out = np.stack([a | (b << 6), (b >> 2) | (d << 4), (d >> 4) | (e << 2)], axis=-1)
-    return out.reshape(*c.shape[:-1], -1).astype(np.uint8)
+    return out.reshape(*c.shape[:-1], 3 * g.shape[-2]).astype(np.uint8)
 
 
 def unpack_codes(packed: Any, bits: int, length: int | None = None) -> np.ndarray:
@@ -706,16 +706,16 @@ def unpack_codes(packed: Any, bits: int, length: int | None = None) -> np.ndarra
     if bits == 8:
         out = p.copy()
     elif bits == 4:
-        out = np.stack([p & 0xF, p >> 4], axis=-1).reshape(*p.shape[:-1], -1)
+        out = np.stack([p & 0xF, p >> 4], axis=-1).reshape(*p.shape[:-1], 2 * p.shape[-1])
     elif bits == 6:
         if p.shape[-1] % 3:
             raise ValueError(f"packed FP6 data has {p.shape[-1]} bytes, not a multiple of 3")
-        t = p.reshape(*p.shape[:-1], -1, 3)
+        t = p.reshape(*p.shape[:-1], p.shape[-1] // 3, 3)
         b0, b1, b2 = t[..., 0], t[..., 1], t[..., 2]
         out = np.stack(
             [b0 & 0x3F, (b0 >> 6) | ((b1 & 0xF) << 2), (b1 >> 4) | ((b2 & 0x3) << 4), b2 >> 2],
             axis=-1,
-        ).reshape(*p.shape[:-1], -1)
+        ).reshape(*p.shape[:-1], 4 * t.shape[-2])
     else:
         raise ValueError(f"bits must be 4, 6 or 8, got {bits}")
     if length is not None:

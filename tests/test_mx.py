@@ -590,6 +590,14 @@ def test_byte_order_and_non_contiguous_input():
     assert np.array_equal(t.codes, ref.codes.T) and np.array_equal(t.scales, ref.scales.T)
 
 
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 5)])
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp6_e2m3", "nvfp4", "mxint8"])
+def test_empty_arrays(shape, fmt):
+    q = mx.quantize(np.zeros(shape, np.float32), fmt)
+    assert q.codes.shape == shape and q.dequantize().shape == shape
+    assert mx.unpack(q.pack(), fmt, shape[-1]).shape == shape
+
+
 def test_blockarray_from_parts_is_checked():
     q = mx.quantize(np.arange(40.0), "mxfp4")
     again = mx.BlockArray(mx.unpack(q.pack(), "mxfp4", 40), q.scales, q.format, 0, 32)
