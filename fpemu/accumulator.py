@@ -127,6 +127,8 @@ class Accumulator:
             problems.append("a block model needs a block size")
         if not 0 <= self.frac_bits <= 48:
             problems.append(f"frac_bits must be in 0..48 (float64 keeps it exact), got {self.frac_bits}")
+        elif self.block is not None and (self.block + 3) << (self.frac_bits + 2) >= 1 << 63:
+            problems.append("block << (frac_bits + 2) must fit in int64: fewer products or fewer bits")
         if self.term_rounding not in ("rz", "rd"):
             problems.append(f"term_rounding must be 'rz' or 'rd', got {self.term_rounding!r}")
         if self.out_rounding not in ("rz", "rne") or self.acc_rounding not in ("rz", "rne"):
@@ -174,9 +176,10 @@ _ARCH: dict[str, dict[str, dict]] = {
     "blackwell": {
         "fp16": _nv(16, 25),
         "tf32": _nv(8, 25),
-        # Open (SPEC): B200 FP8 "behaves like an (almost) exact sum then RNE". We keep the
-        # whole 32-product block with 30 bits (more than any FP8 product needs) and round RNE.
-        "fp8": dict(_nv(32, 30), out_rounding="rne", source=_KM + "; open, approximate"),
+        # Open (SPEC): B200 FP8 "behaves like an (almost) exact sum then RNE". We take the
+        # description literally: 32 products, F = 48 (exact for FP8 products of any practical
+        # spread), RNE.
+        "fp8": dict(_nv(32, 48), out_rounding="rne", source=_KM + "; open, approximate"),
     },
     "cdna2": {
         # Pairs summed in fp32 with RNE, subnormals flushed. Tree of 4 products per MFMA step
@@ -452,10 +455,12 @@ def _cut(x: np.ndarray, rounding: str) -> np.ndarray:
 
 def _grid_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, rounding: str) -> tuple[np.ndarray, np.ndarray]:
     """Align terms to the largest of their exponents E, keep F fraction bits below E (each
-    term cut on its own), add exactly. Returns (integer sum as int64, E).
+    term cut on its own), add exactly. Returns (the sum as a float64, E).
 
     Both arguments may be generators: the exponents are consumed first (to find E), then the
-    values, one (R,) array at a time.
+    values, one (R,) array at a time. Each cut term is below 2**(F+2) and exact in float64;
+    the int64 total is exact too. When it may exceed 2**53 the float64 result is the sum
+    rounded to odd, which the final rounding (to at most 24 bits) turns into the right answer.
     """
     exps = iter(exps)
     E = next(exps).astype(np.int32)
@@ -463,14 +468,16 @@ def _grid_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, 
         np.maximum(E, e, out=E)
     scale = _pow2(np.clip(F - E, -1022, 1023))
     total = np.zeros(E.shape, dtype=np.int64)
+    count = 0
     for v in values:
         total += _cut(v * scale, rounding)
-    return total, E
-
-
-def _scaled(total: np.ndarray, E: np.ndarray, F: int) -> np.ndarray:
-    """total * 2**(E - F) as float64 (exact: |total| < 2**53, E - F within float64's range)."""
-    return total.astype(np.float64) * _pow2(np.clip(E - F, -1022, 1023))
+        count += 1
+    unit = _pow2(np.clip(E - F, -1022, 1023))
+    if count << (F + 2) <= 1 << 53:
+        return total.astype(np.float64) * unit, E
+    high = total >> 26  # both halves are exact in float64; add them with one odd rounding
+    low = total - (high << 26)
+    return _round_to_odd_sum(high.astype(np.float64) * (unit * 2.0**26), low.astype(np.float64) * unit), E
 
 
 def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:
@@ -478,25 +485,24 @@ def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray,
     F = acc.frac_bits
     if not acc.late_c:
         ks = range(s, e)
-        total, E = _grid_sum(
+        total, _ = _grid_sum(
             itertools.chain([c], (prods.value(k) for k in ks)),
             itertools.chain([ec], (prods.exponent(k) for k in ks)),
             F,
             acc.term_rounding,
         )
-        return _round(_scaled(total, E, F), t) + 0.0  # -0 -> +0
+        return _round(total, t) + 0.0  # -0 -> +0
     # CDNA3: products first (even and odd lanes separately for FP8), c joins afterwards.
     groups = [range(s, e, 2), range(s + 1, e, 2)] if acc.even_odd else [range(s, e)]
     vals, exps = [c], [ec]
     for ks in groups:
         if len(ks) == 0:
             continue
-        total, Eg = _grid_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
-        v = _scaled(total, Eg, F)
+        v, _ = _grid_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
         vals.append(v)
         exps.append(_exponent(v, -100000))
-    total, E = _grid_sum(vals, exps, F, acc.term_rounding)
-    return _round(_scaled(total, E, F), t) + 0.0
+    total, _ = _grid_sum(vals, exps, F, acc.term_rounding)
+    return _round(total, t) + 0.0
 
 
 def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:

@@ -93,7 +93,8 @@ def _model_exponent(x: float, emin: int) -> int:
 def ref_block(a, b, c: float, acc: Accumulator, fa: str, fb: str) -> float:
     """SPEC section 5 as written: per block, exact products with exponent e_a + e_b, align to
     the largest exponent (zero c -> zero_c_exponent), truncate each term toward zero to F
-    fraction bits, add exactly, round RZ to fp32 with out_frac_bits, -0 -> +0; recursive."""
+    fraction bits, add exactly, round (out_rounding) to fp32 with out_frac_bits, -0 -> +0;
+    recursive over K."""
     ea, eb = get_format(fa).emin, get_format(fb).emin
     for s in range(0, len(a), acc.block):
         terms = []
@@ -172,10 +173,16 @@ def test_pairwise_fp32_equals_fraction_tree(data, fmt):
     _same(got, _each(A, B, C, ref_pairwise))
 
 
+WIDE = Accumulator("wide", block=16, frac_bits=48, out_rounding="rne")  # sums beyond 2**53
+
+
 @SETTINGS
 @given(
     data=st.data(),
-    case=st.sampled_from([("v100", "fp16"), ("a100", "bf16"), ("a100", "tf32"), ("h100", "fp16"), ("ada", "e4m3"), ("h100", "e5m2")]),
+    case=st.sampled_from(
+        [("v100", "fp16"), ("a100", "bf16"), ("a100", "tf32"), ("h100", "fp16"), ("ada", "e4m3"),
+         ("h100", "e5m2"), ("b200", "e5m2"), (WIDE, "fp16"), (WIDE, "bf16")]
+    ),
 )
 def test_block_model_equals_spec_as_written(data, case):
     gpu, fmt = case
