@@ -541,6 +541,8 @@ def _quantize_nvfp4(
     global_amax: float | None,
 ) -> BlockArray:
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
+    if variant not in ("te", "torchao"):
+        raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
     f32 = np.float32
     x = arr.astype(np.float32, copy=False)
     xb = _to_blocks(x, axes, block)
@@ -564,10 +566,12 @@ def _quantize_nvfp4(
             s_dec = f32(f32(1.0) / s_enc)
             scale_f = decode(scales, ue4m3, dtype=np.float32)
             enc = np.minimum(f32(1.0) / (scale_f * s_dec), _FLT_MAX)
-            # Step 4: q = e2m1_rne(clamp(x * enc, -6, 6)).
-            y = np.clip(xb * enc[..., None], f32(-6.0), f32(6.0))
+            # Step 4: q = e2m1_rne(clamp(x * enc, -6, 6)). The clamp is left to the saturating
+            # encode below: 6 is representable, so clamping before rounding and saturating after
+            # it agree for every rounding mode (and NaN stays NaN either way).
+            y = xb * enc[..., None]
             global_scale = s_dec
-        elif variant == "torchao":
+        else:
             # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
             # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
             # data * ((1 / pts) / scale), clamped to +-6.
@@ -577,10 +581,8 @@ def _quantize_nvfp4(
             scaled = (bamax / f32(6.0)) / pts
             scales = encode(np.clip(scaled, f32(2.0**-6), f32(448.0)), ue4m3)
             reciprocal = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
-            y = np.clip(xb * reciprocal[..., None], f32(-6.0), f32(6.0))
+            y = xb * reciprocal[..., None]  # clamped to +-6 by the saturating encode
             global_scale = pts
-        else:
-            raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
     codes = encode(y, bf.element, rounding=rounding, overflow="saturate", nan="zero", rng=rng)
     nan_blocks = np.isnan(bamax)
     if nan_blocks.any():
