@@ -654,11 +654,10 @@ def pack_codes(codes: Any, bits: int) -> np.ndarray:
     """Pack element codes densely along the last axis.
 
     * ``bits=4``: two codes per byte, element ``2i`` in the low nibble and ``2i+1`` in the high
-      nibble (PyTorch's ``float4_e2m1fn_x2``, torchao ``pack_uint4``, cuBLAS/CUTLASS);
+      nibble (PyTorch's ``float4_e2m1fn_x2`` as fed to cuBLAS, torchao ``pack_uint4``);
     * ``bits=6``: four codes per three bytes as a little-endian bit stream (element ``j`` in bits
       ``6j .. 6j+5``; byte 0 = ``c0 | c1 << 6``, byte 1 = ``c1 >> 2 | c2 << 4``, byte 2 =
-      ``c2 >> 4 | c3 << 2``), the layout of AMD rocRoller's ``getFp6`` and CUTLASS sub-byte
-      arrays;
+      ``c2 >> 4 | c3 << 2``), the layout of AMD rocRoller's ``getFp6`` (the FP4 order, extended);
     * ``bits=8``: the codes unchanged.
 
     The last axis is padded with zero codes to a multiple of 2 (FP4) or 4 (FP6).
