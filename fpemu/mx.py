@@ -424,7 +424,7 @@ def _encode_elements(
 ) -> np.ndarray:
     """Element codes of already-scaled values y (RNE and saturation by default, per OCP)."""
     if bf.is_int:
-        if rounding not in ("nearest_even", "rne"):
+        if str(rounding).lower() not in ("nearest_even", "rne"):
             raise ValueError("MXINT8 supports rounding='nearest_even' only")
         with np.errstate(invalid="ignore"):
             q = np.rint(y * y.dtype.type(64))  # exact scaling; rint is ties-to-even
@@ -493,6 +493,8 @@ def quantize(
     if bf.is_nvfp4:
         if scale_rounding != "floor":
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
+        if inf != "nan":
+            raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
         return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax)
     if scale_rounding not in SCALE_ROUNDINGS:
         raise ValueError(
