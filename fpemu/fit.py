@@ -1,0 +1,704 @@
+"""Infer a matrix unit's accumulator: fit recorded dumps, or probe a live device.
+
+:func:`fit` searches the block-FMA parameter space of :class:`fpemu.accumulator.Accumulator`
+(products per block, fraction bits ``F`` kept below the largest exponent, how terms lose their
+low bits, output rounding and fraction bits, the exponent a zero accumulator aligns with, and
+the CDNA3 grouping variants) for every model that reproduces every row of a dump in the
+``hwdata`` layout (``a``, ``b``, ``c`` as fp32 bit patterns, ``d_fp32``/``d_fp16`` results).
+Candidates are screened on a few rows first, so the search of a few thousand models takes
+seconds. Every named preset is also tried as it is (pairwise and exact models included).
+
+:func:`probe` runs feature tests (built from SPEC section 5's published experiments) through
+a ``run_dot(a, b, inputs)`` callable and reads the answers as parameters: products per block,
+``F`` (alignment bits), output fraction bits and rounding, and subnormal input support. A fake
+device built from fpemu's own presets must be inferred exactly:
+
+>>> from fpemu.accumulator import get_accumulator
+>>> found = probe(fake_device("v100"), "fp16")
+>>> (found.model.block, found.model.frac_bits, found.model.out_rounding), found.nearest
+((4, 23, 'rz'), ['v100', 'volta'])
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .accumulator import Accumulator, accumulator_names, dot, get_accumulator
+from .formats import get_format
+
+__all__ = ["Dump", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]
+
+# Input formats a dump file name may carry (hwdata names files <gpu>_<inputs>.npz).
+_INPUT_NAMES = ("fp16", "bf16", "tf32", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "fp32")
+
+
+# ---------------------------------------------------------------------------------------------
+# Dumps
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dump:
+    """One file of block-FMA experiments: d = sum_k a[:, k] * b[:, k] + c, one per row."""
+
+    name: str
+    inputs: str
+    a: np.ndarray  # (R, K) float64 values
+    b: np.ndarray
+    c: np.ndarray  # (R,) float64
+    d: dict  # "fp32"/"fp16" -> (R,) uint32 fp32 bit patterns of the recorded result
+
+    @property
+    def rows(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def K(self) -> int:
+        return self.a.shape[1]
+
+
+def infer_inputs(path: str | Path) -> str:
+    """The input format named in a dump's file name (``h100_e4m3.npz`` -> ``e4m3``).
+
+    >>> infer_inputs("data/a100_bf16.npz")
+    'bf16'
+    >>> infer_inputs("dump.npz")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot tell the input format from the file name 'dump.npz'; pass --inputs
+    """
+    tokens = re.split(r"[_.\-/]", Path(path).name.lower())
+    for tok in tokens:
+        if tok in _INPUT_NAMES:
+            return tok
+    raise ValueError(f"cannot tell the input format from the file name {Path(path).name!r}; pass --inputs")
+
+
+def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
+    """Read a dump in the hwdata layout; ``inputs`` defaults to the one in the file name."""
+    path = Path(path)
+    inputs = get_format(inputs).name if inputs else infer_inputs(path)
+    with np.load(path) as z:
+        missing = {"a", "b", "c", "d_fp32"} - set(z.files)
+        if missing:
+            raise ValueError(f"{path.name} lacks arrays {sorted(missing)} (hwdata layout: a, b, c, d_fp32[, d_fp16])")
+        a, b, c = (z[k].astype(np.uint32).view(np.float32).astype(np.float64) for k in ("a", "b", "c"))
+        d = {k[2:]: z[k].astype(np.uint32) for k in ("d_fp32", "d_fp16") if k in z.files}
+    if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
+        raise ValueError(f"{path.name}: a, b must be (n, K) and c (n,), got {a.shape}, {b.shape}, {c.shape}")
+    return Dump(path.stem, inputs, a, b, c, d)
+
+
+# ---------------------------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------------------------
+# Ways the terms of a block are grouped and cut: NVIDIA (all terms with c, truncated), the same
+# with floor, CDNA3 (products first, then c; optionally even/odd lanes apart).
+_GROUPINGS = {
+    "nvidia": dict(term_rounding="rz", late_c=False, even_odd=False),
+    "floor": dict(term_rounding="rd", late_c=False, even_odd=False),
+    "late c": dict(term_rounding="rd", late_c=True, even_odd=False),
+    "late c, even/odd": dict(term_rounding="rd", late_c=True, even_odd=True),
+}
+_ZERO_C = (-126, -149, -4000)  # -4000: a zero accumulator takes no part in the alignment
+_FRAC_BITS = range(8, 33)
+
+
+def _used_fraction_bits(d_bits: np.ndarray) -> int:
+    """Most fraction bits any normal non-zero fp32 result uses (its lowest set bit's place)."""
+    exp = (d_bits >> 23) & 0xFF
+    frac = d_bits & 0x7FFFFF
+    normal = (exp > 0) & (exp < 255) & (frac != 0)
+    if not normal.any():
+        return 1
+    f = frac[normal].astype(np.int64)
+    low = f & -f  # lowest set bit
+    return int(23 - np.log2(low).astype(int).min())
+
+
+def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumulator]:
+    """Every block model of the search space for K products per row.
+
+    Blocks of K or more products behave alike on K-product rows, so block sizes stop at K.
+    Output fraction bits: the most any result uses, or 23.
+    """
+    blocks = sorted({min(1 << i, K) for i in range(0, 7)})
+    outs = [("rne", 23)] if out == "fp16" else [(r, p) for r in ("rz", "rne") for p in sorted({used_bits, 23})]
+    for block, (grouping, g), (orr, ofb), F, zc in itertools.product(blocks, _GROUPINGS.items(), outs, _FRAC_BITS, _ZERO_C):
+        if g["even_odd"] and block < 2:  # no odd lane in a one-product block
+            continue
+        yield Accumulator(
+            f"block {block}, F {F}, {grouping}", "block", block=block, frac_bits=F, out_rounding=orr,
+            out_frac_bits=ofb, zero_c_exponent=zc, **g,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# A batched block-FMA kernel for the search
+# ---------------------------------------------------------------------------------------------
+# fpemu.accumulator.dot takes one Accumulator per call; the search tries thousands. This kernel
+# computes the same block model (tests check it against dot on the dumps) for many parameter
+# sets at once: the experiment rows are repeated once per (F, zero-c exponent, output
+# rounding, output bits) set and those parameters become per-row arrays.
+_NONE = -4000  # exponent of a zero term (as in fpemu.accumulator)
+
+
+def _exponents(v: np.ndarray, emin: int) -> np.ndarray:
+    """floor(log2|v|) clamped below at emin; _NONE for zeros. int32."""
+    _, e = np.frexp(v)
+    return np.where(v != 0, np.maximum(e.astype(np.int32) - 1, emin), _NONE).astype(np.int32)
+
+
+def _p2(e: np.ndarray) -> np.ndarray:
+    return ((np.clip(e, -1022, 1023).astype(np.int64) + 1023) << 52).view(np.float64)
+
+
+def _aligned_total(vals: list, exps: list, F: np.ndarray, cut: str) -> tuple[np.ndarray, np.ndarray]:
+    """Terms aligned to their largest exponent E with F fraction bits, each cut toward zero
+    ("rz") or down ("rd"), added exactly: (sum * 2**(E-F) as float64, E)."""
+    E = np.max(np.stack(exps), axis=0)
+    scale = _p2(F - E)
+    total = np.zeros(E.shape, dtype=np.int64)
+    for v in vals:
+        x = v * scale
+        i = x.astype(np.int64)
+        if cut == "rd":
+            i -= i > x
+        total += i
+    return total.astype(np.float64) * _p2(E - F), E
+
+
+def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, emin: int, emax: int) -> np.ndarray:
+    """Round exact float64 values to prec-bit significands (per row), RNE or RZ; IEEE overflow."""
+    _, e = np.frexp(v)
+    quantum = _p2(np.maximum(e - 1, emin) - (prec - 1))
+    scaled = v / quantum
+    r = np.where(rne, np.rint(scaled), np.trunc(scaled)) * quantum
+    top = (2.0 - _p2(1 - prec)) * 2.0**emax
+    over = np.abs(r) > top
+    if over.any():
+        r = np.where(over, np.copysign(np.where(rne, np.inf, top), v), r)
+    return r + 0.0
+
+
+def _batch_model(a, b, c, inputs: str, out: str, block: int, cut: str, late_c: bool, even_odd: bool,
+                 F, zc, rne, prec) -> np.ndarray:  # fmt: skip
+    """The block model for rows (a, b, c) with per-row F, zero-c exponent, RNE flag and output
+    precision (bits with the hidden one); float32 results in the output format."""
+    fmt = get_format(inputs)
+    p = a * b
+    ep = _exponents(a, fmt.emin) + _exponents(b, fmt.emin)
+    c_emin, emax = (-14, 15) if out == "fp16" else (-126, 127)
+    K = a.shape[1]
+    for s in range(0, K, block):
+        ks = range(s, min(s + block, K))
+        ec = np.where(c == 0, zc, _exponents(c, c_emin))
+        if not late_c:
+            total, _ = _aligned_total([c] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
+        else:
+            groups = [ks[0::2], ks[1::2]] if even_odd else [ks]
+            vals, exps = [c], [ec]
+            for g in groups:
+                if len(g):
+                    v, _ = _aligned_total([p[:, k] for k in g], [ep[:, k] for k in g], F, cut)
+                    vals.append(v)
+                    exps.append(_exponents(v, -100000))
+            total, _ = _aligned_total(vals, exps, F, cut)
+        c = _round_rows(total, prec, rne, c_emin, emax)
+    return c.astype(np.float32)
+
+
+def _presets(inputs: str) -> dict[str, Accumulator]:
+    """Every named accumulator that takes these inputs (GPU names and architectures)."""
+    found = {}
+    for name in accumulator_names():
+        try:
+            found[name] = get_accumulator(name, inputs)
+        except ValueError:
+            continue
+    return found
+
+
+def _key(acc: Accumulator, K: int, out: str) -> tuple:
+    """The parameters a K-product dump can tell apart."""
+    block = None if acc.block is None else min(acc.block, K)
+    fields = [acc.kind, block, acc.frac_bits, acc.term_rounding, acc.zero_c_exponent, acc.late_c, acc.even_odd,
+              acc.flush_subnormals, acc.acc_format, acc.acc_rounding]  # fmt: skip
+    if out == "fp32":
+        fields += [acc.out_rounding, acc.out_frac_bits]
+    if acc.kind != "block":
+        fields = [acc.kind, block, acc.flush_subnormals, acc.acc_format, acc.acc_rounding]
+    return tuple(fields)
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` found for one dump and output column."""
+
+    dump: str
+    inputs: str
+    out: str
+    rows: int
+    K: int
+    c_mode: str = "as recorded"
+    models: list = field(default_factory=list)  # Accumulators reproducing every row
+    presets: list = field(default_factory=list)  # names of presets among them
+    best: Accumulator | None = None  # closest model when none fits
+    best_rows: int = 0
+    searched: int = 0
+    seconds: float = 0.0
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.models)
+
+
+def _batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator], rows: slice) -> np.ndarray:
+    """(len(models), n_rows) bool: which rows each block model reproduces. Models that share
+    their structure (block, grouping) run in one batched call."""
+    from .codec import quantize
+
+    a, b = dump.a[rows], dump.b[rows]
+    cq = quantize(c[rows], "fp16" if out == "fp16" else "fp32")
+    want = dump.d[out][rows]
+    R = a.shape[0]
+    result = np.zeros((len(models), R), dtype=bool)
+    groups: dict[tuple, list[int]] = {}
+    for i, m in enumerate(models):
+        groups.setdefault((m.block, m.term_rounding, m.late_c, m.even_odd), []).append(i)
+    for (block, cut, late_c, even_odd), idx in groups.items():
+        ms = [models[i] for i in idx]
+        n = len(ms)
+        per_row = lambda values: np.repeat(np.array(values), R)  # noqa: E731
+        got = _batch_model(
+            np.tile(a, (n, 1)), np.tile(b, (n, 1)), np.tile(cq, n), dump.inputs, out, block, cut, late_c, even_odd,
+            F=per_row([m.frac_bits for m in ms]), zc=per_row([m.zero_c_exponent for m in ms]),
+            rne=per_row([out == "fp16" or m.out_rounding == "rne" for m in ms]),
+            prec=per_row([11 if out == "fp16" else m.out_frac_bits + 1 for m in ms]),
+        )
+        result[idx] = (got.view(np.uint32) == np.tile(want, n)).reshape(n, R)
+    return result
+
+
+def _model_matches(dump: Dump, c: np.ndarray, out: str, acc: Accumulator, rows: slice) -> np.ndarray:
+    """Rows one (named) model reproduces, through fpemu.accumulator.dot itself."""
+    d = dot(dump.a[rows], dump.b[rows], c[rows], inputs=dump.inputs, accumulator=acc, out=out)
+    return d.astype(np.float32).view(np.uint32) == dump.d[out][rows]
+
+
+def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> FitResult:
+    """Every model of the search space (and every preset) that reproduces every row.
+
+    Candidates are tested on the first ``screen[0]`` rows, the survivors on ``screen[1]``,
+    then on all rows. The search space runs through a batched kernel; models that fit, and
+    every named preset, are confirmed with :func:`fpemu.accumulator.dot` itself. When no
+    model fits with the recorded ``c``, the search is repeated with ``c = 0`` (the H100 FP8
+    dumps ran with a zero accumulator) and the result says so.
+    """
+    if out not in dump.d:
+        raise ValueError(f"{dump.name} has no d_{out} column (it has: {', '.join('d_' + k for k in dump.d)})")
+    start = time.perf_counter()
+    result = FitResult(dump.name, dump.inputs, out, dump.rows, dump.K)
+    c_modes = [("as recorded", dump.c)]
+    if np.any(dump.c != 0):
+        c_modes.append(("ignored (c = 0)", np.zeros_like(dump.c)))
+    presets = _presets(dump.inputs)
+    used = _used_fraction_bits(dump.d[out]) if out == "fp32" else 23
+    space = list(candidate_models(dump.K, out, used))
+    best: tuple[int, Accumulator | None, str] = (-1, None, "")
+    for c_mode, c in c_modes:
+        result.searched += len(space) + len(presets)
+        first = slice(0, screen[0])
+        scores = _batch_matches(dump, c, out, space, first).sum(axis=1)
+        alive = [m for m, s in zip(space, scores) if s == min(screen[0], dump.rows)]
+        for n in list(screen[1:]) + [dump.rows]:
+            if alive:
+                ok = _batch_matches(dump, c, out, alive, slice(0, n)).all(axis=1)
+                alive = [m for m, keep in zip(alive, ok) if keep]
+        # Confirm with the real model code, and try every preset as it is.
+        fitting = [m for m in alive if _model_matches(dump, c, out, m, slice(None)).all()]
+        fitting += [a for a in presets.values() if _model_matches(dump, c, out, a, slice(None)).all()]
+        if fitting:
+            result.c_mode, result.models = c_mode, _dedupe(fitting, dump.K, out)
+            keys = {_key(m, dump.K, out) for m in fitting}
+            result.presets = [n for n, a in presets.items() if _key(a, dump.K, out) in keys]
+            break
+        # Nothing fits: remember the closest (best on the screen, then on all rows).
+        order = np.argsort(-scores, kind="stable")[:16]
+        top = [space[i] for i in order]
+        counts = _batch_matches(dump, c, out, top, slice(None)).sum(axis=1)
+        for acc in presets.values():
+            n_ok = int(_model_matches(dump, c, out, acc, slice(None)).sum())
+            if n_ok > best[0]:
+                best = (n_ok, acc, c_mode)
+        for acc, n_ok in zip(top, counts):
+            if n_ok > best[0]:
+                best = (int(n_ok), acc, c_mode)
+    if not result.fits:
+        result.best_rows, result.best, result.c_mode = best
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _dedupe(models: list[Accumulator], K: int, out: str) -> list[Accumulator]:
+    seen, unique = set(), []
+    for m in models:
+        k = _key(m, K, out)
+        if k not in seen:
+            seen.add(k)
+            unique.append(m)
+    return unique
+
+
+def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") -> str:
+    """One line of parameters.
+
+    >>> describe_model(get_accumulator("h100", "e4m3"), K=32)
+    'block >= 32, F = 13, terms rz, out rz to 13 fraction bits, zero c aligns at 2^-126'
+    """
+    if acc.kind != "block":
+        return f"{acc.kind} ({acc.name})"
+    block = f"block >= {acc.block}" if K is not None and acc.block >= K else f"block {acc.block}"
+    grouping = next((g for g, v in _GROUPINGS.items() if all(getattr(acc, k) == x for k, x in v.items())), "custom")
+    terms = {"nvidia": "terms rz", "floor": "terms rd"}.get(grouping, f"{grouping}, terms {acc.term_rounding}")
+    outs = "out fp16 rne" if out == "fp16" else f"out {acc.out_rounding} to {acc.out_frac_bits} fraction bits"
+    zc = "zero c takes no part" if acc.zero_c_exponent < -1000 else f"zero c aligns at 2^{acc.zero_c_exponent}"
+    return f"{block}, F = {acc.frac_bits}, {terms}, {outs}, {zc}"
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """Compact integer sets: [22, 23, 24, 26] -> '22..24, 26'.
+
+    >>> _ranges([22, 23, 24, 26])
+    '22..24, 26'
+    """
+    vs = sorted(set(values))
+    parts, i = [], 0
+    while i < len(vs):
+        j = i
+        while j + 1 < len(vs) and vs[j + 1] == vs[j] + 1:
+            j += 1
+        parts.append(f"{vs[i]}..{vs[j]}" if j > i else str(vs[i]))
+        i = j + 1
+    return ", ".join(parts)
+
+
+def summarize_models(models: Sequence[Accumulator], K: int, out: str) -> list[str]:
+    """One line per model family: block models that differ only in F and the zero-c exponent
+    are merged (``F = 22..32``); other models (exact, sequential, pairwise) by name."""
+    lines, families = [], {}
+    for m in models:
+        if m.kind != "block":
+            lines.append(f"{m.kind} ({m.name})")
+            continue
+        base = dataclasses.replace(m, name="", frac_bits=0, zero_c_exponent=0, source="")
+        fam = families.setdefault(_key(base, K, out), (m, [], []))
+        fam[1].append(m.frac_bits)
+        fam[2].append(m.zero_c_exponent)
+    for m, fs, zcs in families.values():
+        text = describe_model(m, K, out)
+        text = re.sub(r"F = \d+", f"F = {_ranges(fs)}", text)
+        zset = sorted(set(zcs), reverse=True)
+        zc = "zero c: " + ", ".join("takes no part" if z < -1000 else f"2^{z}" for z in zset)
+        lines.append(re.sub(r"zero c (aligns at 2\^-?\d+|takes no part)", zc, text))
+    return lines
+
+
+def report(result: FitResult) -> str:
+    """The text `fpemu fit` prints."""
+    lines = [
+        f"{result.dump}: {result.rows} rows, K = {result.K}, inputs {result.inputs}, output {result.out}",
+        f"searched {result.searched} models in {result.seconds:.1f} s",
+    ]
+    if result.fits:
+        lines.append(f"models reproducing all {result.rows} rows (c {result.c_mode}):")
+        lines += [f"  {text}" for text in summarize_models(result.models, result.K, result.out)]
+        names = ", ".join(result.presets) if result.presets else "none (a new model)"
+        lines.append(f"matching presets: {names}")
+        if len(result.models) > 12:
+            lines.append("  (many models fit: this column does not pin the parameters down)")
+    else:
+        lines.append(f"NO model in the search space reproduces all {result.rows} rows.")
+        if result.best is not None:
+            lines.append(
+                f"closest: {describe_model(result.best, result.K, result.out)} "
+                f"(c {result.c_mode}) reproduces {result.best_rows}/{result.rows} rows"
+            )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Probing a device
+# ---------------------------------------------------------------------------------------------
+RunDot = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
+
+
+def fake_device(preset: str | Accumulator) -> RunDot:
+    """A stand-in device: ``run_dot(a, b, inputs)`` computed by an fpemu accumulator preset
+    (fp32 output, zero accumulator), for testing :func:`probe` without a GPU.
+
+    >>> run = fake_device("a100")
+    >>> run(np.array([[1.0, 2.0**-24]]), np.array([[1.0, 1.0]]), "fp16").tolist()
+    [1.0]
+    """
+
+    def run(a: np.ndarray, b: np.ndarray, inputs: str) -> np.ndarray:
+        return dot(a, b, None, inputs=inputs, accumulator=get_accumulator(preset, inputs))
+
+    return run
+
+
+def _pow2_pair(e: int, fmt) -> tuple[float, float] | None:
+    """Two values of fmt whose product is 2**e, or None."""
+    lo, hi = fmt.emin - fmt.mantissa_bits, fmt.emax
+    for ea in range(max(lo, e - hi), min(hi, e - lo) + 1):
+        eb = e - ea
+        if abs(ea - eb) <= 1:
+            return float(2.0**ea), float(2.0**eb)
+    for ea in range(max(lo, e - hi), min(hi, e - lo) + 1):
+        return float(2.0**ea), float(2.0**(e - ea))
+    return None
+
+
+class _Experiments:
+    """Builds rows of products (as a, b pairs) and runs them in one batch per question."""
+
+    def __init__(self, run: RunDot, inputs: str):
+        self.run, self.inputs, self.fmt = run, inputs, get_format(inputs)
+        self.calls = 0
+
+    def pair(self, e: int, sign: float = 1.0) -> tuple[float, float]:
+        p = _pow2_pair(e, self.fmt)
+        if p is None:
+            raise ValueError(f"2^{e} is not a product of two {self.inputs} values")
+        return sign * p[0], p[1]
+
+    def can(self, e: int) -> bool:
+        return _pow2_pair(e, self.fmt) is not None
+
+    def ask(self, rows: list[list[tuple[int, float, float]]], K: int) -> np.ndarray:
+        """rows: lists of (position, a, b); returns the device's results (float64)."""
+        a = np.zeros((len(rows), K))
+        b = np.zeros((len(rows), K))
+        for i, row in enumerate(rows):
+            for pos, x, y in row:
+                a[i, pos], b[i, pos] = x, y
+        self.calls += 1
+        return np.asarray(self.run(a, b, self.inputs), dtype=np.float64).reshape(-1)
+
+
+def _frac_bits(ex: _Experiments) -> int:
+    """F: products 2^j, -2^j, 1 and 2^-k keep the 2^-k exactly when j + k <= F."""
+    rows, fs = [], []
+    for f in range(40, 0, -1):
+        k = min(f, 10)
+        j = f - k
+        if not (ex.can(j) and ex.can(-k)):
+            continue
+        rows.append([(0, *ex.pair(j)), (1, *ex.pair(j, -1.0)), (2, *ex.pair(0)), (3, *ex.pair(-k))])
+        fs.append((f, k))
+    got = ex.ask(rows, 4)
+    kept = [f for (f, k), v in zip(fs, got) if v == 1 + 2.0**-k]
+    return max(kept) if kept else 0
+
+
+def _out_bits(ex: _Experiments, F: int) -> int:
+    """Output fraction bits p: 1 + 2^-k comes back exact exactly when k <= min(p, F)."""
+    ks = [k for k in range(1, 24) if ex.can(-k)]
+    got = ex.ask([[(0, *ex.pair(0)), (1, *ex.pair(-k))] for k in ks], 2)
+    kept = [k for k, v in zip(ks, got) if v == 1 + 2.0**-k]
+    return max(kept) if kept else 0
+
+
+def _block_size(ex: _Experiments, F: int, p: int, max_k: int = 64) -> tuple[int, str]:
+    """Products per block: m ones, a small t right after them and another t at position j.
+
+    With t = 2^(q-p-1) (half an output ulp at the sum 2^q), both t's add up to a whole ulp
+    when they share the ones' block; in a later block each is lost to rounding.
+    """
+    q = max(0, p + 1 - F)  # the ones' sum 2^q lets t survive the alignment to the ones
+    m = 1 << q
+    t = q - p - 1
+    if not ex.can(t):
+        return 0, f"2^{t} is not a product of {ex.inputs} values"
+    base = [(i, *ex.pair(0)) for i in range(m)] + [(m, *ex.pair(t))]
+    js = list(range(m + 1, max_k))
+    got = ex.ask([base + [(j, *ex.pair(t))] for j in js], max_k)
+    whole = 2.0**q + 2.0 ** (q - p)
+    split = [j for j, v in zip(js, got) if v != whole]
+    if not split:
+        return max_k, f"no block boundary below {max_k} products"
+    if split[0] == m + 1:
+        return m + 1, f"at most {m + 1} (the test needs {m + 1} products in the first block)"
+    return split[0], ""
+
+
+def _out_rounding(ex: _Experiments, F: int, p: int, n: int) -> tuple[str, str]:
+    """RZ or RNE for fp32 output: a sum with three quarters of an output ulp below it."""
+    if F >= p + 2 and ex.can(-(p + 1)) and ex.can(-(p + 2)):
+        row = [(0, *ex.pair(0)), (1, *ex.pair(-(p + 1))), (2, *ex.pair(-(p + 2)))]
+        high = 1 + 2.0**-p
+    elif n >= 7 and ex.can(-F):  # four ones (sum 4) and three 2^-F: 0.75 ulp when F == p
+        row = [(i, *ex.pair(0)) for i in range(4)] + [(4 + i, *ex.pair(-F)) for i in range(3)]
+        high = 4 + 2.0 ** (2 - p)
+    else:
+        return "rz", "not observable with these parameters (rz assumed)"
+    v = ex.ask([row], 8)[0]
+    return ("rne" if v == high else "rz"), ""
+
+
+def _subnormals(ex: _Experiments) -> bool:
+    """The smallest subnormal input times 2^emax: zero when the unit flushes subnormal inputs."""
+    fmt = ex.fmt
+    a = fmt.min_subnormal
+    b = float(2.0**fmt.emax)
+    return bool(ex.ask([[(0, a, b)]], 1)[0] != 0)
+
+
+@dataclass
+class ProbeResult:
+    """What :func:`probe` inferred for one input format."""
+
+    inputs: str
+    model: Accumulator
+    extra_alignment_bits: int
+    subnormal_inputs: bool
+    nearest: list
+    distance: int
+    notes: list = field(default_factory=list)
+    calls: int = 0
+
+
+def _distance(a: Accumulator, b: Accumulator) -> int:
+    return sum(
+        getattr(a, f) != getattr(b, f)
+        for f in ("kind", "block", "frac_bits", "out_rounding", "out_frac_bits", "term_rounding", "late_c")
+    )
+
+
+def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
+    """Infer an NVIDIA-style block model from a device's answers to feature tests.
+
+    ``run(a, b, inputs)`` must return the device's fp32 results of ``sum(a * b, axis=1)`` (a
+    zero accumulator; rows of up to ``max_k`` products, in order). Order of the questions: F
+    (alignment, independent of the output precision), output fraction bits, products per
+    block, output rounding, subnormal inputs.
+    """
+    fmt = get_format(inputs)
+    ex = _Experiments(run, fmt.name)
+    notes = []
+    F = _frac_bits(ex)
+    p = _out_bits(ex, F)
+    n, note = _block_size(ex, F, p, max_k)
+    if note:
+        notes.append(f"block: {note}")
+    rounding, note = _out_rounding(ex, F, p, n)
+    if note:
+        notes.append(f"rounding: {note}")
+    sub = _subnormals(ex)
+    model = Accumulator("probed", "block", block=max(n, 1), frac_bits=max(F, 0), out_rounding=rounding,
+                        out_frac_bits=max(min(p, 23), 1), flush_subnormals=not sub)  # fmt: skip
+    presets = {k: v for k, v in _presets(fmt.name).items() if v.kind == "block"}
+    dist = {k: _distance(model, v) for k, v in presets.items()}
+    best = min(dist.values()) if dist else 0
+    nearest = [k for k, d in dist.items() if d == best]
+    return ProbeResult(fmt.name, model, F - p, sub, nearest, best, notes, ex.calls)
+
+
+def probe_report(r: ProbeResult) -> str:
+    m = r.model
+    lines = [
+        f"{r.inputs}: products per block {m.block}, F = {m.frac_bits} "
+        f"({r.extra_alignment_bits:+d} alignment bits beyond the output's {m.out_frac_bits}), "
+        f"fp32 output {m.out_rounding}, subnormal inputs {'kept' if r.subnormal_inputs else 'flushed'}",
+        f"  Accumulator(kind='block', block={m.block}, frac_bits={m.frac_bits}, out_rounding={m.out_rounding!r}, "
+        f"out_frac_bits={m.out_frac_bits}, flush_subnormals={m.flush_subnormals})",
+        f"  nearest preset: {', '.join(r.nearest) or 'none'}"
+        + (" (identical parameters)" if r.distance == 0 else f" ({r.distance} parameter(s) differ)"),
+    ]
+    lines += [f"  note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def torch_device(device: str = "cuda") -> RunDot:
+    """run_dot through torch on a GPU: each row is one (1 x K) @ (K x 1) product of a batched
+    matmul (fp16/bf16 with fp32 output, tf32 fp32 matmul, FP8 through ``torch._scaled_mm``)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch has no CUDA device here")
+    from .crosscheck import _torch_matmul
+
+    mm = _torch_matmul(device)
+
+    def run(a: np.ndarray, b: np.ndarray, inputs: str) -> np.ndarray:
+        R, K = a.shape
+        Kp = -(-K // 16) * 16  # kernels want K a multiple of 16; zero products are dropped
+        A = np.zeros((R, Kp))
+        B = np.zeros((Kp, 16))
+        A[:, :K] = a
+        out = np.empty(R)
+        for i in range(R):  # one experiment per call keeps the K order of a single tile
+            B[:, :] = 0
+            B[:K, 0] = b[i]
+            out[i] = mm(A[i : i + 1].repeat(16, 0), B, inputs)[0, 0]
+        return out
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+def cmd_fit(args: argparse.Namespace) -> int:
+    dump = load_dump(args.dump, args.inputs)
+    outs = [args.out] if args.out else list(dump.d)
+    status = 0
+    for i, out in enumerate(outs):
+        result = fit(dump, out)
+        print(("\n" if i else "") + report(result))
+        status |= 0 if result.fits else 1
+    return status
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    if args.device != "cuda":
+        raise ValueError(f"only --device cuda is supported, got {args.device!r}")
+    try:
+        import torch
+    except ImportError:
+        print("fpemu probe: torch is not installed; probing needs torch with a CUDA GPU")
+        return 1
+    if not torch.cuda.is_available():
+        print("fpemu probe: no CUDA device is available here (torch.cuda.is_available() is False); "
+              "run it on a machine with an NVIDIA GPU")  # fmt: skip
+        return 1
+    print(f"probing {torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})")
+    run = torch_device("cuda")
+    for inputs in args.inputs.split(","):
+        try:
+            print(probe_report(probe(run, inputs.strip())))
+        except (RuntimeError, TypeError, AttributeError) as exc:
+            print(f"{inputs}: not available on this GPU/torch ({str(exc).splitlines()[0]})")
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``fit`` and ``probe``."""
+    p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs")
+    p.add_argument("dump", help="an .npz in the hwdata layout (a, b, c, d_fp32[, d_fp16])")
+    p.add_argument("--inputs", default=None, help="input format (default: from the file name)")
+    p.add_argument("--out", default=None, choices=("fp32", "fp16"), help="output column (default: every one present)")
+    p.set_defaults(func=cmd_fit)
+
+    p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
+    p.add_argument("--device", default="cuda", help="only cuda")
+    p.add_argument("--inputs", default="fp16,bf16,tf32,e4m3,e5m2", help="input formats to probe")
+    p.set_defaults(func=cmd_probe)
