@@ -18,11 +18,11 @@ True
 True
 
 How the numbers are kept exact: every input of these formats is an fp32 value, so a product
-is exact in float64 (at most 48 significant bits, exponent within +-300). Scaling by a power of
-two, truncating to an integer below ``2**53`` and adding such integers are exact in float64 as
-well, so the block model runs in float64 with no rounding error, vectorised over all output
-elements and looping only over blocks of K. The IEEE models use an error-free two-sum and
-round-to-odd (53 >= 24 + 2 bits, so one more rounding is correct); the exact model uses a long
+is exact in float64 (at most 48 significant bits, exponent within +-300). Scaling it by
+``2**(F-E)`` is exact, the float-to-int64 cast truncates it toward zero, and the int64 terms add
+exactly, so the block model has no rounding error of its own; it is vectorised over all output
+elements and loops only over k. The IEEE models use an error-free two-sum and round-to-odd
+(53 >= 24 + 2 bits, so the one rounding that follows is correct); the exact model uses a long
 fixed-point accumulator in int64 limbs.
 """
 
