@@ -429,14 +429,12 @@ _NUMPY_NATIVE = {
 def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
     """fp16/fp32 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
     native = _NUMPY_NATIVE[fmt]
-    with np.errstate(over="ignore"):
-        codes = x.astype(native).view(fmt.code_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        codes = x.astype(native).view(fmt.code_dtype)  # a fresh array: astype copies
     isnan = np.isnan(x)
-    if isnan.any() and opts.nan != "payload":
-        codes = codes.copy()
-        codes[isnan] = _encode_float64(x[isnan], fmt, opts)
-    elif isnan.any() and x.dtype == np.float64:
-        codes = codes.copy()  # numpy's float64 NaN cast goes through the FPU: re-derive payloads
+    # numpy keeps NaN payloads from float32 only (float64 NaNs pass through the FPU), so the
+    # generic kernel re-encodes NaNs unless that payload rule is the one asked for.
+    if isnan.any() and (opts.nan != "payload" or x.dtype != np.float32):
         codes[isnan] = _encode_float64(x[isnan], fmt, opts)
     return codes
 
@@ -605,16 +603,22 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
         # bf16: the code is the top half of the float32 pattern.
         pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
         pairs[..., 1 if np.little_endian else 0] = arr
-        return pairs.view(np.float32).reshape(arr.shape).astype(dtype, copy=False)
+        return _widen(pairs.view(np.float32).reshape(arr.shape), dtype)
     if fmt.bits <= 16:
         return _lookup(arr, _decode_table(fmt, dtype))
     if _is_fp32_prefix(fmt):
         # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
         # reinterpret.
         u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
-        return u.view(np.float32).astype(dtype, copy=False)
+        return _widen(u.view(np.float32), dtype)
     shifted = arr.astype(np.int64) >> fmt.code_shift
     return _decode_generic(shifted, fmt).astype(dtype)
+
+
+def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float32 -> dtype; signalling NaNs stay NaN (quiet) without a floating-point warning."""
+    with np.errstate(invalid="ignore"):
+        return values.astype(dtype, copy=False)
 
 
 def _lookup(index: np.ndarray, table: np.ndarray) -> np.ndarray:
