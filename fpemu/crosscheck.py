@@ -296,7 +296,8 @@ class MlDtypesBackend(Backend):
 
     def decode(self, codes: np.ndarray, fmt: str) -> np.ndarray:
         f = get_format(fmt)
-        return codes.astype(f.code_dtype).view(self.dtypes()[fmt]).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            return codes.astype(f.code_dtype).view(self.dtypes()[fmt]).astype(np.float64)
 
 
 class NumpyBackend(Backend):
@@ -318,7 +319,8 @@ class NumpyBackend(Backend):
 
     def decode(self, codes: np.ndarray, fmt: str) -> np.ndarray:
         f = get_format(fmt)
-        return codes.astype(f.code_dtype).view(self.dtypes()[fmt]).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            return codes.astype(f.code_dtype).view(self.dtypes()[fmt]).astype(np.float64)
 
 
 class TorchBackend(Backend):

@@ -84,6 +84,8 @@ def infer_inputs(path: str | Path) -> str:
 def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
     """Read a dump in the hwdata layout; ``inputs`` defaults to the one in the file name."""
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no dump file {str(path)!r}")
     inputs = get_format(inputs).name if inputs else infer_inputs(path)
     with np.load(path) as z:
         missing = {"a", "b", "c", "d_fp32"} - set(z.files)
@@ -456,32 +458,40 @@ def fake_device(preset: str | Accumulator) -> RunDot:
 
 
 def _pow2_pair(e: int, fmt) -> tuple[float, float] | None:
-    """Two values of fmt whose product is 2**e, or None."""
+    """Two values of fmt whose product is 2**e (as balanced as possible), or None."""
     lo, hi = fmt.emin - fmt.mantissa_bits, fmt.emax
-    for ea in range(max(lo, e - hi), min(hi, e - lo) + 1):
-        eb = e - ea
-        if abs(ea - eb) <= 1:
-            return float(2.0**ea), float(2.0**eb)
-    for ea in range(max(lo, e - hi), min(hi, e - lo) + 1):
-        return float(2.0**ea), float(2.0**(e - ea))
-    return None
+    first, last = max(lo, e - hi), min(hi, e - lo)
+    if first > last:
+        return None
+    ea = min(max((e + 1) // 2, first), last)
+    return float(2.0**ea), float(2.0 ** (e - ea))
 
 
 class _Experiments:
-    """Builds rows of products (as a, b pairs) and runs them in one batch per question."""
+    """Builds rows of power-of-two products and runs them in one batch per question.
+
+    Every experiment is written relative to a shift ``s``: the device sees every product
+    multiplied by 2**s, which changes nothing in an fp32 result that stays normal, and lets
+    formats with a narrow range (FP8 products lie in 2**-18..2**16 for E4M3) ask about
+    bits far below the leading one.
+    """
 
     def __init__(self, run: RunDot, inputs: str):
         self.run, self.inputs, self.fmt = run, inputs, get_format(inputs)
+        f = self.fmt
+        self.lo = 2 * (f.emin - f.mantissa_bits)  # smallest power-of-two product
+        self.hi = 2 * f.emax  # largest
         self.calls = 0
 
-    def pair(self, e: int, sign: float = 1.0) -> tuple[float, float]:
-        p = _pow2_pair(e, self.fmt)
-        if p is None:
-            raise ValueError(f"2^{e} is not a product of two {self.inputs} values")
-        return sign * p[0], p[1]
+    def shift_for(self, low: int, high: int) -> int | None:
+        """A shift s with every exponent in [low + s, high + s] a product, or None."""
+        if high - low > self.hi - self.lo:
+            return None
+        return min(max(0, self.lo - low), self.hi - high)
 
-    def can(self, e: int) -> bool:
-        return _pow2_pair(e, self.fmt) is not None
+    def term(self, pos: int, e: int, sign: float = 1.0) -> tuple[int, float, float]:
+        pa, pb = _pow2_pair(e, self.fmt)
+        return pos, sign * pa, pb
 
     def ask(self, rows: list[list[tuple[int, float, float]]], K: int) -> np.ndarray:
         """rows: lists of (position, a, b); returns the device's results (float64)."""
@@ -494,27 +504,50 @@ class _Experiments:
         return np.asarray(self.run(a, b, self.inputs), dtype=np.float64).reshape(-1)
 
 
-def _frac_bits(ex: _Experiments) -> int:
-    """F: products 2^j, -2^j, 1 and 2^-k keep the 2^-k exactly when j + k <= F."""
+def _kept_bits(ex: _Experiments, top: int = 24) -> int:
+    """min(F, p): 2^s and 2^(s-k) add up exactly while k <= both the alignment bits F and
+    the output fraction bits p."""
+    rows, ks = [], []
+    for k in range(1, top + 1):
+        s = ex.shift_for(-k, 0)
+        if s is not None:
+            rows.append([ex.term(0, s), ex.term(1, s - k)])
+            ks.append((k, s))
+    got = ex.ask(rows, 2)
+    kept = [k for (k, s), v in zip(ks, got) if v == 2.0**s * (1 + 2.0**-k)]
+    return max(kept) if kept else 0
+
+
+def _frac_bits(ex: _Experiments, m1: int) -> int:
+    """F: products 2^j, -2^j, 1 and 2^-k (all times 2^s) keep the 2^-k exactly when j + k <= F
+    (the two 2^j set the alignment and cancel); k <= min(F, p) so the result can hold it."""
     rows, fs = [], []
-    for f in range(40, 0, -1):
-        k = min(f, 10)
+    for f in range(48, 0, -1):
+        k = min(f, max(m1, 1))
         j = f - k
-        if not (ex.can(j) and ex.can(-k)):
+        s = ex.shift_for(-k, j)
+        if s is None:
             continue
-        rows.append([(0, *ex.pair(j)), (1, *ex.pair(j, -1.0)), (2, *ex.pair(0)), (3, *ex.pair(-k))])
-        fs.append((f, k))
+        rows.append([ex.term(0, j + s), ex.term(1, j + s, -1.0), ex.term(2, s), ex.term(3, s - k)])
+        fs.append((f, k, s))
     got = ex.ask(rows, 4)
-    kept = [f for (f, k), v in zip(fs, got) if v == 1 + 2.0**-k]
+    kept = [f for (f, k, s), v in zip(fs, got) if v == 2.0**s * (1 + 2.0**-k)]
     return max(kept) if kept else 0
 
 
-def _out_bits(ex: _Experiments, F: int) -> int:
-    """Output fraction bits p: 1 + 2^-k comes back exact exactly when k <= min(p, F)."""
-    ks = [k for k in range(1, 24) if ex.can(-k)]
-    got = ex.ask([[(0, *ex.pair(0)), (1, *ex.pair(-k))] for k in ks], 2)
-    kept = [k for k, v in zip(ks, got) if v == 1 + 2.0**-k]
-    return max(kept) if kept else 0
+def _out_bits(ex: _Experiments, F: int, m1: int) -> tuple[int, str]:
+    """Output fraction bits p. When F > min(F, p) it is p. Otherwise p >= F, and a result
+    carries at most F + 1 significant bits: 1 + 1 + 2^-F tells p = F from p > F (then the
+    usual 23 is assumed: more bits than F + 1 can never show)."""
+    if F > m1:
+        return m1, ""
+    s = ex.shift_for(-F, 0)
+    if s is None:
+        return F, "output bits beyond F not testable with these inputs"
+    v = ex.ask([[ex.term(0, s), ex.term(1, s), ex.term(2, s - F)]], 3)[0]
+    if v == 2.0**s * (2 + 2.0**-F):
+        return 23, f"output keeps more than F = {F} bits; 23 assumed (the rest cannot show)"
+    return F, ""
 
 
 def _block_size(ex: _Experiments, F: int, p: int, max_k: int = 64) -> tuple[int, str]:
@@ -526,12 +559,13 @@ def _block_size(ex: _Experiments, F: int, p: int, max_k: int = 64) -> tuple[int,
     q = max(0, p + 1 - F)  # the ones' sum 2^q lets t survive the alignment to the ones
     m = 1 << q
     t = q - p - 1
-    if not ex.can(t):
+    s = ex.shift_for(t, 0)
+    if s is None:
         return 0, f"2^{t} is not a product of {ex.inputs} values"
-    base = [(i, *ex.pair(0)) for i in range(m)] + [(m, *ex.pair(t))]
+    base = [ex.term(i, s) for i in range(m)] + [ex.term(m, s + t)]
     js = list(range(m + 1, max_k))
-    got = ex.ask([base + [(j, *ex.pair(t))] for j in js], max_k)
-    whole = 2.0**q + 2.0 ** (q - p)
+    got = ex.ask([base + [ex.term(j, s + t)] for j in js], max_k)
+    whole = 2.0**s * (2.0**q + 2.0 ** (q - p))
     split = [j for j, v in zip(js, got) if v != whole]
     if not split:
         return max_k, f"no block boundary below {max_k} products"
@@ -542,12 +576,12 @@ def _block_size(ex: _Experiments, F: int, p: int, max_k: int = 64) -> tuple[int,
 
 def _out_rounding(ex: _Experiments, F: int, p: int, n: int) -> tuple[str, str]:
     """RZ or RNE for fp32 output: a sum with three quarters of an output ulp below it."""
-    if F >= p + 2 and ex.can(-(p + 1)) and ex.can(-(p + 2)):
-        row = [(0, *ex.pair(0)), (1, *ex.pair(-(p + 1))), (2, *ex.pair(-(p + 2)))]
-        high = 1 + 2.0**-p
-    elif n >= 7 and ex.can(-F):  # four ones (sum 4) and three 2^-F: 0.75 ulp when F == p
-        row = [(i, *ex.pair(0)) for i in range(4)] + [(4 + i, *ex.pair(-F)) for i in range(3)]
-        high = 4 + 2.0 ** (2 - p)
+    if F >= p + 2 and (s := ex.shift_for(-(p + 2), 0)) is not None:
+        row = [ex.term(0, s), ex.term(1, s - p - 1), ex.term(2, s - p - 2)]
+        high = 2.0**s * (1 + 2.0**-p)
+    elif n >= 7 and (s := ex.shift_for(-F, 0)) is not None:  # 4 ones, three 2^-F: 0.75 ulp if F == p
+        row = [ex.term(i, s) for i in range(4)] + [ex.term(4 + i, s - F) for i in range(3)]
+        high = 2.0**s * (4 + 2.0 ** (2 - p))
     else:
         return "rz", "not observable with these parameters (rz assumed)"
     v = ex.ask([row], 8)[0]
@@ -594,11 +628,19 @@ def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
     fmt = get_format(inputs)
     ex = _Experiments(run, fmt.name)
     notes = []
-    F = _frac_bits(ex)
-    p = _out_bits(ex, F)
+    m1 = _kept_bits(ex)
+    F = _frac_bits(ex, m1)
+    widest = max(f for f in range(1, 49) if ex.shift_for(-min(f, max(m1, 1)), f - min(f, max(m1, 1))) is not None)
+    if F >= widest:
+        notes.append(f"alignment: F >= {F}, the widest these inputs can test (the products span 2^{ex.lo}..2^{ex.hi})")
+    p, note = _out_bits(ex, F, m1)
+    if note:
+        notes.append(f"output: {note}")
     n, note = _block_size(ex, F, p, max_k)
     if note:
         notes.append(f"block: {note}")
+    if n < 4:  # the F question puts 4 products in one block
+        notes.append("fewer than 4 products per block: F and the rounding read here are unreliable")
     rounding, note = _out_rounding(ex, F, p, n)
     if note:
         notes.append(f"rounding: {note}")

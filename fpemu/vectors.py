@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .codec import decode, encode
 from .formats import get_format
+
+if TYPE_CHECKING:
+    from .accumulator import Accumulator
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "write_vectors", "read_vectors", "verify_vectors", "register_cli"]
 
@@ -162,7 +166,7 @@ def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding
     }
 
 
-def dot_vectors(inputs: str, accumulator: str, k: int | None = None, n: int = 1000, *, out: str = "fp32",
+def dot_vectors(inputs: str, accumulator: "str | Accumulator", k: int | None = None, n: int = 1000, *, out: str = "fp32",
                 seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """Dot products ``d = a . b + c`` of a named accumulator, in the hwdata layout (fp32 bit
     patterns ``a``, ``b`` (n, K), ``c`` (n,), ``d_fp32`` or ``d_fp16`` (n,)).
@@ -171,8 +175,8 @@ def dot_vectors(inputs: str, accumulator: str, k: int | None = None, n: int = 10
     spread over about 2**-8..2**8, random signs; c random (fp16-rounded for fp16 output).
 
     >>> v = dot_vectors("fp16", "v100", n=3)
-    >>> v["a"].shape, v["meta"]["accumulator"]
-    ((3, 8), 'v100')
+    >>> v["a"].shape, v["meta"]["accumulator"], v["meta"]["model"]["frac_bits"]
+    ((3, 8), 'v100/fp16', 23)
     """
     from .accumulator import dot, get_accumulator
     from .codec import quantize
@@ -189,8 +193,10 @@ def dot_vectors(inputs: str, accumulator: str, k: int | None = None, n: int = 10
     c[::5] = 0.0
     d = dot(a, b, c, inputs=inputs, accumulator=acc, out=out)
     as_bits = lambda v: np.asarray(v, dtype=np.float32).view(np.uint32)  # noqa: E731
-    meta = dict(type="dot", inputs=get_format(inputs).name, accumulator=accumulator, out=out, k=K, seed=seed,
-                n=n, fpemu=_version())  # fmt: skip
+    # The model's parameters go into the file too, so a file made with a custom Accumulator
+    # (or with a preset that later changes) can still be re-checked.
+    meta = dict(type="dot", inputs=get_format(inputs).name, accumulator=acc.name, model=dataclasses.asdict(acc),
+                out=out, k=K, seed=seed, n=n, fpemu=_version())  # fmt: skip
     return {"meta": meta, "a": as_bits(a), "b": as_bits(b), "c": as_bits(c), f"d_{out}": as_bits(d)}
 
 
@@ -298,11 +304,12 @@ def verify_vectors(path: str | Path) -> tuple[int, int]:
         same = (q.scales.reshape(-1) == v["scale"]) & (q.codes == v["code"]).all(axis=1)
         return int(same.size), int(same.sum())
     if meta["type"] == "dot":
-        from .accumulator import dot
+        from .accumulator import Accumulator, dot
 
         out = meta["out"]
+        model = Accumulator(**meta["model"])
         f = lambda k: v[k].view(np.float32).astype(np.float64)  # noqa: E731
-        d = dot(f("a"), f("b"), f("c"), inputs=meta["inputs"], accumulator=meta["accumulator"], out=out)
+        d = dot(f("a"), f("b"), f("c"), inputs=meta["inputs"], accumulator=model, out=out)
         same = d.astype(np.float32).view(np.uint32) == v[f"d_{out}"]
         return int(same.size), int(same.sum())
     raise ValueError(f"unknown vector type {meta.get('type')!r}")
@@ -336,7 +343,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     if same != n:
         raise ValueError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug)")
     meta = v["meta"]
-    print(f"wrote {meta['n']} {meta['type']} vectors ({', '.join(f'{k}={v}' for k, v in meta.items() if k not in ('n', 'type'))})"
+    print(f"wrote {meta['n']} {meta['type']} vectors ({', '.join(f'{k}={v}' for k, v in meta.items() if k not in ('n', 'type', 'model', 'fpemu'))})"
           f" to {args.out}; read back and re-checked: {same}/{n} identical")  # fmt: skip
     return 0
 

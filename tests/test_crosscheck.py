@@ -1,0 +1,251 @@
+"""Cross-check of fpemu against ml_dtypes, numpy and torch: the identical counts themselves."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fpemu import cli, decode, encode
+from fpemu.accumulator import gemm
+from fpemu.crosscheck import (
+    Backend,
+    MlDtypesBackend,
+    NumpyBackend,
+    Row,
+    TorchBackend,
+    compare_cast,
+    compare_decode,
+    compare_matmul,
+    edge_cases,
+    format_table,
+    run_crosscheck,
+)
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
+
+N = 2000  # random cases per cast in these tests (the CLI default is 20000)
+ML_FORMATS = ["bf16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3", "e2m1", "e8m0",
+              "float8_e4m3", "float8_e3m4", "float8_e4m3b11fnuz"]  # fmt: skip
+
+
+# ---- the cases themselves --------------------------------------------------------------------
+def test_edge_cases_cover_the_boundaries_of_e4m3():
+    x, tags = edge_cases("e4m3")
+    values = set(x[~np.isnan(x)].tolist())
+    assert {464.0, -464.0, 448.0, 480.0, 2.0**-10, -(2.0**-10), np.inf, -np.inf} <= values
+    assert 1.0625 in values and 1.1875 in values  # ties inside a binade (SPEC vectors)
+    zeros = x[x == 0]
+    assert sorted(np.signbit(zeros).tolist()) == [False, True]
+    nan_bits = set(x[np.isnan(x)].view(np.uint32).tolist())
+    assert {0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FFFFFFF} <= nan_bits
+    assert len(set(x.view(np.uint32).tolist())) == x.size  # no repeats
+    assert set(tags) >= {"value", "near value", "tie", "near tie", "overflow", "tiny", "zero", "inf", "nan"}
+
+
+def test_edge_ties_are_exact_midpoints():
+    x, tags = edge_cases("bf16")
+    ties = x[(tags == "tie") & (x > 0)].astype(np.float64)
+    lo = decode(encode(ties, "bf16", rounding="rz"), "bf16")
+    hi = decode(encode(ties, "bf16", rounding="ru"), "bf16")
+    assert np.all(ties - lo == hi - ties) and np.all(hi > lo)
+
+
+# ---- ml_dtypes -------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ML_FORMATS)
+def test_ml_dtypes_decodes_every_code_like_fpemu(fmt):
+    row = compare_decode(MlDtypesBackend(), fmt)
+    assert row.identical == row.cases == (1 << {"e3m2": 6, "e2m3": 6, "e2m1": 4}.get(fmt, 8 if fmt != "bf16" else 16))
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "float8_e4m3", "float8_e3m4", "float8_e4m3b11fnuz"])
+def test_ml_dtypes_float32_casts_identical_with_default_options(fmt):
+    row = compare_cast(MlDtypesBackend(), fmt, "f32", n_random=N)
+    assert row.status == "identical"
+    assert row.identical == row.cases > N
+
+
+@pytest.mark.parametrize("fmt", ["e3m2", "e2m3", "e2m1"])
+def test_ml_dtypes_fp6_fp4_nan_codes_reproduced_by_the_nan_option(fmt):
+    row = compare_cast(MlDtypesBackend(), fmt, "f32", n_random=N)
+    x, _ = edge_cases(fmt)
+    # Every mismatch under the defaults is a NaN input (fpemu raises, ml_dtypes gives a code).
+    assert set(row.mismatches_by_kind) <= {"nan", "random bits"}
+    assert row.cases - row.identical >= int(np.isnan(x).sum())
+    assert row.status == "reproduced"
+    assert row.reproduced_by == "ml_dtypes turns NaN into ml_dtypes' codes: nan='ml_dtypes'"
+
+
+def test_ml_dtypes_e8m0_quirks_are_reported_not_hidden():
+    row = compare_cast(MlDtypesBackend(), "e8m0", "f32", n_random=N)
+    assert row.status == "differs"
+    assert "rounding='nearest_away'" in row.note  # ties away fixes every tie
+    # What is left is exactly the ml_dtypes 0.6 range quirk: inputs in (2^-127, 2^-126).
+    x, _ = edge_cases("e8m0")
+    x = np.concatenate([x, np.float32([2.0**-127 * 1.01, 2.0**-127 * 1.5])])
+    want = x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+    got = encode(x, "e8m0", rounding="nearest_away")
+    bad = x[want != got].astype(np.float64)
+    assert bad.size > 0
+    assert np.all((bad > 2.0**-127) & (bad < 2.0**-126))
+    assert np.all(want[want != got] == 0x01) and np.all(got[want != got] == 0x00)
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "e4m3", "e5m2"])
+def test_ml_dtypes_float64_casts_round_twice_through_float32(fmt):
+    row = compare_cast(MlDtypesBackend(), fmt, "f64", n_random=N)
+    assert row.status == "reproduced"
+    assert row.reproduced_by.endswith("encode(x.astype(np.float32))")
+    assert "near tie" in row.mismatches_by_kind  # just above/below a tie, lost in float32
+    # Check one such input by hand: 1 + 2^-8 + 2^-40 is above the bf16 tie.
+    x = np.array([1 + 2.0**-8 + 2.0**-40])
+    assert int(x.astype(ml_dtypes.bfloat16).view(np.uint16)[0]) == 0x3F80  # double-rounded
+    assert int(encode(x, "bf16")[0]) == 0x3F81  # correctly rounded
+
+
+# ---- numpy -----------------------------------------------------------------------------------
+def test_numpy_fp16_every_code_and_every_cast():
+    b = NumpyBackend()
+    assert compare_decode(b, "fp16").identical == 65536
+    row = compare_cast(b, "fp16", "f32", n_random=N)
+    assert row.status == "reproduced" and row.reproduced_by == "numpy keeps NaN payload bits: nan='payload'"
+    assert set(row.mismatches_by_kind) <= {"nan", "random bits"}
+    non_nan = compare_cast(b, "fp16", "f64", n_random=N)
+    assert non_nan.status == "reproduced" and non_nan.reproduced_by.endswith("nan='payload'")
+
+
+def test_numpy_float64_to_float32_nan_quieting_has_no_fpemu_option():
+    row = compare_cast(NumpyBackend(), "fp32", "f64", n_random=N)
+    # numpy keeps the payload *and* sets the quiet bit; fpemu offers sign/positive/payload only.
+    assert row.status == "differs" and set(row.mismatches_by_kind) <= {"nan", "random bits"}
+    assert "0x7FF0000000000001 (nan): numpy 0x7FC00000, fpemu 0x7F800001" in row.note
+
+
+# ---- option search on a fake backend ---------------------------------------------------------
+class _SaturatingFake(Backend):
+    """ml_dtypes' E4M3 with saturation and one deliberately wrong code."""
+
+    name = "fake"
+
+    def dtypes(self):
+        return {"e4m3": None}
+
+    def cast(self, x, fmt):
+        codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
+        mag = codes & 0x7F
+        big = (np.abs(x) > 464) & ~np.isnan(x) | (np.abs(x) == 464) & False
+        codes[big & (mag == 0x7F)] = (codes[big & (mag == 0x7F)] & 0x80) | 0x7E
+        return codes
+
+    def decode(self, codes, fmt):
+        return codes.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def test_option_search_names_saturation():
+    row = compare_cast(_SaturatingFake(), "e4m3", "f32", n_random=N)
+    assert row.status == "reproduced"
+    assert row.reproduced_by == "fake saturates: overflow='saturate'"
+    assert set(row.mismatches_by_kind) <= {"overflow", "inf", "random bits", "random value"}
+    assert row.first_mismatch.endswith("fake 0x7E, fpemu 0x7F")
+
+
+def test_one_wrong_code_is_counted_and_shown():
+    class OneOff(_SaturatingFake):
+        def cast(self, x, fmt):
+            codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
+            codes[(x == np.float32(1.0625))] = 0x39  # the SPEC tie: RNE gives 0x38
+            return codes
+
+    row = compare_cast(OneOff(), "e4m3", "f32", n_random=N)
+    assert row.cases - row.identical == 1
+    assert row.first_mismatch == "0x3F880000 (tie): fake 0x39, fpemu 0x38"
+    assert row.status == "differs" and row.reproduced_by == "no option reproduces all"
+
+
+# ---- torch (CPU) -----------------------------------------------------------------------------
+def test_torch_cpu_float8_e4m3_saturates():
+    pytest.importorskip("torch")
+    row = compare_cast(TorchBackend("cpu"), "e4m3", "f32", n_random=N)
+    assert row.status == "reproduced"
+    assert row.reproduced_by == "torch saturates: overflow='saturate'"
+    assert row.first_mismatch.startswith("0x43F00000 (overflow): torch 0x7E, fpemu 0x7F")  # 480
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0"])
+def test_torch_cpu_decodes_every_code_like_fpemu(fmt):
+    pytest.importorskip("torch")
+    row = compare_decode(TorchBackend("cpu"), fmt)
+    assert row.identical == row.cases
+
+
+@pytest.mark.parametrize("fmt", ["e4m3fnuz", "e5m2fnuz"])
+def test_torch_cpu_fnuz_casts_identical(fmt):
+    pytest.importorskip("torch")
+    row = compare_cast(TorchBackend("cpu"), fmt, "f32", n_random=N)
+    assert row.identical == row.cases
+
+
+def test_torch_cpu_bf16_nan_is_reported_as_unreproducible():
+    torch = pytest.importorskip("torch")
+    row = compare_cast(TorchBackend("cpu"), "bf16", "f32", n_random=N)
+    # Every non-NaN input is identical; the NaN codes depend on the torch build (0x7FC0 or
+    # 0xFFFF), which no fpemu option names.
+    assert set(row.mismatches_by_kind) <= {"nan", "random bits"}
+    x, _ = edge_cases("bf16")
+    x = x[~np.isnan(x)]
+    want = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(want, encode(x, "bf16"))
+
+
+# ---- whole runs, skipped backends, the table, the CLI ---------------------------------------
+def test_missing_backend_is_listed_as_skipped():
+    class Missing(Backend):
+        name = "nothing"
+
+        def missing(self):
+            return "not installed"
+
+    from fpemu import crosscheck
+
+    crosscheck.BACKENDS["nothing"] = Missing
+    try:
+        rows = run_crosscheck(["nothing", "numpy"], n_random=100)
+    finally:
+        del crosscheck.BACKENDS["nothing"]
+    assert rows[0].status == "skipped" and rows[0].note == "not installed"
+    assert [r.status for r in rows[1:]] == ["identical", "reproduced", "reproduced", "differs"]
+
+
+def test_torch_cuda_skipped_without_cuda():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    rows = run_crosscheck(["torch-cuda"])
+    assert len(rows) == 1 and rows[0].status == "skipped"
+
+
+def test_table_and_json_from_the_cli(tmp_path, capsys):
+    out = tmp_path / "cc.json"
+    assert cli.main(["crosscheck", "--backend", "numpy", "--n", "500", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| decode | fp16 | numpy | 65536 | 65536 |" in text
+    assert "numpy keeps NaN payload bits: nan='payload'" in text
+    rows = json.loads(out.read_text())
+    assert [(r["operation"], r["status"]) for r in rows] == [
+        ("decode", "identical"), ("cast f32", "reproduced"), ("cast f64", "reproduced"), ("cast f64", "differs")]
+
+
+def test_format_table_marks_unsupported_rows():
+    text = format_table([Row("decode", "e2m1", "torch", status="unsupported", note="packed pairs")])
+    assert text.splitlines()[-1] == "| decode | e2m1 | torch | - | - |  | unsupported: packed pairs |"
+
+
+# ---- GPU matmul plumbing, with fake devices --------------------------------------------------
+def test_matmul_comparison_counts_identical_elements():
+    same = compare_matmul(lambda A, B, i: gemm(A, B, inputs=i, accumulator="h100"), "h100", "fp16", k=64, backend="fake")
+    assert same.cases == same.identical == 64 * 64
+    # A V100-like device (4 products per block, F = 23) differs from the H100 preset.
+    other = compare_matmul(lambda A, B, i: gemm(A, B, inputs=i, accumulator="v100"), "h100", "fp16", k=64, backend="fake")
+    assert other.status == "differs" and 0 < other.identical < other.cases

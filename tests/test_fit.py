@@ -1,0 +1,179 @@
+"""fit on the hardware dumps, the batched kernel against fpemu.accumulator.dot, and probe with
+fake devices."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fpemu import cli
+from fpemu.accumulator import Accumulator, get_accumulator
+from fpemu.fit import (
+    Dump,
+    _batch_matches,
+    _model_matches,
+    _used_fraction_bits,
+    candidate_models,
+    fake_device,
+    fit,
+    infer_inputs,
+    load_dump,
+    probe,
+    report,
+)
+from fpemu.vectors import dot_vectors, write_vectors
+
+HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
+
+# (file, output column) -> the GPU whose preset must be named; None: open (no model must fit).
+EXPECTED = {
+    ("v100_fp16", "fp32"): "v100", ("v100_fp16", "fp16"): "v100",
+    ("a100_fp16", "fp32"): "a100", ("a100_fp16", "fp16"): "a100",
+    ("a100_bf16", "fp32"): "a100", ("a100_tf32", "fp32"): "a100",
+    ("ada_e4m3", "fp32"): "ada", ("ada_e4m3", "fp16"): "ada",
+    ("ada_e5m2", "fp32"): "ada", ("ada_e5m2", "fp16"): "ada",
+    ("h100_fp16", "fp32"): "h100", ("h100_fp16", "fp16"): "h100",
+    ("h100_bf16", "fp32"): "h100", ("h100_tf32", "fp32"): "h100",
+    ("h100_e4m3", "fp32"): "h100", ("h100_e5m2", "fp32"): "h100",
+    ("h100_e4m3", "fp16"): None, ("h100_e5m2", "fp16"): None,
+    ("b200_fp16", "fp32"): "b200", ("b200_fp16", "fp16"): "b200",
+    ("b200_bf16", "fp32"): "b200", ("b200_tf32", "fp32"): "b200",
+    ("b200_e5m2", "fp32"): None, ("b200_e4m3", "fp16"): None, ("b200_e5m2", "fp16"): None,
+}  # fmt: skip
+# Quick in the default run: one file per architecture and one open column.
+QUICK = [("v100_fp16", "fp32"), ("a100_tf32", "fp32"), ("ada_e5m2", "fp32"), ("h100_e4m3", "fp32"),
+         ("b200_bf16", "fp32"), ("h100_e5m2", "fp16")]  # fmt: skip
+
+
+def _dump(name: str) -> Dump:
+    path = HWDATA / f"{name}.npz"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return load_dump(path)
+
+
+def _check(name: str, out: str) -> None:
+    result = fit(_dump(name), out)
+    gpu = EXPECTED[(name, out)]
+    if gpu is None:
+        assert not result.fits, report(result)
+        text = report(result)
+        assert "NO model in the search space reproduces all 5000 rows." in text
+        assert 0 < result.best_rows < 5000
+    else:
+        assert result.fits, report(result)
+        assert gpu in result.presets, report(result)
+
+
+@pytest.mark.parametrize("name,out", QUICK)
+def test_fit_names_the_right_preset(name, out):
+    _check(name, out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,out", sorted(EXPECTED))
+def test_fit_names_the_right_preset_on_every_dump(name, out):
+    _check(name, out)
+
+
+def test_fit_pins_down_the_h100_fp8_parameters_with_c_ignored():
+    result = fit(_dump("h100_e4m3"), "fp32")
+    assert result.c_mode == "ignored (c = 0)"
+    blocks = {(m.block, m.frac_bits, m.out_rounding, m.out_frac_bits, m.term_rounding) for m in result.models if m.kind == "block"}
+    assert blocks == {(32, 13, "rz", 13, "rz")}
+
+
+def test_fit_b200_e4m3_fp32_column_is_an_exact_sum():
+    # An "open" file in the README, but its fp32 column is reproduced by the exact sum
+    # rounded once (and by the B200 preset, which takes SPEC's "exact sum then RNE" literally).
+    result = fit(_dump("b200_e4m3"), "fp32")
+    assert result.fits and {"exact", "b200"} <= set(result.presets)
+
+
+def test_batched_kernel_agrees_with_accumulator_dot():
+    rnd = random.Random(0)
+    for name in ("v100_fp16", "ada_e4m3", "a100_bf16"):
+        d = _dump(name)
+        for out in d.d:
+            space = list(candidate_models(d.K, out, _used_fraction_bits(d.d[out]) if out == "fp32" else 23))
+            pick = rnd.sample(space, 25)
+            got = _batch_matches(d, d.c, out, pick, slice(0, 200))
+            for m, row in zip(pick, got):
+                assert np.array_equal(row, _model_matches(d, d.c, out, m, slice(0, 200))), m
+
+
+def test_fit_recovers_a_model_no_preset_has(tmp_path):
+    model = Accumulator("custom", "block", block=4, frac_bits=27, out_rounding="rne")
+    path = tmp_path / "custom_bf16.npz"
+    write_vectors(dot_vectors("bf16", model, k=16, n=2000), path)
+    result = fit(load_dump(path), "fp32")
+    assert result.fits and result.presets == []
+    assert {(m.block, m.frac_bits, m.out_rounding) for m in result.models} == {(4, 27, "rne")}
+
+
+def test_infer_inputs_and_errors(tmp_path):
+    assert infer_inputs("x/h100_e5m2.npz") == "e5m2"
+    with pytest.raises(ValueError, match="pass --inputs"):
+        infer_inputs("dump.npz")
+    bad = tmp_path / "bad_fp16.npz"
+    np.savez(bad, a=np.zeros((2, 4), np.uint32))
+    with pytest.raises(ValueError, match="lacks arrays"):
+        load_dump(bad)
+    with pytest.raises(FileNotFoundError):
+        load_dump(tmp_path / "none_fp16.npz")
+
+
+def test_fit_cli_exit_codes(capsys):
+    _dump("v100_fp16")
+    assert cli.main(["fit", str(HWDATA / "v100_fp16.npz"), "--out", "fp32"]) == 0
+    assert "matching presets: v100, volta" in capsys.readouterr().out
+    assert cli.main(["fit", str(HWDATA / "h100_e5m2.npz"), "--out", "fp16"]) == 1
+    assert "NO model in the search space" in capsys.readouterr().out
+
+
+# ---- probe -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "gpu,inputs",
+    [("v100", "fp16"), ("a100", "fp16"), ("a100", "bf16"), ("a100", "tf32"), ("ada", "e4m3"),
+     ("h100", "fp16"), ("h100", "tf32"), ("h100", "e4m3"), ("h100", "e5m2")],
+)  # fmt: skip
+def test_probe_infers_fake_gpus(gpu, inputs):
+    found = probe(fake_device(gpu), inputs)
+    want = get_accumulator(gpu, inputs)
+    m = found.model
+    assert (m.block, m.frac_bits, m.out_frac_bits) == (want.block, want.frac_bits, want.out_frac_bits)
+    assert m.out_rounding == want.out_rounding
+    assert found.subnormal_inputs and found.distance == 0 and gpu in found.nearest
+    assert found.extra_alignment_bits == want.frac_bits - want.out_frac_bits
+
+
+def test_probe_infers_rounding_flushing_and_a_model_no_preset_has():
+    model = Accumulator("odd", "block", block=4, frac_bits=26, out_rounding="rne", flush_subnormals=True)
+    found = probe(fake_device(model), "bf16")
+    m = found.model
+    assert (m.block, m.frac_bits, m.out_rounding, m.out_frac_bits) == (4, 26, "rne", 23)
+    assert not found.subnormal_inputs
+    assert found.distance > 0 and not found.notes
+
+
+def test_probe_warns_below_four_products_per_block():
+    found = probe(fake_device(Accumulator("two", "block", block=2, frac_bits=24)), "fp16")
+    assert found.model.block == 2
+    assert any("fewer than 4 products" in n for n in found.notes)
+
+
+def test_probe_reports_the_limit_of_narrow_inputs():
+    found = probe(fake_device("b200"), "e4m3")  # preset: F = 48, beyond what E4M3 products span
+    assert found.model.frac_bits == 34 and found.model.out_rounding == "rne"
+    assert any("F >= 34" in n for n in found.notes)
+
+
+def test_probe_cli_without_cuda(capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert cli.main(["probe", "--device", "cuda"]) == 1
+    assert "no CUDA device" in capsys.readouterr().out
