@@ -347,3 +347,41 @@ def test_float64_single_rounding_where_ml_dtypes_double_rounds(name):
     hard = x[: n_hard : max(1, n_hard // 3000)]
     expected = np.array([ref_encode(float(v), fmt, nan=None if fmt.has_nan else "ml_dtypes") for v in hard])
     _assert_same_codes(fpemu.encode(hard, fmt), expected.astype(fmt.code_dtype), fmt, hard, f"{name} float64 vs reference")
+
+
+def _assert_same_words(got: np.ndarray, expected: np.ndarray, x: np.ndarray, what: str) -> None:
+    """32-bit containers equal bit for bit, any NaN matching any NaN (as float32 views)."""
+    assert got.dtype == np.uint32
+    bad = (got != expected) & ~(np.isnan(got.view(np.float32)) & np.isnan(expected.view(np.float32)))
+    idx = np.flatnonzero(bad)
+    assert idx.size == 0, (
+        f"{what}: {idx.size} differ; words {[hex(w) for w in x.view(np.uint32)[idx[:5]]]} "
+        f"got {[hex(w) for w in got[idx[:5]]]} expected {[hex(w) for w in expected[idx[:5]]]}"
+    )
+
+
+def test_encode_tf32_float32_patterns_match_spec_bit_formulas(float32_patterns):
+    """SPEC section 2's three TF32 conversions, as integer formulas on the fp32 word.
+
+    RNE: the bf16 formula with 13 dropped bits; RNA: add 0x1000 and clear the low 13 bits
+    (CUTLASS ``tfloat32_t``); RZ: mask 0xFFFFE000. Inf/NaN words are left to the NaN-aware
+    comparison (the formulas do not touch Inf; NaN must stay NaN).
+    """
+    fmt = get_format("tf32")
+    x = float32_patterns
+    u = x.view(np.uint32).astype(np.uint64)
+    keep = np.uint64(0xFFFFE000)
+    formulas = {
+        "nearest_even": (u + 0xFFF + ((u >> 13) & 1)) & keep,
+        "nearest_away": (u + 0x1000) & keep,
+        "toward_zero": u & keep,
+    }
+    finite = np.isfinite(x)
+    for rounding, words in formulas.items():
+        expected = np.where(finite, words, u).astype(np.uint32)  # Inf stays Inf, NaN stays NaN
+        _assert_same_words(fpemu.encode(x, fmt, rounding=rounding), expected, x, f"tf32 {rounding}")
+
+
+def test_encode_fp32_float32_patterns_is_identity(float32_patterns):
+    x = float32_patterns
+    _assert_same_words(fpemu.encode(x, "fp32"), x.view(np.uint32), x, "fp32 from float32")
