@@ -550,6 +550,9 @@ def compare_cast(backend: Backend, fmt: str | Format, source: str = "f32", n_ran
         closest = describe_options(backend.name, best).split(": ", 1)[-1]
         row.reproduced_by = "no option reproduces all"
         row.note = f"closest: {closest} leaves {left} ({kinds})"
+        negative = int((~best_same & np.signbit(x) & ~np.isnan(x)).sum())
+        if negative:
+            row.note += f"; {negative} of them negative inputs"
         if best:
             got_best = _fpemu_codes(x, f, best)
             row.note += "; first left: " + _first_mismatch(x, tags, want, got_best, f, backend.name)
