@@ -134,9 +134,8 @@ class _SaturatingFake(Backend):
 
     def cast(self, x, fmt):
         codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
-        mag = codes & 0x7F
-        big = (np.abs(x) > 464) & ~np.isnan(x) | (np.abs(x) == 464) & False
-        codes[big & (mag == 0x7F)] = (codes[big & (mag == 0x7F)] & 0x80) | 0x7E
+        overflowed = ~np.isnan(x) & ((codes & 0x7F) == 0x7F)  # ml_dtypes: overflow -> NaN
+        codes[overflowed] = (codes[overflowed] & 0x80) | 0x7E  # saturate to +-448 instead
         return codes
 
     def decode(self, codes, fmt):
