@@ -22,6 +22,18 @@ from fpemu.accumulator import Accumulator, _round, _target, gemm, get_accumulato
 from fpemu.formats import Format, get_format
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def both(**strategies):
+    """@given(**strategies) with the default budget, plus a slow-marked twin ``<name>_sweep``
+    running the same property with 2000 examples (``pytest -m slow``)."""
+
+    def decorate(fn):
+        globals()[fn.__name__ + "_sweep"] = pytest.mark.slow(SLOW(given(**strategies)(fn)))
+        return SETTINGS(given(**strategies)(fn))
+
+    return decorate
 
 
 # ---- scalar references ------------------------------------------------------------------------
@@ -200,24 +212,21 @@ def _each(A, B, C, fn):
 
 
 # ---- tests ------------------------------------------------------------------------------------
-@SETTINGS
-@given(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "e4m3", "e5m2", "fp32"]), out=st.sampled_from(["fp32", "fp16", "bf16"]))
+@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "e4m3", "e5m2", "fp32"]), out=st.sampled_from(["fp32", "fp16", "bf16"]))
 def test_exact_model_equals_fraction_sum(data, fmt, out):
     A, B, C = data.draw(matrices(fmt, "fp16" if out == "fp16" else "fp32"))
     got = gemm(A, B, C, inputs=fmt, accumulator="exact", out=out)
     _same(got, _each(A, B, C, lambda a, b, c: ref_exact(a, b, c, out)))
 
 
-@SETTINGS
-@given(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "e4m3", "fp32"]), acc_fmt=st.sampled_from(["fp32", "fp16", "bf16"]))
+@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "e4m3", "fp32"]), acc_fmt=st.sampled_from(["fp32", "fp16", "bf16"]))
 def test_sequential_models_equal_fraction_loop(data, fmt, acc_fmt):
     A, B, C = data.draw(matrices(fmt, acc_fmt))
     got = gemm(A, B, C, inputs=fmt, accumulator=acc_fmt, out=acc_fmt)
     _same(got, _each(A, B, C, lambda a, b, c: ref_sequential(a, b, c, acc_fmt)))
 
 
-@SETTINGS
-@given(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "fp32"]))
+@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "fp32"]))
 def test_pairwise_fp32_equals_fraction_tree(data, fmt):
     A, B, C = data.draw(matrices(fmt))
     got = gemm(A, B, C, inputs=fmt, accumulator="pairwise_fp32")
@@ -227,8 +236,7 @@ def test_pairwise_fp32_equals_fraction_tree(data, fmt):
 WIDE = Accumulator("wide", block=16, frac_bits=48, out_rounding="rne")  # sums beyond 2**53
 
 
-@SETTINGS
-@given(
+@both(
     data=st.data(),
     case=st.sampled_from(
         [("v100", "fp16"), ("a100", "bf16"), ("a100", "tf32"), ("h100", "fp16"), ("ada", "e4m3"),
@@ -243,8 +251,7 @@ def test_block_model_equals_spec_as_written(data, case):
     _same(got, _each(A, B, C, lambda a, b, c: ref_block(a, b, c, acc, fmt, fmt)))
 
 
-@SETTINGS
-@given(data=st.data())
+@both(data=st.data())
 def test_promotion_adds_unit_partials_in_fp32(data):
     A, B, C = data.draw(matrices("e4m3", max_k=40))
     acc = dataclasses.replace(get_accumulator("h100", "e4m3"), promote=8)
@@ -283,8 +290,7 @@ def test_rounding_kernel_equals_codec(fmt, mode, frac_bits):
     np.testing.assert_array_equal(got, want)
 
 
-@SETTINGS
-@given(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "fp32"]))
+@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "fp32"]))
 def test_cdna2_model_equals_fraction_reference(data, fmt):
     A, B, C = data.draw(matrices(fmt, max_k=12))
     acc = get_accumulator("mi250", fmt)
@@ -292,10 +298,10 @@ def test_cdna2_model_equals_fraction_reference(data, fmt):
     _same(got, _each(A, B, C, lambda a, b, c: ref_cdna2(a, b, c, fmt, acc.block)))
 
 
-@SETTINGS
-@given(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "tf32", "e4m3fnuz", "e5m2fnuz"]))
+@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "tf32", "e4m3fnuz", "e5m2fnuz"]))
 def test_cdna3_model_equals_fraction_reference(data, fmt):
     A, B, C = data.draw(matrices(fmt, max_k=20))
     acc = get_accumulator("mi300", fmt)
     got = gemm(A, B, C, inputs=fmt, accumulator=acc)
     _same(got, _each(A, B, C, lambda a, b, c: ref_cdna3(a, b, c, acc, fmt)))
+
