@@ -790,7 +790,7 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
 # Error of an emulated GEMM (DeepSeek-V3's experiment)
 # ---------------------------------------------------------------------------------------------
 def gemm_error(
-    inputs: str = "e4m3",
+    inputs: str | Sequence[str] = "e4m3",
     accumulator: str | Accumulator = "h100",
     k: int = 4096,
     *,
@@ -847,8 +847,9 @@ def cmd_gemm_error(args: argparse.Namespace) -> int:
     """Print the relative error of an emulated GEMM against the exact product."""
     if args.k < 1 or args.m < 1 or args.n < 1:
         raise ValueError("k, m and n must be positive")
+    inputs = tuple(args.inputs.split(",")) if "," in args.inputs else args.inputs
     r = gemm_error(
-        args.inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
+        inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
         seed=args.seed, distribution=args.distribution,
     )
     how = f"promoted to fp32 every {args.promote}" if args.promote else "no promotion"
@@ -864,7 +865,7 @@ def cmd_gemm_error(args: argparse.Namespace) -> int:
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
     """Add ``fpemu gemm-error``."""
     p = subparsers.add_parser("gemm-error", help="relative error of an emulated GEMM vs the exact product")
-    p.add_argument("--inputs", default="e4m3", help="input format (default e4m3)")
+    p.add_argument("--inputs", default="e4m3", help="input format, or two for A,B: e4m3,e5m2 (default e4m3)")
     p.add_argument("--accumulator", default="h100", help="accumulator model (default h100)")
     p.add_argument("--k", type=int, default=4096, help="inner dimension K (default 4096)")
     p.add_argument("--m", type=int, default=64, help="rows of A (default 64)")

@@ -366,6 +366,8 @@ def test_cli_gemm_error(capsys):
     assert _cli(["gemm-error", "--inputs", "e4m3", "--accumulator", "h100", "--k", "512", "--m", "4", "--n", "4", "--promote", "128"]) == 0
     out = capsys.readouterr().out
     assert "h100/e4m3" in out and "promoted to fp32 every 128" in out and "max" in out
+    assert _cli(["gemm-error", "--inputs", "e4m3,e5m2", "--k", "64", "--m", "2", "--n", "2"]) == 0
+    assert "h100/e4m3xe5m2" in capsys.readouterr().out
 
 
 def test_cli_gemm_error_bad_input(capsys):
