@@ -177,3 +177,20 @@ def test_probe_cli_without_cuda(capsys):
         pytest.skip("this machine has CUDA")
     assert cli.main(["probe", "--device", "cuda"]) == 1
     assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
+    # With F = 48, 31 ones + (1 + 2^-19) + 2^-48 sum to 2^53 + 2^29 + 1 units of 2^-48: the
+    # exact value lies just above the fp32 tie 32 + 2^-19, so RNE gives 32 + 2^-18. A plain
+    # int64 -> float64 conversion would drop the last unit and round the tie to 32.
+    a = np.ones((2, 33))
+    a[:, 31] = 1 + 2.0**-19
+    a[:, 32] = 2.0**-48
+    a[1] = -a[1]
+    b = np.ones((2, 33))
+    c = np.zeros(2)
+    model = Accumulator("wide", "block", block=64, frac_bits=48, out_rounding="rne")
+    d = {"fp32": np.float32([32 + 2.0**-18, -(32 + 2.0**-18)]).view(np.uint32)}
+    dump = Dump("wide_fp32", "fp32", a, b, c, d)
+    assert _model_matches(dump, c, "fp32", model, slice(None)).all()  # fpemu.accumulator agrees
+    assert _batch_matches(dump, c, "fp32", [model], slice(None)).all()
