@@ -16,8 +16,10 @@ When fpemu's default options do not reproduce the backend, a small set of option
 searched and the simplest one that reproduces every case is reported, e.g. ``torch saturates:
 overflow='saturate'``. When none does, the closest one is reported with what is left.
 
-With CUDA, ``torch-cuda`` repeats the casts on the GPU and compares GPU matrix products
-(fp16, bf16, tf32 and FP8 through ``torch._scaled_mm``) with the matching accumulator preset.
+The torch backend also compares CPU matrix products (fp32, bf16, fp16, FP8 through
+``torch._scaled_mm``) with fpemu's IEEE fp32 loop. With CUDA, ``torch-cuda`` repeats the casts
+on the GPU and compares GPU matrix products (fp16, bf16, tf32 and FP8 through
+``torch._scaled_mm``) with the matching accumulator preset.
 
 >>> rows = run_crosscheck(["numpy"], n_random=200)
 >>> [(r.operation, r.format, r.status) for r in rows]
@@ -647,7 +649,10 @@ def compare_matmul(
     got = gemm(A, B, inputs=inputs, accumulator=acc, out=out)
     same = want.view(np.uint32) == got.view(np.uint32)
     row = Row(f"matmul K={k} {out}", inputs, backend, cases=int(same.size), identical=int(same.sum()))
-    row.note = f"vs accumulator {acc.name} (block {acc.block}, F={acc.frac_bits}, {acc.out_rounding})"
+    if acc.kind == "block":
+        row.note = f"vs accumulator {acc.name} (block {acc.block}, F={acc.frac_bits}, {acc.out_rounding})"
+    else:
+        row.note = f"vs accumulator {acc.name} ({acc.kind} in {acc.acc_format}, exact products)"
     if not same.all():
         i, j = np.argwhere(~same)[0]
         row.status = "differs"
@@ -657,7 +662,12 @@ def compare_matmul(
 
 
 def _torch_matmul(device: str) -> Callable[[np.ndarray, np.ndarray, str], np.ndarray]:
-    """A run_matmul for compare_matmul that multiplies on the GPU through torch."""
+    """A run_matmul for compare_matmul that multiplies through torch on ``device``.
+
+    CUDA: fp16/bf16 with fp32 output (``torch.mm(..., out_dtype=torch.float32)``), tf32
+    (``allow_tf32``), FP8 through ``torch._scaled_mm`` (unit scales, fp32 output). CPU: fp32
+    and fp16/bf16 matmuls (output in the input format) and ``torch._scaled_mm`` for FP8.
+    """
     import torch
 
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "e4m3": getattr(torch, "float8_e4m3fn", None),
@@ -673,6 +683,10 @@ def _torch_matmul(device: str) -> Callable[[np.ndarray, np.ndarray, str], np.nda
                 return (a @ b).cpu().numpy()
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = old
+        if inputs == "fp32":
+            return (a @ b).cpu().numpy()
+        if inputs in ("fp16", "bf16") and device == "cpu":
+            return (a.to(dt[inputs]) @ b.to(dt[inputs])).float().numpy()
         if inputs in ("fp16", "bf16"):
             # fp32 output straight from the unit (torch >= 2.8 on CUDA); no fp16 epilogue.
             return torch.mm(a.to(dt[inputs]), b.to(dt[inputs]), out_dtype=torch.float32).cpu().numpy()
@@ -681,6 +695,22 @@ def _torch_matmul(device: str) -> Callable[[np.ndarray, np.ndarray, str], np.nda
         return torch._scaled_mm(a.to(dt[inputs]), bt, scale_a=one, scale_b=one, out_dtype=torch.float32).cpu().numpy()
 
     return run
+
+
+def cpu_matmul_rows(ks: Sequence[int] = (16, 256, 1024)) -> list[Row]:
+    """torch CPU matmuls (fp32, bf16 and fp16 with output in the input format, FP8 through
+    ``torch._scaled_mm``) against fpemu's IEEE fp32 loop (exact products, one fp32 rounding
+    per addition, then the output rounding)."""
+    run = _torch_matmul("cpu")
+    rows = []
+    for inputs, out in (("fp32", "fp32"), ("bf16", "bf16"), ("fp16", "fp16"), ("e4m3", "fp32"), ("e5m2", "fp32")):
+        for k in ks:
+            try:
+                rows.append(compare_matmul(run, "fp32", inputs, k=k, out=out, backend="torch"))
+            except (RuntimeError, NotImplementedError, TypeError, AttributeError) as exc:
+                note = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                rows.append(Row(f"matmul K={k} {out}", inputs, "torch", status="unsupported", note=note))
+    return rows
 
 
 def gpu_matmul_rows(device: str = "cuda") -> list[Row]:
@@ -756,6 +786,8 @@ def run_crosscheck(
             rows.append(Row("-", "-", name, status="skipped", note=why))
             continue
         rows.extend(backend_rows(backend, formats, n_random, seed))
+        if name == "torch" and matmul:
+            rows.extend(cpu_matmul_rows())
         if name == "torch-cuda" and matmul:
             rows.extend(gpu_matmul_rows("cuda"))
     return rows

@@ -248,3 +248,15 @@ def test_matmul_comparison_counts_identical_elements():
     # A V100-like device (4 products per block, F = 23) differs from the H100 preset.
     other = compare_matmul(lambda A, B, i: gemm(A, B, inputs=i, accumulator="v100"), "h100", "fp16", k=64, backend="fake")
     assert other.status == "differs" and 0 < other.identical < other.cases
+
+
+def test_torch_cpu_matmul_is_an_fp32_fma_loop_for_short_k():
+    pytest.importorskip("torch")
+    from fpemu.crosscheck import cpu_matmul_rows
+
+    rows = cpu_matmul_rows(ks=(16,))
+    assert [(r.format, r.operation) for r in rows] == [
+        ("fp32", "matmul K=16 fp32"), ("bf16", "matmul K=16 bf16"), ("fp16", "matmul K=16 fp16"),
+        ("e4m3", "matmul K=16 fp32"), ("e5m2", "matmul K=16 fp32")]  # fmt: skip
+    for r in rows:
+        assert r.status == "identical" and r.identical == r.cases == 64 * 64, r
