@@ -20,7 +20,8 @@ of ``k`` consecutive elements (along one axis). The value of element ``i`` of a 
 
 Every element conversion goes through :func:`fpemu.encode` (RNE, saturating, as the OCP spec
 requires); scale codes are computed with integer operations on the IEEE bit patterns, and the
-division by a power-of-two scale is an exact multiplication. Nothing loops per block.
+division by a power-of-two scale is an exact multiplication. Nothing loops per block: the
+whole pipeline runs on cache-sized chunks of many blocks at once.
 
 Layout conventions (documented in ``docs/mx.md``):
 
