@@ -684,6 +684,26 @@ def test_matmul_matches_exact_oracle(fa, fb):
     assert np.array_equal(mx.matmul(A, B), oracle_matmul(A, B))
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    fa=st.sampled_from(MX_FORMATS + ["nvfp4"]),
+    fb=st.sampled_from(MX_FORMATS),
+    m=st.integers(1, 3),
+    k=st.integers(1, 80),
+    n=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.integers(0, 40),
+)
+def test_matmul_property(fa, fb, m, k, n, seed, spread):
+    if fa == "nvfp4":
+        fb = "nvfp4"
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread + 1, (m, k)))).astype(np.float32)
+    b = (rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread + 1, (k, n)))).astype(np.float32)
+    A, B = mx.quantize(a, fa, axis=1), mx.quantize(b, fb, axis=0)
+    assert np.array_equal(mx.matmul(A, B), oracle_matmul(A, B))
+
+
 def test_dot_block_sum_is_exact():
     # products 2**24, 1, -2**24 in one block: a float32 running sum would lose the 1
     a = mx.quantize(block_of([4096, 1, -4096]), "mxfp8_e5m2")
