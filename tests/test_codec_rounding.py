@@ -375,3 +375,15 @@ def test_stochastic_mean_error_over_many_values():
     assert abs(err) <= 6 * sigma, (err, sigma)
     # SR must not quietly be round-to-nearest (whose errors would also roughly cancel here).
     assert (codes != fpemu.encode(x, fmt)).mean() > 0.1
+
+
+def test_nan_payloads_become_the_canonical_nan_with_sign():
+    """Signalling / payload NaNs (float32 and float64) give the canonical NaN, sign kept."""
+    words32 = np.array([0x7F800001, 0xFFC00001, 0x7FBFFFFF, 0xFF800100, 0x7FC00000, 0xFFFFFFFF], dtype=np.uint32)
+    words64 = np.array([0x7FF0000000000001, 0xFFF8000000000001, 0x7FF7FFFFFFFFFFFF, 0xFFF0000020000000], dtype=np.uint64)
+    for fmt in FORMATS:
+        nan = None if fmt.has_nan else "ml_dtypes"
+        for x in (words32.view(np.float32), words64.view(np.float64)):
+            expected = [ref_encode(float(v), fmt, nan=nan) for v in x]
+            got = fpemu.encode(x, fmt, nan=nan)
+            assert _hexes(got) == [hex(c) for c in expected], (fmt.name, x.dtype)
