@@ -13,7 +13,6 @@ a ``run_dot(a, b, inputs)`` callable and reads the answers as parameters: produc
 ``F`` (alignment bits), output fraction bits and rounding, and subnormal input support. A fake
 device built from fpemu's own presets must be inferred exactly:
 
->>> from fpemu.accumulator import get_accumulator
 >>> found = probe(fake_device("v100"), "fp16")
 >>> (found.model.block, found.model.frac_bits, found.model.out_rounding), found.nearest
 ((4, 23, 'rz'), ['v100', 'volta'])
@@ -695,28 +694,26 @@ def probe_report(r: ProbeResult) -> str:
 
 
 def torch_device(device: str = "cuda") -> RunDot:
-    """run_dot through torch on a GPU: each row is one (1 x K) @ (K x 1) product of a batched
-    matmul (fp16/bf16 with fp32 output, tf32 fp32 matmul, FP8 through ``torch._scaled_mm``)."""
+    """run_dot through torch on a GPU: the R experiments of one question become one
+    (R x K) @ (K x R) matrix product whose diagonal holds the R dot products (fp16/bf16 with
+    fp32 output, tf32 fp32 matmul, FP8 through ``torch._scaled_mm``); sizes are padded with
+    zeros to multiples of 16, and zero products take no part in the sums."""
     import torch
 
     if not torch.cuda.is_available():
         raise RuntimeError("torch has no CUDA device here")
-    from .crosscheck import _torch_matmul
+    from . import crosscheck
 
-    mm = _torch_matmul(device)
+    mm = crosscheck._torch_matmul(device)
 
     def run(a: np.ndarray, b: np.ndarray, inputs: str) -> np.ndarray:
         R, K = a.shape
-        Kp = -(-K // 16) * 16  # kernels want K a multiple of 16; zero products are dropped
-        A = np.zeros((R, Kp))
-        B = np.zeros((Kp, 16))
-        A[:, :K] = a
-        out = np.empty(R)
-        for i in range(R):  # one experiment per call keeps the K order of a single tile
-            B[:, :] = 0
-            B[:K, 0] = b[i]
-            out[i] = mm(A[i : i + 1].repeat(16, 0), B, inputs)[0, 0]
-        return out
+        Rp, Kp = -(-R // 16) * 16, -(-K // 16) * 16
+        A = np.zeros((Rp, Kp))
+        B = np.zeros((Kp, Rp))
+        A[:R, :K] = a
+        B[:K, :R] = b.T
+        return np.diagonal(mm(A, B, inputs))[:R].astype(np.float64)
 
     return run
 
