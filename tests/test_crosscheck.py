@@ -165,8 +165,12 @@ def test_one_wrong_code_is_counted_and_shown():
 
 # ---- torch (CPU) -----------------------------------------------------------------------------
 def test_torch_cpu_float8_e4m3_saturates():
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     row = compare_cast(TorchBackend("cpu"), "e4m3", "f32", n_random=N)
+    if int(torch.tensor([480.0]).to(torch.float8_e4m3fn).view(torch.uint8)[0]) == 0x7F:
+        assert row.status == "identical"  # torch builds that overflow to NaN, like ml_dtypes
+        return
+    # torch 2.13 on CPU saturates (480, 1e6 and Inf -> 448).
     assert row.status == "reproduced"
     assert row.reproduced_by == "torch saturates: overflow='saturate'"
     assert row.first_mismatch.startswith("0x43F00000 (overflow): torch 0x7E, fpemu 0x7F")  # 480
