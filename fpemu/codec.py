@@ -51,7 +51,7 @@ ROUNDING_MODES: dict[str, str] = {
 OVERFLOW_MODES = ("saturate", "inf", "nan", "saturate_propagate")
 
 _NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "ml_dtypes")
-_NAN_POLICIES_WITH_NAN = ("sign", "positive", "payload")
+_NAN_POLICIES_WITH_NAN = ("sign", "positive", "payload", "quiet_payload")
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ def _options(fmt: Format, rounding: str, overflow: str | None, nan: str | None) 
     if nan not in allowed:
         kind = "has NaN" if fmt.has_nan else "has no NaN"
         raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
-    if nan == "payload" and fmt.nan != "ieee":
-        raise ValueError(f"nan='payload' needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
+    if nan in ("payload", "quiet_payload") and fmt.nan != "ieee":
+        raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
     if nan == "ml_dtypes" and not fmt.signed:
         raise ValueError("nan='ml_dtypes' is defined for signed formats only")
     return _Options(rounding, overflow, nan)
@@ -310,7 +310,12 @@ def _apply_sign_and_specials(result, negative, isnan, iszero, fmt: Format, opts:
         if opts.nan == "payload":
             # numpy's float->half rule: keep the top payload bits, force non-zero.
             nan_codes = fmt.inf_code | np.maximum(_nan_payload(source, fmt.mantissa_bits), 1)
-        if fmt.signed and fmt.nan != "neg_zero" and opts.nan in ("sign", "payload"):
+        elif opts.nan == "quiet_payload":
+            # What FPUs do (numpy float64->float32, torch float32->float16): top payload bits
+            # with the quiet bit set.
+            quiet = 1 << (fmt.mantissa_bits - 1)
+            nan_codes = fmt.inf_code | quiet | _nan_payload(source, fmt.mantissa_bits)
+        if fmt.signed and fmt.nan != "neg_zero" and opts.nan != "positive":
             nan_codes = np.where(negative, nan_codes | fmt.sign_mask, nan_codes)
         result[isnan] = nan_codes[isnan]
         return
@@ -345,7 +350,7 @@ def _table_path_ok(fmt: Format, opts: _Options) -> bool:
     # wherever the format has values, for the float64 -> float32 rounding to odd.
     return (
         opts.rounding != "stochastic"
-        and opts.nan != "payload"
+        and opts.nan not in ("payload", "quiet_payload")
         and fmt.mantissa_bits <= 6
         and fmt.emax <= 127
         and fmt.min_subnormal >= 2.0**-132
@@ -506,7 +511,8 @@ def encode(
         nan: for a NaN input. Formats without NaN: ``raise`` (default), ``zero``, ``ml_dtypes``
             (its codes: sign bit set for +NaN, clear for -NaN). Formats with NaN: ``sign``
             (default: canonical quiet NaN, input sign kept where the format is signed),
-            ``positive``, ``payload`` (numpy's float->half rule: top payload bits, non-zero).
+            ``positive``, ``payload`` (numpy's float->half rule: top payload bits, non-zero),
+            ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
         rng: seed or ``np.random.Generator`` for stochastic rounding.
 
     Returns:
