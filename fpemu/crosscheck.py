@@ -433,7 +433,7 @@ def _option_grid(fmt: Format, source: str) -> list[dict]:
     overflows = [None, "saturate", "saturate_propagate"]
     overflows += ["inf"] if fmt.has_inf else []
     overflows += ["nan"] if fmt.has_nan else []
-    nans = [None] + (["positive", "payload"] if fmt.nan == "ieee" else ["positive"] if fmt.has_nan and fmt.signed else [])
+    nans = [None] + (["positive", "payload", "quiet_payload"] if fmt.nan == "ieee" else ["positive"] if fmt.has_nan and fmt.signed else [])
     nans += [] if fmt.has_nan else ["zero", "ml_dtypes"] if fmt.signed else ["zero"]
     # Casting float64 through float32 is a real backend behaviour (double rounding) except into
     # fp32 itself, where it would be the cast under test.
@@ -461,6 +461,7 @@ _EXPLAIN = {
     ("rounding", "nearest_away"): "rounds ties away from zero",
     ("nan", "positive"): "drops the NaN sign",
     ("nan", "payload"): "keeps NaN payload bits",
+    ("nan", "quiet_payload"): "keeps NaN payload bits and sets the quiet bit",
     ("nan", "zero"): "turns NaN into 0",
     ("nan", "ml_dtypes"): "turns NaN into ml_dtypes' codes",
     ("via_float32", True): "casts float64 through float32 (double rounding)",
