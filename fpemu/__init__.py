@@ -26,7 +26,9 @@ __all__ = [
     "get_accumulator",
     "dot",
     "gemm",
+    "train",
 ]
 from .accumulator import Accumulator, get_accumulator, dot, gemm  # noqa: E402
 from . import mx  # noqa: E402  (block formats; imports the codec above)
+from . import train  # noqa: E402  (mixed-precision training demo)
 __version__ = "0.1.0"

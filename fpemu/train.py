@@ -1,0 +1,1284 @@
+"""Mixed-precision training, emulated: why loss scaling exists, shown on a small NumPy network.
+
+A deep, narrow multilayer perceptron is trained with its forward and backward passes written out
+in NumPy. Every matrix multiply can run in an emulated precision:
+
+* ``"fp32"``: plain ``numpy.float32`` arithmetic, the baseline.
+* ``"fp16"``, ``"bf16"``: FP32 master weights; the inputs of every forward and backward GEMM are
+  rounded to the low format, products are exact and sums are FP32 (or an accumulator model from
+  :mod:`fpemu.accumulator`), the GEMM output is rounded to the low format again, as a tensor core
+  writes it; the loss, the unscaling and the weight update stay in FP32 (Micikevicius et al.
+  2018, "Mixed Precision Training").
+* ``"fp8"``: TransformerEngine's HYBRID recipe: E4M3 for the forward operands, E5M2 for the
+  gradients, each tensor with its own scale from delayed scaling (an amax history) or current
+  scaling; casts saturate; GEMM outputs stay FP32.
+
+Loss scaling is ``"none"``, ``"static"`` (a fixed factor, steps with Inf/NaN gradients skipped)
+or ``"dynamic"`` (:class:`GradScaler`, the semantics of ``torch.amp.GradScaler``).
+
+>>> h = run("fp16", "dynamic", steps=3, seed=0)
+>>> h.precision, h.loss_scale, len(h.loss), float(h.scale[0])
+('fp16', 'dynamic', 3, 65536.0)
+
+The scaler works on its own in any NumPy training loop:
+
+>>> s = GradScaler(init_scale=1024.0, growth_interval=2)
+>>> grads = s.unscale([np.array([2048.0, np.inf], dtype=np.float32)])
+>>> s.found_inf, s.step(lambda g: None, grads)
+(True, False)
+>>> s.update(); s.get_scale()
+512.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .formats import Format, get_format
+
+__all__ = [
+    "GradScaler",
+    "StaticLossScaler",
+    "unscale_grads",
+    "DelayedScaling",
+    "CurrentScaling",
+    "delayed_scale",
+    "current_scale",
+    "Task",
+    "make_task",
+    "History",
+    "run",
+    "compare",
+    "summary_table",
+    "PRECISIONS",
+    "LOSS_SCALES",
+    "register_cli",
+]
+
+LOSS_SCALES = ("none", "static", "dynamic")
+_FLT_MAX = np.float32(np.finfo(np.float32).max)
+
+
+# =============================================================================================
+# Loss scaling
+# =============================================================================================
+def unscale_grads(
+    grads: Sequence[np.ndarray], scale: float
+) -> tuple[list[np.ndarray], bool]:
+    """Multiply gradients by ``fp32(1/scale)`` and report whether any of them is non-finite.
+
+    This is ``torch._amp_foreach_non_finite_check_and_unscale_``: the reciprocal is computed in
+    double and rounded once to FP32, then every gradient is multiplied by it in FP32. The inputs
+    are not modified.
+
+    >>> g, bad = unscale_grads([np.array([3.0, 6.0], dtype=np.float32)], 3.0)
+    >>> g[0].tolist(), bad
+    ([1.0, 2.0], False)
+    >>> unscale_grads([np.array([np.nan], dtype=np.float32)], 2.0)[1]
+    True
+    """
+    # torch: scale.double().reciprocal().float(); a scale backed off to 0 gives Inf.
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = np.float32(np.float64(1.0) / np.float64(scale))
+    out = [np.asarray(g, dtype=np.float32) * inv for g in grads]
+    found_inf = any(not bool(np.isfinite(g).all()) for g in grads)
+    return out, found_inf
+
+
+class GradScaler:
+    """Dynamic loss scaling with the semantics of ``torch.amp.GradScaler``.
+
+    One iteration is ``scale(loss)`` -> backward -> ``unscale(grads)`` (optional, ``step`` does
+    it) -> ``step(apply, grads)`` -> ``update()``.
+
+    * ``scale(x)``: ``x * scale`` in FP32.
+    * ``unscale(grads)``: gradients times ``fp32(1/scale)``; any non-finite gradient sets
+      ``found_inf``. At most once per iteration.
+    * ``step(apply, grads)``: calls ``apply(unscaled_grads)`` unless ``found_inf``; returns
+      whether it did.
+    * ``update()``: on ``found_inf`` ``scale *= backoff_factor`` and the growth tracker resets;
+      otherwise the tracker counts one more good step and, on reaching ``growth_interval``,
+      ``scale *= growth_factor`` (kept only if finite) and the tracker resets. The scale is an
+      FP32 number, as in torch.
+
+    >>> s = GradScaler(init_scale=4.0, growth_interval=1)
+    >>> _ = s.unscale([np.ones(2, np.float32)]); s.update(); s.get_scale()
+    8.0
+    """
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
+        # The same checks as torch (which asserts them).
+        if not growth_factor > 1.0:
+            raise ValueError(f"growth_factor must be > 1.0, got {growth_factor}")
+        if not backoff_factor < 1.0:
+            raise ValueError(f"backoff_factor must be < 1.0, got {backoff_factor}")
+        if not (isinstance(growth_interval, (int, np.integer)) and growth_interval > 0):
+            raise ValueError(f"growth_interval must be a positive integer, got {growth_interval!r}")
+        if not (math.isfinite(init_scale) and init_scale > 0):
+            raise ValueError(f"init_scale must be a positive finite number, got {init_scale}")
+        self.enabled = bool(enabled)
+        self._scale = np.float32(init_scale)
+        self._growth_factor = np.float32(growth_factor)
+        self._backoff_factor = np.float32(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        self._found_inf: bool | None = None  # None: not unscaled yet in this iteration
+        self._unscaled: list[np.ndarray] | None = None
+
+    # ---- the per-iteration protocol ------------------------------------------------------
+    def scale(self, x: np.ndarray | float) -> np.ndarray:
+        """Return ``x * scale`` in FP32 (``x`` itself when disabled)."""
+        x = np.asarray(x, dtype=np.float32)
+        return x * self._scale if self.enabled else x
+
+    def unscale(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Unscale gradients (new arrays) and record whether any is non-finite."""
+        if not self.enabled:
+            return [np.asarray(g, dtype=np.float32) for g in grads]
+        if self._found_inf is not None:
+            raise RuntimeError("unscale() has already been called since the last update()")
+        self._unscaled, self._found_inf = unscale_grads(grads, float(self._scale))
+        return self._unscaled
+
+    def step(self, apply: Callable[[list[np.ndarray]], object], grads: Sequence[np.ndarray]) -> bool:
+        """Apply the update with unscaled gradients unless a gradient was Inf/NaN.
+
+        ``grads`` are the scaled gradients; if :meth:`unscale` was already called in this
+        iteration its result is used instead. Returns True when the step was taken.
+        """
+        if not self.enabled:
+            apply([np.asarray(g, dtype=np.float32) for g in grads])
+            return True
+        if self._found_inf is None:
+            self.unscale(grads)
+        if self._found_inf:
+            return False
+        apply(self._unscaled)
+        return True
+
+    def update(self, new_scale: float | None = None) -> None:
+        """Update the scale from this iteration's ``found_inf`` (or set ``new_scale``)."""
+        if not self.enabled:
+            return
+        if new_scale is not None:
+            self._scale = np.float32(new_scale)
+        else:
+            if self._found_inf is None:
+                raise RuntimeError("no inf checks were recorded prior to update()")
+            self._scale, self._growth_tracker = _update_scale(
+                self._scale,
+                self._growth_tracker,
+                self._found_inf,
+                self._growth_factor,
+                self._backoff_factor,
+                self._growth_interval,
+            )
+        self._found_inf = None
+        self._unscaled = None
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def found_inf(self) -> bool | None:
+        """Whether this iteration's gradients had an Inf/NaN (None before unscaling)."""
+        return self._found_inf
+
+    def get_scale(self) -> float:
+        return float(self._scale) if self.enabled else 1.0
+
+    def get_growth_tracker(self) -> int:
+        return self._growth_tracker
+
+    def state_dict(self) -> dict:
+        return {
+            "scale": float(self._scale),
+            "growth_factor": float(self._growth_factor),
+            "backoff_factor": float(self._backoff_factor),
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._growth_tracker,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self._scale = np.float32(state["scale"])
+        self._growth_factor = np.float32(state["growth_factor"])
+        self._backoff_factor = np.float32(state["backoff_factor"])
+        self._growth_interval = int(state["growth_interval"])
+        self._growth_tracker = int(state["_growth_tracker"])
+
+
+def _update_scale(
+    scale: np.float32,
+    tracker: int,
+    found_inf: bool,
+    growth: np.float32,
+    backoff: np.float32,
+    interval: int,
+) -> tuple[np.float32, int]:
+    """The rule of ``torch._amp_update_scale_`` (FP32 scale, integer growth tracker)."""
+    if found_inf:
+        return np.float32(scale * backoff), 0
+    tracker += 1
+    if tracker == interval:
+        grown = np.float32(scale * growth)
+        return (grown if np.isfinite(grown) else scale), 0
+    return scale, tracker
+
+
+class StaticLossScaler(GradScaler):
+    """A fixed loss scale (Micikevicius et al. 2018): steps with Inf/NaN gradients are skipped,
+    the scale never changes.
+
+    >>> s = StaticLossScaler(128.0)
+    >>> _ = s.unscale([np.array([np.inf], np.float32)]); s.update(); s.get_scale()
+    128.0
+    """
+
+    def __init__(self, scale: float = 1024.0) -> None:
+        super().__init__(init_scale=scale)
+
+    def update(self, new_scale: float | None = None) -> None:
+        if new_scale is not None:
+            self._scale = np.float32(new_scale)
+        self._found_inf = None
+        self._unscaled = None
+
+
+# =============================================================================================
+# FP8 per-tensor scaling (TransformerEngine recipes)
+# =============================================================================================
+def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0) -> np.float32:
+    """TransformerEngine's delayed-scaling rule for one tensor, in FP32.
+
+    ``scale = (fp8_max / amax) / 2**margin``; the old scale is kept when ``amax`` is non-finite
+    or ``<= 0``; an infinite scale becomes FLT_MAX.
+
+    >>> float(delayed_scale(3.5, 1.0, 448.0)), float(delayed_scale(3.5, 1.0, 448.0, margin=1))
+    (128.0, 64.0)
+    >>> float(delayed_scale(0.0, 7.0, 448.0)), float(delayed_scale(np.nan, 7.0, 448.0))
+    (7.0, 7.0)
+    >>> delayed_scale(1e-45, 1.0, 448.0) == np.finfo(np.float32).max
+    True
+    """
+    amax32 = np.float32(amax)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        sf = (np.float32(fp8_max) / amax32) / np.float32(2.0**margin)
+    if not (np.isfinite(amax32) and amax32 > 0):
+        return np.float32(old_scale)
+    if np.isinf(sf):
+        return _FLT_MAX
+    return np.float32(sf)
+
+
+def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> np.float32:
+    """TransformerEngine's current-scaling rule: ``fp8_max / amax`` of this very tensor.
+
+    An amax of 0, Inf or NaN gives 1; an infinite scale becomes FLT_MAX; with ``power_2_scale``
+    the scale is rounded down to a power of two (its FP32 mantissa bits cleared).
+
+    >>> float(current_scale(3.5, 448.0)), float(current_scale(3.0, 448.0, power_2_scale=True))
+    (128.0, 128.0)
+    >>> float(current_scale(0.0, 448.0)), float(current_scale(np.inf, 448.0))
+    (1.0, 1.0)
+    """
+    amax32 = np.float32(amax)
+    if np.isinf(amax32) or amax32 == 0:
+        return np.float32(1.0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        sf = np.float32(fp8_max) / amax32
+    if np.isinf(sf):
+        sf = _FLT_MAX
+    if np.isnan(sf):
+        sf = np.float32(1.0)
+    if power_2_scale:
+        bits = np.array(sf, dtype=np.float32).view(np.uint32) & np.uint32(0xFF800000)
+        sf = bits.view(np.float32)[()]
+    return np.float32(sf)
+
+
+@dataclass(frozen=True)
+class DelayedScaling:
+    """TransformerEngine ``DelayedScaling`` (HYBRID format: E4M3 forward, E5M2 backward).
+
+    The scale used at step ``t`` comes from the amaxes of steps ``t-L .. t-1``
+    (``L = amax_history_len``): the maximum of that window (``"max"``) or only step ``t-1``
+    (``"most_recent"``). Before any history exists the scale is 1.
+    """
+
+    margin: int = 0
+    amax_history_len: int = 1024
+    amax_compute_algo: str = "max"
+    fwd_format: str = "e4m3"
+    bwd_format: str = "e5m2"
+
+    def __post_init__(self) -> None:
+        if self.amax_compute_algo not in ("max", "most_recent"):
+            raise ValueError(
+                f"amax_compute_algo must be 'max' or 'most_recent', got {self.amax_compute_algo!r}"
+            )
+        if self.amax_history_len < 1:
+            raise ValueError(f"amax_history_len must be >= 1, got {self.amax_history_len}")
+
+
+@dataclass(frozen=True)
+class CurrentScaling:
+    """TransformerEngine ``Float8CurrentScaling``: each tensor scaled by its own amax."""
+
+    power_2_scale: bool = False
+    fwd_format: str = "e4m3"
+    bwd_format: str = "e5m2"
+
+
+class TensorScale:
+    """The FP8 scaling state of one tensor slot (one GEMM operand of one layer).
+
+    >>> ts = TensorScale(448.0, DelayedScaling(amax_history_len=2))
+    >>> float(ts.scale_for(np.array([2.0, -7.0], np.float32)))   # no history yet
+    1.0
+    >>> ts.update(); float(ts.scale)
+    64.0
+    >>> _ = ts.scale_for(np.array([1.0], np.float32)); ts.update(); float(ts.scale)  # max(7, 1)
+    64.0
+    >>> _ = ts.scale_for(np.array([1.0], np.float32)); ts.update(); float(ts.scale)  # 7 left
+    448.0
+    """
+
+    def __init__(self, fp8_max: float, recipe: DelayedScaling | CurrentScaling) -> None:
+        self.fp8_max = float(fp8_max)
+        self.recipe = recipe
+        self.scale = np.float32(1.0)
+        n = recipe.amax_history_len if isinstance(recipe, DelayedScaling) else 1
+        self.history = np.zeros(n, dtype=np.float32)
+        self._pos = 0  # where the next amax is written (a ring buffer)
+        self._pending = False
+
+    def scale_for(self, x: np.ndarray, record: bool = True) -> np.float32:
+        """The scale to cast ``x`` with now; with ``record`` its amax enters the history."""
+        amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0.0)
+        if isinstance(self.recipe, CurrentScaling):
+            return current_scale(amax, self.fp8_max, self.recipe.power_2_scale)
+        if record:
+            # One amax per step and slot: a second cast in the same step keeps the larger.
+            if self._pending:
+                prev = self.history[self._pos]
+                self.history[self._pos] = amax if not (amax <= prev) else prev
+            else:
+                self.history[self._pos] = amax
+            self._pending = True
+        return self.scale
+
+    def update(self) -> None:
+        """End of step: derive the next scale from the history and advance the window."""
+        if isinstance(self.recipe, CurrentScaling) or not self._pending:
+            return
+        if self.recipe.amax_compute_algo == "max":
+            amax = np.max(self.history)  # NaN propagates, so a NaN keeps the old scale
+        else:
+            amax = self.history[self._pos]
+        self.scale = delayed_scale(amax, self.scale, self.fp8_max, self.recipe.margin)
+        self._pos = (self._pos + 1) % len(self.history)
+        self.history[self._pos] = 0.0  # the slot of the oldest amax is reused
+        self._pending = False
+
+
+# =============================================================================================
+# Rounding to the low formats
+# =============================================================================================
+def _round_fp16(x: np.ndarray) -> np.ndarray:
+    """Round FP32 values to FP16 (RNE, subnormals, overflow to Inf), returned as FP32.
+
+    The hot path of the fp16 policy (NumPy's own float16 cast is several times slower and
+    slower still on subnormals). For ``|x|`` in the binade ``[2**e, 2**(e+1))`` (``e`` clamped
+    below at FP16's ``emin = -14``) the magic number ``M = 1.5 * 2**(e+13)`` puts ``x + M`` in
+    a binade whose FP32 spacing is ``2**(e-10)``, the FP16 spacing at ``x``; so the FP32 addition
+    rounds ``x`` to FP16 precision, ties to even (``M`` is an even multiple of that spacing), and
+    subtracting ``M`` is exact. Tested against :func:`fpemu.quantize`, ``ml_dtypes`` and NumPy.
+
+    >>> _round_fp16(np.array([1 + 2**-11, 1 + 3 * 2**-11, 2**-25, -3 * 2**-26, 65520.0], np.float32))
+    array([ 1.       ,  1.0019531,  0.       , -0.       ,        inf], dtype=float32)
+    """
+    x = np.asarray(x, dtype=np.float32)
+    biased = (x.view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)
+    biased = np.maximum(biased, np.uint32(127 - 14))
+    magic = (((biased + np.uint32(13)) << np.uint32(23)) | np.uint32(0x400000)).view(np.float32)
+    with np.errstate(all="ignore"):
+        q = np.copysign((x + magic) - magic, x)
+        if not (x.size == 0 or (x.max() < 65520.0 and x.min() > -65520.0)):
+            # Overflow (|x| >= 65520 rounds past 65504), Inf and NaN: the magic number is
+            # meaningless there.
+            big = np.abs(x) >= np.float32(65520.0)
+            q = np.where(big, np.copysign(np.float32(np.inf), x), q)
+            q = np.where(np.isnan(x), x, q)
+    return q
+
+
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    """Round FP32 values to BF16 (RNE, overflow to Inf), returned as FP32.
+
+    Adding ``0x7FFF`` plus the lowest kept bit to the FP32 bits and clearing the low 16 bits is
+    round-to-nearest-even on the top 16 bits; a carry into the exponent is exactly the rounding
+    up to the next binade or to Inf. NaNs are passed through. Tested against
+    :func:`fpemu.quantize`.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    r = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+    out = r.view(np.float32)
+    return np.where(np.isnan(x), x, out)
+
+
+def _rounder(fmt: Format, overflow: str | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """A function rounding an FP32 array to ``fmt`` (values returned as FP32)."""
+    if fmt.name == "fp16" and overflow in (None, "inf"):
+        return _round_fp16
+    if fmt.name == "bf16" and overflow in (None, "inf"):
+        return _round_bf16
+    from .codec import quantize
+
+    def generic(x: np.ndarray) -> np.ndarray:
+        return np.asarray(quantize(x, fmt, overflow=overflow), dtype=np.float32)
+
+    return generic
+
+
+# =============================================================================================
+# Cast statistics
+# =============================================================================================
+_HIST_LO, _HIST_HI = -80, 24  # exponent bins floor(log2|g|) of the gradient histogram
+
+
+@dataclass
+class _CastStats:
+    """Counters of the gradient values rounded to the low format during one step."""
+
+    nonzero: int = 0
+    underflow: int = 0
+    overflow: int = 0
+    hist: np.ndarray | None = None  # exponent histogram, when this step samples it
+
+    def add(self, before: np.ndarray, after: np.ndarray, overflowed: np.ndarray | None = None) -> None:
+        nz = before != 0
+        self.nonzero += int(np.count_nonzero(nz))
+        self.underflow += int(np.count_nonzero(nz & (after == 0)))
+        if overflowed is None:
+            overflowed = np.isinf(after) & np.isfinite(before)
+        self.overflow += int(np.count_nonzero(overflowed))
+        if self.hist is not None:
+            self.hist += _exponent_histogram(before)
+
+
+def _exponent_histogram(g: np.ndarray) -> np.ndarray:
+    """Counts of ``floor(log2|g|)`` over the bins ``_HIST_LO .. _HIST_HI`` (ends clipped)."""
+    g = g[(g != 0) & np.isfinite(g)]
+    _, e = np.frexp(g)  # |g| = m * 2**e with m in [0.5, 1): floor(log2|g|) = e - 1
+    e = np.clip(e.astype(np.int64) - 1, _HIST_LO, _HIST_HI) - _HIST_LO
+    return np.bincount(e, minlength=_HIST_HI - _HIST_LO + 1)
+
+
+# =============================================================================================
+# Precision policies
+# =============================================================================================
+def _default_matmul(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
+    """FP32 matmul of operands already rounded to the low formats: exact products (they fit in
+    FP32) and FP32 sums."""
+    return a @ b
+
+
+def _accumulator_matmul(name: str, *formats: Format) -> Callable[..., np.ndarray]:
+    """A GEMM through an accumulator model of :mod:`fpemu.accumulator`."""
+    from .accumulator import gemm, get_accumulator
+
+    for fmt in formats:  # a bad name or input format fails here, before training starts
+        get_accumulator(name, fmt)
+
+    def matmul(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
+        return gemm(a, b, inputs=(fa, fb), accumulator=name)
+
+    return matmul
+
+
+class _FP32Policy:
+    """Plain FP32: every cast is the identity, every GEMM a float32 matmul."""
+
+    name = "fp32"
+    low: Format | None = None
+
+    def __init__(self) -> None:
+        self.matmul = _default_matmul
+
+    def cast_fwd(self, x: np.ndarray, slot: tuple, record: bool = True) -> tuple[np.ndarray, None]:
+        return x, None
+
+    def cast_grad(self, g: np.ndarray, slot: tuple, stats: _CastStats) -> tuple[np.ndarray, None]:
+        return g, None
+
+    def gemm(self, a: np.ndarray, sa, b: np.ndarray, sb) -> np.ndarray:
+        return self.matmul(a, b)
+
+    def bias_grad(self, qd: np.ndarray, sd) -> np.ndarray:
+        return qd.sum(axis=0)
+
+    def out_fwd(self, y: np.ndarray) -> np.ndarray:
+        return y
+
+    def out_grad(self, y: np.ndarray, stats: _CastStats) -> np.ndarray:
+        return y
+
+    def end_step(self) -> None:
+        pass
+
+
+class _LowPolicy(_FP32Policy):
+    """FP16/BF16 mixed precision: GEMM inputs and outputs in the low format, FP32 elsewhere."""
+
+    def __init__(self, fmt: str, accumulator: str | None = None) -> None:
+        self.low = get_format(fmt)
+        self.name = self.low.name
+        self.round = _rounder(self.low)
+        self.matmul = _accumulator_matmul(accumulator, self.low) if accumulator else _default_matmul
+
+    def gemm(self, a, sa, b, sb):
+        return self.matmul(a, b, self.low, self.low)
+
+    def cast_fwd(self, x, slot, record=True):
+        return self.round(x), None
+
+    def cast_grad(self, g, slot, stats):
+        q = self.round(g)
+        stats.add(g, q)
+        return q, None
+
+    def out_fwd(self, y):
+        return self.round(y)
+
+    def out_grad(self, y, stats):
+        q = self.round(y)
+        stats.add(y, q)
+        return q
+
+
+class _FP8Policy(_FP32Policy):
+    """TransformerEngine-style FP8: scaled, saturating casts of GEMM inputs; FP32 outputs."""
+
+    def __init__(self, recipe: DelayedScaling | CurrentScaling, accumulator: str | None = None) -> None:
+        self.name = "fp8"
+        self.recipe = recipe
+        self.fwd = get_format(recipe.fwd_format)
+        self.bwd = get_format(recipe.bwd_format)
+        self.low = self.bwd  # the format gradients are cast to
+        self.round_fwd = _rounder(self.fwd, overflow="saturate")
+        self.round_bwd = _rounder(self.bwd, overflow="saturate")
+        self.states: dict[tuple, TensorScale] = {}
+        # FP8 GEMMs accumulate in FP32 (an accumulator model may replace that).
+        self.matmul = (
+            _accumulator_matmul(accumulator, self.fwd, self.bwd) if accumulator else _default_matmul
+        )
+
+    def _state(self, slot: tuple, fmt: Format) -> TensorScale:
+        if slot not in self.states:
+            self.states[slot] = TensorScale(fmt.max, self.recipe)
+        return self.states[slot]
+
+    def cast_fwd(self, x, slot, record=True):
+        s = self._state(slot, self.fwd).scale_for(x, record)
+        return self.round_fwd(x * s), (np.float32(1.0) / s, self.fwd)
+
+    def cast_grad(self, g, slot, stats):
+        s = self._state(slot, self.bwd).scale_for(g)
+        scaled = g * s
+        q = self.round_bwd(scaled)
+        stats.add(g, q, overflowed=np.abs(scaled) > np.float32(self.bwd.max))
+        return q, (np.float32(1.0) / s, self.bwd)
+
+    def gemm(self, a, sa, b, sb):
+        # Dequantize the FP32 accumulator with both inverse scales, as the cuBLASLt FP8 GEMM does.
+        return self.matmul(a, b, sa[1], sb[1]) * sa[0] * sb[0]
+
+    def bias_grad(self, qd, sd):
+        return qd.sum(axis=0) * sd[0]
+
+    def end_step(self) -> None:
+        for state in self.states.values():
+            state.update()
+
+
+def _mx_available() -> bool:
+    try:
+        from . import mx  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+
+
+def make_policy(
+    precision: str,
+    accumulator: str | None = None,
+    fp8_recipe: DelayedScaling | CurrentScaling | None = None,
+):
+    """The policy object of a precision name."""
+    p = precision.strip().lower()
+    if p == "fp32":
+        if accumulator:
+            raise ValueError("--accumulator applies to fp16, bf16 and fp8, not fp32")
+        return _FP32Policy()
+    if p in ("fp16", "bf16"):
+        return _LowPolicy(p, accumulator)
+    if p == "fp8":
+        return _FP8Policy(fp8_recipe or DelayedScaling(), accumulator)
+    raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+
+
+# =============================================================================================
+# The default task and the network
+# =============================================================================================
+@dataclass(frozen=True)
+class Task:
+    """A generated multi-label classification problem and the network trained on it."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray  # 0/1 labels, float32, one column per label
+    x_test: np.ndarray
+    y_test: np.ndarray
+    widths: tuple[int, ...]  # layer widths, input first, labels last
+    batch_size: int
+    lr: float
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+
+
+def make_task(
+    seed: int = 0,
+    *,
+    n_features: int = 32,
+    n_clusters: int = 64,
+    n_labels: int = 128,
+    noise: float = 0.5,
+    hidden: int = 64,
+    depth: int = 4,
+    n_train: int = 16384,
+    n_test: int = 4096,
+    batch_size: int = 1024,
+    lr: float = 2.0,
+    optimizer: str = "sgd",
+    momentum: float = 0.9,
+) -> Task:
+    """The default task: multi-label classification of Gaussian clusters.
+
+    ``n_clusters`` centres are drawn from N(0, I) in ``n_features`` dimensions, each with its
+    own random code of ``n_labels`` bits; an example is a centre plus ``noise * N(0, I)`` and its
+    labels are its centre's code. The task can be fitted almost perfectly, so the loss keeps
+    falling and the gradients keep shrinking: the regime in which FP16 runs out of range.
+
+    >>> t = make_task(0)
+    >>> t.x_train.shape, t.y_train.shape, t.widths
+    ((16384, 32), (16384, 128), (32, 64, 64, 64, 64, 128))
+    """
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    rng = np.random.default_rng([seed, 0x7A5C])
+    n = n_train + n_test
+    centres = rng.standard_normal((n_clusters, n_features))
+    codes = rng.integers(0, 2, (n_clusters, n_labels)).astype(np.float32)
+    cluster = rng.integers(0, n_clusters, n)
+    x = (centres[cluster] + noise * rng.standard_normal((n, n_features))).astype(np.float32)
+    y = codes[cluster]
+    return Task(
+        x_train=x[:n_train],
+        y_train=y[:n_train],
+        x_test=x[n_train:],
+        y_test=y[n_train:],
+        widths=(n_features,) + (hidden,) * depth + (n_labels,),
+        batch_size=batch_size,
+        lr=lr,
+        optimizer=optimizer,
+        momentum=momentum,
+    )
+
+
+def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
+    """``[W1, b1, W2, b2, ...]`` in FP32, with PyTorch's default ``nn.Linear`` initialisation.
+
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for weights and biases (Kaiming-uniform with
+    ``a = sqrt(5)``): a weight variance of ``1/(3 fan_in)``, so each ReLU layer multiplies the
+    size of the backward signal by about ``sqrt(1/6)``.
+
+    >>> [p.shape for p in init_params((4, 3, 2), 0)]
+    [(4, 3), (3,), (3, 2), (2,)]
+    """
+    rng = np.random.default_rng([seed, 0x1417])
+    params = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
+    return params
+
+
+def _forward(params, x, policy, record=True):
+    """Logits and the per-layer cache (GEMM operands as cast, and ReLU masks)."""
+    n_layers = len(params) // 2
+    cache = []
+    a = x
+    for l in range(n_layers):
+        w, b = params[2 * l], params[2 * l + 1]
+        qa, sa = policy.cast_fwd(a, ("x", l), record)
+        qw, sw = policy.cast_fwd(w, ("w", l), record)
+        z = policy.out_fwd(policy.gemm(qa, sa, qw, sw) + b)
+        if l < n_layers - 1:
+            mask = z > 0
+            a = np.where(mask, z, np.float32(0.0))
+        else:
+            mask = None
+        cache.append((qa, sa, qw, sw, mask))
+    return z, cache
+
+
+def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray]:
+    """Mean binary cross-entropy with logits over every element (FP32), and ``sigmoid(logits)``.
+
+    This is ``torch.nn.BCEWithLogitsLoss()`` with its default ``reduction="mean"``: the average
+    over batch *and* labels.
+    """
+    per = np.maximum(logits, np.float32(0.0)) - logits * y + np.log1p(np.exp(-np.abs(logits)))
+    # sigmoid through tanh: no exp overflow and no subnormal intermediates.
+    sig = np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * logits)
+    return np.float32(per.mean(dtype=np.float32)), sig
+
+
+def _backward(params, cache, sig, y, loss_scale, policy, stats):
+    """Gradients of ``loss * loss_scale`` w.r.t. ``[W1, b1, ...]``, as the low format holds them."""
+    n_layers = len(params) // 2
+    # d(mean BCE)/dlogits = (sigmoid - y) / (batch * labels), times the loss scale (FP32).
+    dz = (sig - y) * np.float32(loss_scale / y.size)
+    grads: list[np.ndarray] = [None] * len(params)  # type: ignore[list-item]
+    for l in range(n_layers - 1, -1, -1):
+        qa, sa, qw, sw, mask = cache[l]
+        if mask is not None:
+            dz = np.where(mask, dz, np.float32(0.0))
+        qd, sd = policy.cast_grad(dz, ("dy", l), stats)
+        grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats)
+        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(qd, sd), stats)
+        if l > 0:
+            dz = policy.gemm(qd, sd, qw.T, sw)
+    return grads
+
+
+def _evaluate(params, x: np.ndarray, y: np.ndarray, policy) -> tuple[float, float]:
+    """Loss and label accuracy of the master weights on ``(x, y)``, forward in the policy's
+    precision."""
+    logits, _ = _forward(params, x, policy, record=False)
+    loss, _ = _bce_loss(logits, y)
+    return float(loss), float(np.mean((logits > 0) == (y > 0.5)))
+
+
+# =============================================================================================
+# Training
+# =============================================================================================
+@dataclass
+class History:
+    """What one training run recorded, step by step, and its summary."""
+
+    precision: str
+    loss_scale: str
+    accumulator: str | None
+    seed: int
+    steps: int
+    low_format: str | None
+    loss: np.ndarray  # training loss of each step's batch (unscaled, FP32)
+    scale: np.ndarray  # loss scale used in each step
+    skipped: np.ndarray  # whether the step was skipped (Inf/NaN gradients)
+    underflow: np.ndarray  # fraction of non-zero gradient values rounded to zero
+    overflow: np.ndarray  # fraction of non-zero gradient values that became Inf / saturated
+    grad_exponent_hist: np.ndarray  # counts of floor(log2|g|) of the gradients as cast
+    final_loss: float = float("nan")  # training loss at the end (4096 training examples)
+    final_accuracy: float = float("nan")
+    time_s: float = 0.0
+    underflow_count: int = 0
+    overflow_count: int = 0
+    nonzero_count: int = 0
+    test_curve: list = field(default_factory=list)  # (step, test loss, accuracy)
+
+    @property
+    def label(self) -> str:
+        if self.precision == "fp32":
+            return "fp32"
+        return f"{self.precision}+{self.loss_scale}" + (f"+{self.accumulator}" if self.accumulator else "")
+
+    @property
+    def grad_exponents(self) -> np.ndarray:
+        """The exponent of each bin of :attr:`grad_exponent_hist` (the lowest/highest are clipped)."""
+        return np.arange(_HIST_LO, _HIST_HI + 1)
+
+    def summary(self) -> dict:
+        """The per-run numbers of the comparison table."""
+        n = self.nonzero_count
+        return {
+            "run": self.label,
+            "precision": self.precision,
+            "loss_scale": self.loss_scale,
+            "accumulator": self.accumulator,
+            "final_loss": self.final_loss,
+            "final_accuracy": self.final_accuracy,
+            "skipped_steps": int(self.skipped.sum()),
+            "underflow_fraction": self.underflow_count / n if n else 0.0,
+            "overflow_fraction": self.overflow_count / n if n else 0.0,
+            "final_scale": float(self.scale[-1]) if len(self.scale) else 1.0,
+            "time_s": self.time_s,
+        }
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary plus the per-step history."""
+        return {
+            "summary": self.summary(),
+            "seed": self.seed,
+            "steps": self.steps,
+            "low_format": self.low_format,
+            "history": {
+                "loss": [float(v) for v in self.loss],
+                "scale": [float(v) for v in self.scale],
+                "skipped": [bool(v) for v in self.skipped],
+                "underflow": [float(v) for v in self.underflow],
+                "overflow": [float(v) for v in self.overflow],
+            },
+            "test_curve": [list(t) for t in self.test_curve],
+            "grad_exponent_hist": {
+                "exponents": self.grad_exponents.tolist(),
+                "counts": self.grad_exponent_hist.tolist(),
+            },
+        }
+
+
+def _optimizer(task: Task, params: list[np.ndarray]) -> Callable[[list[np.ndarray]], None]:
+    """An FP32 update ``apply(grads)`` replacing ``params[i]`` by new arrays (torch semantics)."""
+    lr = np.float32(task.lr)
+    m = [np.zeros_like(p) for p in params]
+    if task.optimizer == "sgd":
+        mom = np.float32(task.momentum)
+
+        def sgd(grads: list[np.ndarray]) -> None:
+            # torch.optim.SGD with momentum: v = m v + g; p -= lr v.
+            for i, g in enumerate(grads):
+                m[i] = mom * m[i] + g
+                params[i] = params[i] - lr * m[i]
+
+        return sgd
+    if task.optimizer != "adam":
+        raise ValueError(f"optimizer must be 'adam' or 'sgd', got {task.optimizer!r}")
+    v = [np.zeros_like(p) for p in params]
+    b1, b2, eps = np.float32(0.9), np.float32(0.999), np.float32(1e-8)
+    t = [0]
+
+    def adam(grads: list[np.ndarray]) -> None:
+        # torch.optim.Adam: bias-corrected moments; a skipped step does not advance t.
+        t[0] += 1
+        c1 = np.float32(1.0 - 0.9 ** t[0])
+        c2 = np.float32(np.sqrt(1.0 - 0.999 ** t[0]))
+        for i, g in enumerate(grads):
+            m[i] = b1 * m[i] + (np.float32(1.0) - b1) * g
+            v[i] = b2 * v[i] + (np.float32(1.0) - b2) * (g * g)
+            params[i] = params[i] - (lr / c1) * m[i] / (np.sqrt(v[i]) / c2 + eps)
+
+    return adam
+
+
+DEFAULT_STEPS = 600
+_HIST_EVERY = 10  # steps between samples of the gradient exponent histogram
+
+
+def _make_scaler(loss_scale: str, init_scale: float | None, **kw) -> GradScaler:
+    if loss_scale == "none":
+        return GradScaler(enabled=False)
+    if loss_scale == "static":
+        return StaticLossScaler(1024.0 if init_scale is None else init_scale)
+    if loss_scale == "dynamic":
+        return GradScaler(init_scale=2.0**16 if init_scale is None else init_scale, **kw)
+    raise ValueError(f"unknown loss scaling {loss_scale!r}; choose from {', '.join(LOSS_SCALES)}")
+
+
+def run(
+    precision: str = "fp16",
+    loss_scale: str = "dynamic",
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    accumulator: str | None = None,
+    *,
+    init_scale: float | None = None,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 2000,
+    fp8_recipe: DelayedScaling | CurrentScaling | str = "delayed",
+    task: Task | None = None,
+    eval_every: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> History:
+    """Train the default task's network in one precision policy and record every step.
+
+    ``init_scale`` is the static factor (default 1024) or the dynamic initial scale (default
+    2**16). ``fp8_recipe`` is ``"delayed"``, ``"current"`` or a recipe object.
+    ``eval_every`` > 0 also records the test loss every that many steps.
+
+    >>> h = run("fp32", steps=2); h.loss_scale, h.skipped.tolist()
+    ('none', [False, False])
+    """
+    with single_threaded_blas():
+        return _train(**locals())
+
+
+def _train(
+    precision, loss_scale, steps, seed, accumulator, *, init_scale, growth_factor, backoff_factor,
+    growth_interval, fp8_recipe, task, eval_every, progress
+) -> History:
+    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if isinstance(fp8_recipe, str):
+        recipes = {"delayed": DelayedScaling(), "current": CurrentScaling()}
+        if fp8_recipe not in recipes:
+            raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {fp8_recipe!r}")
+        fp8_recipe = recipes[fp8_recipe]
+    policy = make_policy(precision, accumulator, fp8_recipe)
+    if policy.name == "fp32":
+        loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
+    scaler = _make_scaler(
+        loss_scale,
+        init_scale,
+        growth_factor=growth_factor,
+        backoff_factor=backoff_factor,
+        growth_interval=growth_interval,
+    ) if loss_scale in ("none", "static", "dynamic") else _make_scaler(loss_scale, init_scale)
+    task = task or make_task(seed)
+    params = init_params(task.widths, seed)
+    rng = np.random.default_rng([seed, 0xBA7C])
+    sgd = _optimizer(task, params)
+
+    n_train, bs = len(task.x_train), task.batch_size
+    losses = np.zeros(steps)
+    scales = np.zeros(steps)
+    skipped = np.zeros(steps, dtype=bool)
+    under = np.zeros(steps)
+    over = np.zeros(steps)
+    hist = np.zeros(_HIST_HI - _HIST_LO + 1, dtype=np.int64)
+    totals = [0, 0, 0]
+    test_curve = []
+    order = rng.permutation(n_train)
+    cursor = 0
+    t0 = time.perf_counter()
+    for step in range(steps):
+        if cursor + bs > n_train:
+            order, cursor = rng.permutation(n_train), 0
+        idx = order[cursor : cursor + bs]
+        cursor += bs
+        x, y = task.x_train[idx], task.y_train[idx]
+
+        stats = _CastStats(hist=np.zeros_like(hist) if step % _HIST_EVERY == 0 else None)
+        logits, cache = _forward(params, x, policy)
+        loss, sig = _bce_loss(logits, y)
+        scales[step] = scaler.get_scale()
+        grads = _backward(params, cache, sig, y, scaler.get_scale(), policy, stats)
+        # Weight gradients arrive in the low format; unscaling and the update are FP32.
+        skipped[step] = not scaler.step(sgd, grads)
+        scaler.update()
+        policy.end_step()
+
+        losses[step] = loss
+        under[step] = stats.underflow / stats.nonzero if stats.nonzero else 0.0
+        over[step] = stats.overflow / stats.nonzero if stats.nonzero else 0.0
+        totals[0] += stats.nonzero
+        totals[1] += stats.underflow
+        totals[2] += stats.overflow
+        if stats.hist is not None:
+            hist += stats.hist
+        if eval_every and (step + 1) % eval_every == 0:
+            test_curve.append((step + 1, *_evaluate(params, task.x_test, task.y_test, policy)))
+        if progress is not None:
+            progress(step + 1, steps)
+    elapsed = time.perf_counter() - t0
+    # The loss being minimised, on a fixed part of the training set; accuracy on held-out data.
+    n_eval = min(len(task.x_train), 4096)
+    final_loss, _ = _evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
+    test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
+    return History(
+        precision=policy.name,
+        loss_scale=loss_scale,
+        accumulator=accumulator,
+        seed=seed,
+        steps=steps,
+        low_format=policy.low.name if policy.low is not None else None,
+        loss=losses,
+        scale=scales,
+        skipped=skipped,
+        underflow=under,
+        overflow=over,
+        grad_exponent_hist=hist,
+        final_loss=final_loss,
+        final_accuracy=final_acc,
+        time_s=elapsed,
+        underflow_count=totals[1],
+        overflow_count=totals[2],
+        nonzero_count=totals[0],
+        test_curve=test_curve,
+    )
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """Run NumPy's OpenBLAS on one thread inside the block (a no-op when that is not possible).
+
+    The network's matrices are small (1024 x 64): splitting them over threads gains nothing and,
+    on a busy machine, OpenBLAS's spinning threads made a step up to 100x slower.
+    """
+    lib = None
+    try:
+        import ctypes
+
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+        for path in sorted(paths):
+            cand = ctypes.CDLL(path)
+            for prefix in ("scipy_openblas_", "openblas_"):
+                for suffix in ("64_", ""):
+                    get = getattr(cand, f"{prefix}get_num_threads{suffix}", None)
+                    put = getattr(cand, f"{prefix}set_num_threads{suffix}", None)
+                    if get is not None and put is not None:
+                        lib = (get, put)
+                        break
+                if lib:
+                    break
+            if lib:
+                break
+    except (OSError, AttributeError):
+        lib = None
+    if lib is None:
+        yield
+        return
+    get, put = lib
+    before = int(get())
+    put(1)
+    try:
+        yield
+    finally:
+        put(before)
+
+
+# =============================================================================================
+# The comparison, its table and plots
+# =============================================================================================
+COMPARE_RUNS: tuple[tuple[str, str], ...] = (
+    ("fp32", "none"),
+    ("fp16", "none"),
+    ("fp16", "dynamic"),
+    ("bf16", "none"),
+    ("fp8", "none"),
+)
+
+
+def compare(
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    accumulator: str | None = None,
+    runs: Sequence[tuple[str, str]] = COMPARE_RUNS,
+    progress: Callable[[str, int, int], None] | None = None,
+    **kw,
+) -> list[History]:
+    """Run several (precision, loss scaling) pairs on the same task, same seed."""
+    task = make_task(seed)
+    out = []
+    for precision, ls in runs:
+        cb = None if progress is None else (lambda i, n, _l=f"{precision}+{ls}": progress(_l, i, n))
+        acc = accumulator if precision != "fp32" else None
+        out.append(run(precision, ls, steps, seed, acc, task=task, progress=cb, **kw))
+    return out
+
+
+def summary_table(histories: Sequence[History]) -> str:
+    """The comparison as a fixed-width text table.
+
+    >>> print(summary_table([run("fp32", steps=1)]).splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
+    run  final loss  accuracy  skipped  underflow  overflow  final scale  time (s)
+    """
+    head = ("run", "final loss", "accuracy", "skipped", "underflow", "overflow", "final scale", "time (s)")
+    rows = []
+    for h in histories:
+        s = h.summary()
+        rows.append(
+            (
+                s["run"],
+                f"{s['final_loss']:.3e}",
+                f"{100 * s['final_accuracy']:.1f}%",
+                str(s["skipped_steps"]),
+                f"{100 * s['underflow_fraction']:.2f}%" if h.low_format else "-",
+                f"{100 * s['overflow_fraction']:.3f}%" if h.low_format else "-",
+                f"{s['final_scale']:g}",
+                f"{s['time_s']:.1f}",
+            )
+        )
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in [head, *rows]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
+    """Write ``loss.png``, ``loss_scale.png`` and ``grad_hist.png`` into ``directory``."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ValueError(
+            "--plot needs matplotlib: pip install 'fpemu[plot]' (or pip install matplotlib)"
+        ) from None
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for h in histories:
+        ax.plot(np.arange(1, h.steps + 1), _smooth(h.loss), label=h.label, lw=1.3)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (moving average of 20 steps)")
+    ax.set_yscale("log")
+    ax.set_title("Training loss by precision policy")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    written.append(_save(fig, out / "loss.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for h in histories:
+        if h.loss_scale != "none":
+            ax.step(np.arange(1, h.steps + 1), h.scale, where="post", label=h.label)
+            sk = np.flatnonzero(h.skipped)
+            ax.plot(sk + 1, h.scale[sk], "rx", ms=5, label=f"{h.label}: skipped step")
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss scale")
+    ax.set_title("Dynamic loss scale (GradScaler)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    ax.grid(alpha=0.3)
+    written.append(_save(fig, out / "loss_scale.png"))
+
+    written.append(_plot_histogram(plt, histories, out / "grad_hist.png"))
+    plt.close("all")
+    return written
+
+
+def _smooth(v: np.ndarray, k: int = 20) -> np.ndarray:
+    c = np.cumsum(np.insert(np.asarray(v, dtype=np.float64), 0, 0.0))
+    n = np.arange(1, len(v) + 1)
+    lo = np.maximum(n - k, 0)
+    return (c[n] - c[lo]) / (n - lo)
+
+
+def _plot_histogram(plt, histories: Sequence[History], path: Path) -> Path:
+    """Gradient exponents against the low format's range (Micikevicius et al. 2018, fig. 3)."""
+    base = next((h for h in histories if h.precision == "fp16" and h.loss_scale == "none"), None)
+    base = base or next((h for h in histories if h.low_format), histories[0])
+    fmt = get_format(base.low_format or "fp16")
+    exps = base.grad_exponents
+    frac = base.grad_exponent_hist / max(base.grad_exponent_hist.sum(), 1)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(exps, frac, width=1.0, color="tab:blue", label=f"gradients of the {base.label} run")
+    lo_sub, lo_norm, hi = np.log2(fmt.min_subnormal), np.log2(fmt.min_normal), np.log2(fmt.max)
+    ax.axvspan(lo_sub - 0.5, lo_norm, color="tab:orange", alpha=0.15, label=f"{fmt.name} subnormal")
+    ax.axvspan(lo_norm, hi, color="tab:green", alpha=0.12, label=f"{fmt.name} normal range")
+    ax.axvline(lo_sub - 1, color="red", ls="--", lw=1, label=f"below 2^{int(lo_sub) - 1}: flushed to 0")
+    used = np.flatnonzero(base.grad_exponent_hist)
+    if used.size:
+        ax.set_xlim(exps[used[0]] - 2, max(exps[used[-1]], int(hi)) + 2)
+    ax.set_xlabel("log2 |gradient value|")
+    ax.set_ylabel("fraction of non-zero values")
+    ax.set_title(f"Gradient values cast to {fmt.name} vs its representable range")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return path
+
+
+# =============================================================================================
+# Command line
+# =============================================================================================
+def _progress_bar(stream) -> Callable[[str, int, int], None]:
+    def show(label: str, i: int, n: int) -> None:
+        if i % 10 and i != n:
+            return
+        width = 30
+        filled = int(width * i / n)
+        stream.write(f"\r{label:<14} [{'#' * filled}{'.' * (width - filled)}] {i}/{n}")
+        if i == n:
+            stream.write("\r" + " " * (width + 30) + "\r")
+        stream.flush()
+
+    return show
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``fpemu train``: one run, or the comparison (the default with no arguments)."""
+    progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
+    kw = dict(
+        init_scale=args.init_scale,
+        growth_interval=args.growth_interval,
+        fp8_recipe=args.fp8_recipe,
+    )
+    if args.compare or args.precision is None:
+        histories = compare(args.steps, args.seed, args.accumulator, progress=progress, **kw)
+    else:
+        ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
+        cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
+        histories = [run(args.precision, ls, args.steps, args.seed, args.accumulator, progress=cb, **kw)]
+    print(summary_table(histories))
+    if args.json:
+        payload = {"steps": args.steps, "seed": args.seed, "runs": [h.to_dict() for h in histories]}
+        Path(args.json).write_text(json.dumps(payload, indent=1))
+    if args.plot:
+        for path in plot(histories, args.plot):
+            print(f"wrote {path}")
+    return 0
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` subcommand."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a small network in emulated mixed precision (default: compare policies)",
+        description="Train a deep narrow MLP on a generated task with emulated precision. "
+        "Without --precision it compares fp32, fp16 without and with dynamic loss scaling, "
+        "bf16 and fp8.",
+    )
+    p.add_argument("--precision", "-p", choices=PRECISIONS, default=None, help="one run in this precision")
+    p.add_argument("--loss-scale", choices=LOSS_SCALES, default=None,
+                   help="loss scaling of a single run (default: dynamic for fp16, else none)")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data, initialisation and batches")
+    p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
+    p.add_argument("--init-scale", type=float, default=None,
+                   help="static loss scale (default 1024) or initial dynamic scale (default 65536)")
+    p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler growth interval")
+    p.add_argument("--fp8-recipe", choices=("delayed", "current"), default="delayed",
+                   help="fp8 per-tensor scaling recipe (default delayed)")
+    p.add_argument("--compare", action="store_true", help="compare the policies (the default)")
+    p.add_argument("--json", metavar="FILE", help="write the summaries and per-step histories")
+    p.add_argument("--plot", metavar="DIR", help="write loss, loss-scale and gradient-histogram PNGs")
+    p.set_defaults(func=cmd_train)
