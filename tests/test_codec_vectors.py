@@ -149,6 +149,17 @@ ENCODE_VECTORS = [
     ("e5m2--nan", "e5m2", -NAN, {}, 0xFE, "ml_dtypes"),
     ("e5m2-+nan", "e5m2", NAN, {}, 0x7E, "ml_dtypes"),
     ("bf16--nan", "bf16", -NAN, {}, 0xFFC0, "ml_dtypes"),
+    # SPEC section 2 notes: FNUZ NaN -> 0x80; below half the smallest subnormal -> +-0 with the
+    # sign where -0 exists; FP4/FP6 saturate (Inf included)
+    ("e4m3fnuz-nan", "e4m3fnuz", NAN, {}, 0x80, "ml_dtypes"),
+    ("e4m3fnuz--nan", "e4m3fnuz", -NAN, {}, 0x80, "ml_dtypes"),
+    ("e5m2fnuz--inf", "e5m2fnuz", -INF, {}, 0x80, "ml_dtypes"),
+    ("e4m3--2^-11-to--0", "e4m3", f32v(-(2.0**-11)), {}, 0x80, "ml_dtypes"),
+    ("e5m2--2^-18-to--0", "e5m2", f32v(-(2.0**-18)), {}, 0x80, "ml_dtypes"),
+    ("bf16--2^-135-to--0", "bf16", f32v(-(2.0**-135)), {}, 0x8000, "ml_dtypes"),
+    ("e2m1--inf-saturates", "e2m1", -INF, {}, 0xF, "ml_dtypes"),
+    ("e3m2-100-saturates", "e3m2", f32v(100.0), {}, 0x1F, "ml_dtypes"),
+    ("e2m3--100-saturates", "e2m3", f32v(-100.0), {}, 0x3F, "ml_dtypes"),
     # SPEC section 1 table: max finite and min subnormal of every format encode to their codes
     ("tf32-max", "tf32", f32v((2 - 2.0**-10) * 2.0**127), {}, 0x7F7FE000, None),
     ("tf32-min-subnormal", "tf32", f32v(2.0**-136), {}, 0x00002000, None),
@@ -329,6 +340,8 @@ TABLE = [
     ("ue4m3", 7, 4, 3, 7, 448.0, 2.0**-6, 2.0**-9),
     ("binary8p3", 8, 5, 2, 16, 49152.0, 2.0**-15, 2.0**-17),
     ("binary8p4", 8, 4, 3, 8, 224.0, 2.0**-7, 2.0**-10),
+    # SPEC: binary8p1 bias is 64 in P3109 v4.0 (63 in v0.7); no mantissa bits, top code is Inf
+    ("binary8p1", 8, 7, 0, 64, 2.0**62, 2.0**-63, 2.0**-63),
 ]
 
 
@@ -342,3 +355,14 @@ def test_spec_table_row(row):
     # The codec agrees with the table: max and min subnormal survive a round trip exactly.
     q = fpemu.quantize(np.array([vmax, vmin_sub, -vmax if fmt.signed else vmax]), fmt)
     assert q.tolist() == [vmax, vmin_sub, -vmax if fmt.signed else vmax]
+
+
+def test_fp16_nan_payload_numpy_keeps_fpemu_canonicalises():
+    """SPEC: numpy keeps the payload (0xFF800001 -> 0xFC01); fpemu gives the canonical -NaN.
+
+    The two agree on NaN-ness and sign, which is what the bulk numpy comparisons check.
+    """
+    x = np.array([0xFF800001], dtype=np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):
+        assert int(x.astype(np.float16).view(np.uint16)[0]) == 0xFC01
+    assert int(fpemu.encode(x, "fp16")[0]) == 0xFE00 == ref_encode(float(x[0]), get_format("fp16"))
