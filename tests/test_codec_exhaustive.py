@@ -385,3 +385,19 @@ def test_encode_tf32_float32_patterns_match_spec_bit_formulas(float32_patterns):
 def test_encode_fp32_float32_patterns_is_identity(float32_patterns):
     x = float32_patterns
     _assert_same_words(fpemu.encode(x, "fp32"), x.view(np.uint32), x, "fp32 from float32")
+
+
+@pytest.mark.parametrize("name", [n for n in SMALL_ML if n != "fp16"])
+def test_quantize_all_float16_inputs_matches_ml_dtypes_round_trip(name):
+    """quantize(x) == x.astype(X).astype(float64) for every float16 x (NaN-aware, signed zeros)."""
+    fmt = get_format(name)
+    x = ALL_FP16_INPUTS.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = x.astype(oracle_type(name)).astype(np.float64)
+    got = fpemu.quantize(x, fmt, **_encode_kwargs(name))
+    assert got.dtype == np.float64
+    if not fmt.has_nan:
+        # ml_dtypes' NaN codes for FP4/FP6 decode to -0 / +0: compare only the real inputs.
+        keep = ~np.isnan(x)
+        got, expected = got[keep], expected[keep]
+    _assert_same_floats(got, expected, f"quantize {name} vs ml_dtypes round trip")
