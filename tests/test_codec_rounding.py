@@ -320,6 +320,8 @@ SR_CASES = [
     ("e2m1", 0x5, Fraction(1, 3)),       # 3.0 + (1/3) * 1: p is not dyadic
     ("e5m2", 0xBC, Fraction(7, 8)),      # negative: -(1.0 + 7/8 ulp)
     ("fp16", 0x0001, Fraction(1, 8)),    # fp16 subnormal
+    ("e8m0", 0x7F, Fraction(1, 4)),      # no mantissa: 1.25 -> 1 or 2
+    ("ue4m3", 0x38, Fraction(1, 4)),     # unsigned
 ]
 
 
@@ -387,3 +389,14 @@ def test_nan_payloads_become_the_canonical_nan_with_sign():
             expected = [ref_encode(float(v), fmt, nan=nan) for v in x]
             got = fpemu.encode(x, fmt, nan=nan)
             assert _hexes(got) == [hex(c) for c in expected], (fmt.name, x.dtype)
+
+
+def test_stochastic_rounds_first_then_applies_overflow():
+    """Between max and the next (unbounded) value, SR picks one of them; the upper one overflows."""
+    e4m3, e5m2 = get_format("e4m3"), get_format("e5m2")
+    x = np.full(20_000, 460.0)  # between 448 (max) and 480
+    assert set(np.unique(fpemu.encode(x, e4m3, rounding="stochastic", rng=3)).tolist()) == {0x7E, 0x7F}
+    assert set(np.unique(fpemu.encode(-x, e4m3, rounding="stochastic", rng=3)).tolist()) == {0xFE, 0xFF}
+    assert set(np.unique(fpemu.encode(x, e4m3, rounding="stochastic", rng=3, overflow="saturate")).tolist()) == {0x7E}
+    y = np.full(20_000, 60000.0)  # between 57344 (max) and 61440
+    assert set(np.unique(fpemu.encode(y, e5m2, rounding="stochastic", rng=3)).tolist()) == {0x7B, 0x7C}
