@@ -56,6 +56,7 @@ __all__ = [
     "magnitude_value",
     "representable_magnitudes",
     "resolve_overflow",
+    "max_magnitude_code",
     "ROUNDING_ALIASES",
     "ML_DTYPES_TYPES",
     "oracle_type",
@@ -337,6 +338,16 @@ def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
     if option == "ml_dtypes":
         return 0 if negative else sign_bit  # ml_dtypes: +NaN -> the -0 code, -NaN -> +0
     raise ValueError(f"bad nan option {option!r}")
+
+
+def max_magnitude_code(fmt: Format) -> int:
+    """Magnitude code of the largest finite value, from where Inf and NaN live.
+
+    >>> from fpemu.formats import get_format
+    >>> [hex(max_magnitude_code(get_format(n))) for n in ("e4m3", "e5m2", "e2m1", "e8m0", "binary8p3")]
+    ['0x7e', '0x7b', '0x7', '0xfe', '0x7e']
+    """
+    return _max_code(fmt)
 
 
 def _max_code(fmt: Format) -> int:

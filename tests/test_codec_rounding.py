@@ -26,9 +26,9 @@ from fpemu.formats import Format, get_format
 from reference import (
     decode_table,
     magnitude_value,
+    max_magnitude_code as max_code,
     ref_decode,
     ref_encode,
-    resolve_overflow,
 )
 
 MODES = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "odd"]
@@ -56,10 +56,6 @@ def overflow_options(fmt: Format) -> list[str | None]:
 
 def nan_options(fmt: Format) -> list[str | None]:
     return [None] if fmt.has_nan else [None, "raise", "zero", "ml_dtypes"]
-
-
-def max_code(fmt: Format) -> int:
-    return fmt.max_code
 
 
 def _hexes(codes) -> list[str]:
