@@ -147,7 +147,7 @@ def ref_decode(code: int, fmt: Format) -> Value:
     >>> ref_decode(0xFC00, get_format("fp16"))
     Value(kind='inf', negative=True, magnitude=Fraction(0, 1))
     """
-    shift = fmt.code_shift
+    shift = _container_shift(fmt)
     code = int(code) >> shift  # low container bits are ignored (TF32)
     width = fmt.exponent_bits + fmt.mantissa_bits
     negative = fmt.signed and bool((code >> width) & 1)
@@ -372,7 +372,17 @@ def _emin(fmt: Format) -> int:
 
 def _place(code: int, fmt: Format) -> int:
     """Put a right-aligned code into its container (TF32: shift left by 13)."""
-    return code << fmt.code_shift
+    return code << _container_shift(fmt)
+
+
+def _width(fmt: Format) -> int:
+    """Meaningful bits of a code: sign (if any), exponent and mantissa fields."""
+    return int(fmt.signed) + fmt.exponent_bits + fmt.mantissa_bits
+
+
+def _container_shift(fmt: Format) -> int:
+    """A format narrower than its container (TF32) sits left-aligned in it."""
+    return fmt.container_bits - _width(fmt) if fmt.container_bits else 0
 
 
 def _pow2(e: int) -> Fraction:
@@ -406,8 +416,8 @@ def oracle_type(name: str):
 @lru_cache(maxsize=None)
 def decode_table(fmt: Format) -> np.ndarray:
     """float64 value of every code of a format of 16 bits or less, from :func:`ref_decode`."""
-    assert fmt.bits <= 16 and fmt.code_shift == 0
-    table = np.array([ref_decode_float(c, fmt) for c in range(1 << fmt.bits)], dtype=np.float64)
+    assert _width(fmt) <= 16 and _container_shift(fmt) == 0
+    table = np.array([ref_decode_float(c, fmt) for c in range(1 << _width(fmt))], dtype=np.float64)
     table.setflags(write=False)
     return table
 
@@ -474,4 +484,4 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
     if not fmt.subnormals:
         code = np.where(a_clean == 0, nan_pos, code)
     code = np.where(nan_in, nan_signed, code)
-    return code.astype(fmt.code_dtype)
+    return code.astype(np.uint8 if _width(fmt) <= 8 else np.uint16)
