@@ -211,12 +211,19 @@ def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -
         count = int(np.count_nonzero(np.isnan(source)))
         if count:
             _raise_nan(count, fmt)
-    gen = np.random.default_rng(rng) if opts.rounding == "stochastic" else None
+    gen = _generator(rng) if opts.rounding == "stochastic" else None
     flat = source.reshape(-1)
     out = np.empty(flat.size, dtype=np.uint32)
     for part in _chunks(flat.size, _GENERIC_CHUNK):
         out[part] = _encode_chunk(flat[part], fmt, opts, gen)
     return out.reshape(source.shape)
+
+
+def _generator(rng: Any) -> np.random.Generator:
+    """A numpy Generator from rng: None (fresh entropy), an int seed, or a Generator."""
+    if rng is None or isinstance(rng, (int, np.integer, np.random.Generator, np.random.SeedSequence)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
 
 
 def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen) -> np.ndarray:
