@@ -98,21 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Registration functions of the feature modules, each taking the subparsers object.
+# The feature modules that add subcommands, each through its ``register_cli(subparsers)``.
+_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck")
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
 def _register_feature_commands() -> None:
-    """Import the feature modules' CLI registrations (each is optional while under construction)."""
+    """Collect the feature modules' subcommand registrations (imported on first use)."""
     import importlib
 
-    for name in ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        register = getattr(module, "register_cli", None)
-        if register is not None and register not in _EXTRA_COMMANDS:
+    for name in _FEATURE_MODULES:
+        register = importlib.import_module(name).register_cli
+        if register not in _EXTRA_COMMANDS:
             _EXTRA_COMMANDS.append(register)
 
 

@@ -79,7 +79,8 @@ def test_errors_print_one_line_and_exit_2(capsys, argv, message):
 def test_console_script_help_lists_subcommands():
     done = subprocess.run([sys.executable, "-m", "fpemu", "--help"], capture_output=True, text=True)
     assert done.returncode == 0
-    for command in ("formats", "show", "table"):
+    for command in ("formats", "show", "table", "mx", "gemm-error", "train", "crosscheck", "fit",
+                    "probe", "vectors"):
         assert command in done.stdout
 
 
