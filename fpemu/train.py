@@ -620,6 +620,47 @@ class _FP8Policy(_FP32Policy):
             state.update()
 
 
+class _BlockPolicy(_FP32Policy):
+    """Block-scaled GEMM operands (:mod:`fpemu.mx`), each quantized along the GEMM's K axis.
+
+    * ``"mxfp8"``: TransformerEngine's ``MXFP8BlockScaling``: every operand MXFP8 E4M3, blocks of
+      32 along K, E8M0 scales with NVIDIA's ``rceil`` rule.
+    * ``"nvfp4"``: NVFP4 (E2M1, blocks of 16, UE4M3 block scale and FP32 tensor scale, TE
+      arithmetic); gradients stochastically rounded as in TE's recipe. Simplified: 1-D blocks
+      for weights too and no random Hadamard transform.
+
+    A tensor used by two GEMMs is quantized twice, once along each K axis (as TE keeps rowwise
+    and columnwise copies). The dequantized operands are multiplied in FP32 (products exact).
+    """
+
+    def __init__(self, name: str, seed: int = 0) -> None:
+        from . import mx
+
+        self.mx = mx
+        self.name = name
+        self.block = "mxfp8_e4m3" if name == "mxfp8" else "nvfp4"
+        self.low = get_format("e4m3" if name == "mxfp8" else "e2m1")
+        self.rng = np.random.default_rng([seed, 0x4F4])
+        self.matmul = _default_matmul
+
+    def _fq(self, x: np.ndarray, axis: int, grad: bool) -> np.ndarray:
+        kw: dict = {"scale_rounding": "rceil"} if self.name == "mxfp8" else {}
+        if grad and self.name == "nvfp4":
+            kw.update(rounding="stochastic", rng=self.rng)
+        q = self.mx.quantize(x, self.block, axis=axis, **kw)
+        return np.asarray(q.dequantize(), dtype=np.float32)
+
+    def cast_fwd(self, x, slot, record=True):
+        return x, False  # quantized inside gemm, along the K axis of each use
+
+    def cast_grad(self, g, slot, stats):
+        stats.add(g, self._fq(g, 1, True))  # the dgrad copy: where underflow is counted
+        return g, True
+
+    def gemm(self, a, sa, b, sb):
+        return self._fq(a, 1, sa) @ self._fq(b, 0, sb)
+
+
 def _mx_available() -> bool:
     try:
         from . import mx  # noqa: F401
@@ -628,13 +669,14 @@ def _mx_available() -> bool:
     return True
 
 
-PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
 
 
 def make_policy(
     precision: str,
     accumulator: str | None = None,
     fp8_recipe: DelayedScaling | CurrentScaling | None = None,
+    seed: int = 0,
 ):
     """The policy object of a precision name."""
     p = precision.strip().lower()
@@ -646,6 +688,12 @@ def make_policy(
         return _LowPolicy(p, accumulator)
     if p == "fp8":
         return _FP8Policy(fp8_recipe or DelayedScaling(), accumulator)
+    if p in ("mxfp8", "nvfp4"):
+        if accumulator:
+            raise ValueError(f"--accumulator does not apply to {p} (block-scaled GEMMs)")
+        if not _mx_available():
+            raise ValueError(f"{p} needs fpemu.mx, which is not available")
+        return _BlockPolicy(p, seed)
     raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
 
 
@@ -956,7 +1004,7 @@ def _train(
         if fp8_recipe not in recipes:
             raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {fp8_recipe!r}")
         fp8_recipe = recipes[fp8_recipe]
-    policy = make_policy(precision, accumulator, fp8_recipe)
+    policy = make_policy(precision, accumulator, fp8_recipe, seed)
     if policy.name == "fp32":
         loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
     scaler = _make_scaler(
@@ -965,7 +1013,7 @@ def _train(
         growth_factor=growth_factor,
         backoff_factor=backoff_factor,
         growth_interval=growth_interval,
-    ) if loss_scale in ("none", "static", "dynamic") else _make_scaler(loss_scale, init_scale)
+    )
     task = task or make_task(seed)
     params = init_params(task.widths, seed)
     rng = np.random.default_rng([seed, 0xBA7C])
@@ -1171,7 +1219,8 @@ def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
         if h.loss_scale != "none":
             ax.step(np.arange(1, h.steps + 1), h.scale, where="post", label=h.label)
             sk = np.flatnonzero(h.skipped)
-            ax.plot(sk + 1, h.scale[sk], "rx", ms=5, label=f"{h.label}: skipped step")
+            if sk.size:
+                ax.plot(sk + 1, h.scale[sk], "rx", ms=5, label=f"{h.label}: skipped step")
     ax.set_yscale("log", base=2)
     ax.set_xlabel("step")
     ax.set_ylabel("loss scale")
@@ -1201,7 +1250,12 @@ def _plot_histogram(plt, histories: Sequence[History], path: Path) -> Path:
     exps = base.grad_exponents
     frac = base.grad_exponent_hist / max(base.grad_exponent_hist.sum(), 1)
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.bar(exps, frac, width=1.0, color="tab:blue", label=f"gradients of the {base.label} run")
+    ax.bar(exps, frac, width=1.0, color="tab:blue", alpha=0.8, label=f"gradients of the {base.label} run")
+    scaled = next((h for h in histories if h.precision == base.precision and h.loss_scale == "dynamic"), None)
+    if scaled is not None and scaled.grad_exponent_hist.sum():
+        sfrac = scaled.grad_exponent_hist / scaled.grad_exponent_hist.sum()
+        ax.step(exps, sfrac, where="mid", color="black", lw=1.2,
+                label=f"{scaled.label} run: the same values times its loss scale")
     lo_sub, lo_norm, hi = np.log2(fmt.min_subnormal), np.log2(fmt.min_normal), np.log2(fmt.max)
     ax.axvspan(lo_sub - 0.5, lo_norm, color="tab:orange", alpha=0.15, label=f"{fmt.name} subnormal")
     ax.axvspan(lo_norm, hi, color="tab:green", alpha=0.12, label=f"{fmt.name} normal range")
@@ -1212,7 +1266,7 @@ def _plot_histogram(plt, histories: Sequence[History], path: Path) -> Path:
     ax.set_xlabel("log2 |gradient value|")
     ax.set_ylabel("fraction of non-zero values")
     ax.set_title(f"Gradient values cast to {fmt.name} vs its representable range")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     return _save(fig, path)
 
 

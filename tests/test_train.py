@@ -279,7 +279,8 @@ def test_fp16_without_scaling_underflows_and_ends_worse(default_runs):
     fp32, none, _ = default_runs
     s = none.summary()
     assert s["underflow_fraction"] > 0.30  # measured 35.1%: a third of all gradient values -> 0
-    assert none.underflow[-100:].mean() > 0.45  # late in training most of them
+    assert none.underflow[-100:].mean() > 0.55  # measured 62%: late in training most of them
+    assert none.underflow[:100].mean() < 0.05  # measured 1.2%: early on the gradients fit
     assert none.final_loss > 1.15 * fp32.final_loss  # measured +24.6%
     assert s["skipped_steps"] == 0 and s["overflow_fraction"] == 0.0
 
@@ -310,6 +311,24 @@ def test_static_scaling_and_bf16_and_fp8_run():
     for p, rec in (("bf16", "delayed"), ("fp8", "delayed"), ("fp8", "current")):
         h = T.run(p, "none", 5, 0, task=task, fp8_recipe=rec)
         assert np.all(np.isfinite(h.loss)) and h.low_format in ("bf16", "e5m2")
+
+
+def test_block_format_policies():
+    pytest.importorskip("fpemu.mx")
+    task = T.make_task(0, n_train=512, batch_size=64, hidden=32, depth=1, n_labels=32)
+    for p, low in (("mxfp8", "e4m3"), ("nvfp4", "e2m1")):
+        h = T.run(p, "none", 3, 0, task=task)
+        assert np.all(np.isfinite(h.loss)) and h.low_format == low
+        assert h.nonzero_count > 0
+    pol = T.make_policy("mxfp8")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 64)).astype(F32), rng.standard_normal((64, 4)).astype(F32)
+    # Each operand is quantized in blocks of 32 along K: compare with fpemu.mx directly.
+    qa = fpemu.mx.quantize(a, "mxfp8_e4m3", axis=1, scale_rounding="rceil").dequantize()
+    qb = fpemu.mx.quantize(b, "mxfp8_e4m3", axis=0, scale_rounding="rceil").dequantize()
+    assert np.array_equal(pol.gemm(a, False, b, False), np.asarray(qa, F32) @ np.asarray(qb, F32))
+    with pytest.raises(ValueError, match="accumulator"):
+        T.run("mxfp8", steps=1, task=task, accumulator="h100")
 
 
 def test_dynamic_backoff_in_training():
