@@ -12,6 +12,7 @@ in NumPy. Every matrix multiply can run in an emulated precision:
 * ``"fp8"``: TransformerEngine's HYBRID recipe: E4M3 for the forward operands, E5M2 for the
   gradients, each tensor with its own scale from delayed scaling (an amax history) or current
   scaling; casts saturate; GEMM outputs stay FP32.
+* ``"mxfp8"``, ``"nvfp4"``: block-scaled GEMM operands through :mod:`fpemu.mx`.
 
 Loss scaling is ``"none"``, ``"static"`` (a fixed factor, steps with Inf/NaN gradients skipped)
 or ``"dynamic"`` (:class:`GradScaler`, the semantics of ``torch.amp.GradScaler``).
@@ -993,7 +994,8 @@ def run(
 
     ``init_scale`` is the static factor (default 1024) or the dynamic initial scale (default
     2**16). ``fp8_recipe`` is ``"delayed"``, ``"current"`` or a recipe object.
-    ``eval_every`` > 0 also records the test loss every that many steps.
+    ``eval_every`` > 0 also records the test loss every that many steps. The ``"fp32"``
+    baseline never scales its loss (``loss_scale`` is ignored there).
 
     >>> h = run("fp32", steps=2); h.loss_scale, h.skipped.tolist()
     ('none', [False, False])
