@@ -294,6 +294,17 @@ def test_dynamic_scaling_recovers_fp32(default_runs):
     assert abs(dyn.final_accuracy - fp32.final_accuracy) < 0.002
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_default_task_claims_other_seeds(seed):
+    task = T.make_task(seed)
+    fp32, none, dyn = (T.run(p, ls, 600, seed, task=task)
+                       for p, ls in [("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic")])
+    assert none.summary()["underflow_fraction"] > 0.30  # measured 34.2-35.3%
+    assert none.final_loss > 1.15 * fp32.final_loss  # measured +24.9% .. +28.0%
+    assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss  # measured -0.5% .. +2.4%
+
+
 # ---- API, CLI -------------------------------------------------------------------------------
 def test_run_rejects_bad_input():
     with pytest.raises(ValueError, match="precision"):
