@@ -401,70 +401,18 @@ class TensorScale:
 # =============================================================================================
 # Rounding to the low formats
 # =============================================================================================
-def _round_fp16(x: np.ndarray) -> np.ndarray:
-    """Round FP32 values to FP16 (RNE, subnormals, overflow to Inf), returned as FP32.
-
-    The hot path of the fp16 policy (NumPy's own float16 cast is several times slower and
-    slower still on subnormals). For ``|x|`` in the binade ``[2**e, 2**(e+1))`` (``e`` clamped
-    below at FP16's ``emin = -14``) the magic number ``M = 1.5 * 2**(e+13)`` puts ``x + M`` in
-    a binade whose FP32 spacing is ``2**(e-10)``, the FP16 spacing at ``x``; so the FP32 addition
-    rounds ``x`` to FP16 precision, ties to even (``M`` is an even multiple of that spacing), and
-    subtracting ``M`` is exact. Tested against :func:`fpemu.quantize`, ``ml_dtypes`` and NumPy.
-
-    >>> _round_fp16(np.array([1 + 2**-11, 1 + 3 * 2**-11, 2**-25, -3 * 2**-26, 65520.0], np.float32)).tolist()
-    [1.0, 1.001953125, 0.0, -5.960464477539063e-08, inf]
-    >>> _round_fp16(np.array([-2**-26], np.float32)).tolist()  # the sign of an underflow is kept
-    [-0.0]
-    """
-    x = np.asarray(x, dtype=np.float32)
-    # In-place steps on one integer buffer: this runs ~10 times per training step.
-    m = x.view(np.uint32) >> np.uint32(23)
-    m &= np.uint32(0xFF)
-    np.maximum(m, np.uint32(127 - 14), out=m)
-    m += np.uint32(13)
-    m <<= np.uint32(23)
-    m |= np.uint32(0x400000)
-    magic = m.view(np.float32)
-    with np.errstate(all="ignore"):
-        q = x + magic
-        q -= magic
-        np.copysign(q, x, out=q)
-        if not (x.size == 0 or (x.max() < 65520.0 and x.min() > -65520.0)):
-            # Overflow (|x| >= 65520 rounds past 65504), Inf and NaN: the magic number is
-            # meaningless there.
-            big = np.abs(x) >= np.float32(65520.0)
-            q = np.where(big, np.copysign(np.float32(np.inf), x), q)
-            q = np.where(np.isnan(x), x, q)
-    return q
-
-
-def _round_bf16(x: np.ndarray) -> np.ndarray:
-    """Round FP32 values to BF16 (RNE, overflow to Inf), returned as FP32.
-
-    Adding ``0x7FFF`` plus the lowest kept bit to the FP32 bits and clearing the low 16 bits is
-    round-to-nearest-even on the top 16 bits; a carry into the exponent is exactly the rounding
-    up to the next binade or to Inf. NaNs are passed through. Tested against
-    :func:`fpemu.quantize`.
-    """
-    x = np.asarray(x, dtype=np.float32)
-    u = x.view(np.uint32)
-    r = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    out = r.view(np.float32)
-    return np.where(np.isnan(x), x, out)
-
-
 def _rounder(fmt: Format, overflow: str | None = None) -> Callable[[np.ndarray], np.ndarray]:
-    """A function rounding an FP32 array to ``fmt`` (values returned as FP32)."""
-    if fmt.name == "fp16" and overflow in (None, "inf"):
-        return _round_fp16
-    if fmt.name == "bf16" and overflow in (None, "inf"):
-        return _round_bf16
+    """A function rounding an FP32 array to ``fmt`` (RNE; values returned as FP32).
+
+    This is the policies' hot path; :func:`fpemu.quantize` has float32 fast paths for it (the
+    bf16 bit trick, float32 "magic number" addition for fp16, tables for FP8).
+    """
     from .codec import quantize
 
-    def generic(x: np.ndarray) -> np.ndarray:
-        return np.asarray(quantize(x, fmt, overflow=overflow), dtype=np.float32)
+    def round_to_format(x: np.ndarray) -> np.ndarray:
+        return np.asarray(quantize(np.asarray(x, dtype=np.float32), fmt, overflow=overflow), dtype=np.float32)
 
-    return generic
+    return round_to_format
 
 
 # =============================================================================================

@@ -206,19 +206,6 @@ def test_rounders_match_codec(name):
     assert _same(T._rounder(fpemu.get_format(name))(x), fpemu.quantize(x, name).astype(F32))
 
 
-def test_fp16_rounder_matches_numpy():
-    x = _random_f32(200_000, 2)
-    with np.errstate(over="ignore"):
-        assert _same(T._round_fp16(x), x.astype(np.float16).astype(F32))
-
-
-def test_bf16_rounder_matches_ml_dtypes():
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    x = _random_f32(200_000, 3)
-    with np.errstate(invalid="ignore"):
-        assert _same(T._round_bf16(x), x.astype(ml_dtypes.bfloat16).astype(F32))
-
-
 # ---- the FP32 policy is plain NumPy -----------------------------------------------------------
 def _plain_numpy_training(task: T.Task, seed: int, steps: int) -> list[float]:
     """The same network and SGD written directly, without any policy object."""
