@@ -403,7 +403,7 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
     """float64 -> float32 rounded to odd (inexact results get their last bit set)."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf; NaN payloads
         f = x.astype(np.float32)
     bits = f.view(np.uint32)
     with np.errstate(invalid="ignore"):
