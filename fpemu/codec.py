@@ -682,6 +682,8 @@ def quantize(
             break
     if arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
         return _quantize_float32_magic(arr, fmt, _options(fmt, rounding, overflow, nan))
+    if arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
+        return _quantize_float64_scaled(arr, fmt, _options(fmt, rounding, overflow, nan))
     codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng)
     if dtype == np.float16:
         return decode(codes, fmt, dtype=np.float32).astype(np.float16)
@@ -715,7 +717,6 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
     low = np.uint32(fmt.emin + 127)
     high = np.uint32(fmt.emax + 127)
     offset = np.uint32(23 - fmt.mantissa_bits)
-    special = _overflow_value(fmt, opts)
     for part in _chunks(flat.size):
         n = part.stop - part.start
         xs, m, q = flat[part], magic_bits[:n], out[part]
@@ -733,24 +734,52 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
         with np.errstate(invalid="ignore"):
             big = ~(np.abs(q) <= fmt.max)  # overflowed, Inf or NaN
         if big.any():
-            q[big] = np.where(np.isnan(xs[big]), np.float32(np.nan),
-                              np.copysign(special(np.isinf(xs[big])), xs[big]))
+            q[big] = _special_values(xs[big], fmt, opts)
     if not fmt.has_neg_zero:
         out[out == 0] = 0.0
     return out.reshape(x.shape)
 
 
-def _overflow_value(fmt: Format, opts: _Options):
-    """The magnitude an overflow (or an Inf input, where is_inf) becomes under RNE."""
-    largest = np.float32(fmt.max)
-    if opts.overflow == "saturate":
-        return lambda is_inf: np.full(is_inf.shape, largest)
-    if opts.overflow == "saturate_propagate":
-        inf_value = np.float32(np.inf if fmt.has_inf else np.nan)
-        return lambda is_inf: np.where(is_inf, inf_value, largest)
-    finite_over = np.float32(np.inf if opts.overflow == "inf" else np.nan)
-    inf_value = np.float32(np.inf if fmt.has_inf else np.nan)
-    return lambda is_inf: np.where(is_inf, inf_value, finite_over)
+def _special_values(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Values for the (few) inputs that overflowed, are Inf or are NaN: the generic kernel
+    decides them, so the overflow and NaN options mean the same on every path."""
+    codes = _encode_float64(x, fmt, opts).astype(np.int64)
+    return _decode_generic(codes, fmt).astype(x.dtype)
+
+
+# numpy's own integer rounding of float64 values, per rounding mode (each exact).
+_INTEGER_ROUNDING = {"nearest_even": np.rint, "toward_zero": np.trunc, "up": np.ceil, "down": np.floor}
+
+
+def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
+    """Whether float64 scaling by the quantum can do the rounding (signed formats with zero,
+    at most 51 mantissa bits, in a mode numpy rounds integers in)."""
+    return (
+        isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in _INTEGER_ROUNDING
+        and fmt.subnormals and fmt.signed and fmt.mantissa_bits <= 51
+    )
+
+
+def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Values of float64 x rounded in fmt, by scaling with the quantum and rounding to integer.
+
+    v / 2**(max(e, emin) - m) has at most m + 1 integer bits and is exact (a power-of-two
+    scaling), numpy's rint/trunc/ceil/floor round it, and scaling back is exact. Overflow,
+    Inf, NaN and signed zeros then follow the options as in the generic kernel (tested against
+    it).
+    """
+    if opts.nan == "raise" and not fmt.has_nan and np.isnan(x).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, e = np.frexp(x)
+        quantum = np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.mantissa_bits)
+        r = _INTEGER_ROUNDING[opts.rounding](x / quantum) * quantum
+        bad = ~(np.abs(r) <= fmt.max)  # overflowed, Inf or NaN
+    if bad.any():
+        r[bad] = _special_values(x[bad], fmt, opts)
+    if not fmt.has_neg_zero:
+        r[r == 0] = 0.0
+    return r
 
 
 # ---- teaching -----------------------------------------------------------------------------
