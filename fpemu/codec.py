@@ -753,10 +753,11 @@ _INTEGER_ROUNDING = {"nearest_even": np.rint, "toward_zero": np.trunc, "up": np.
 
 def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
     """Whether float64 scaling by the quantum can do the rounding (signed formats with zero,
-    at most 51 mantissa bits, in a mode numpy rounds integers in)."""
+    1 to 51 mantissa bits, in a mode numpy rounds integers in). Without mantissa bits the
+    integer's parity is not the code's, so ties to even would go wrong."""
     return (
         isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in _INTEGER_ROUNDING
-        and fmt.subnormals and fmt.signed and fmt.mantissa_bits <= 51
+        and fmt.subnormals and fmt.signed and 1 <= fmt.mantissa_bits <= 51
     )
 
 

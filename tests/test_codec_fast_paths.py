@@ -84,7 +84,7 @@ def _mixed_values(n: int, seed: int, dtype) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize(
     "fmt", ["fp16", "bf16", "fp32", "tf32", "e4m3", "e5m2", "e4m3fnuz", "e2m1", "binary8p3",
-            fpemu.Format("fp32_13", 8, 13, 127)]
+            "binary8p1", fpemu.Format("fp32_13", 8, 13, 127)]
 )
 def test_quantize_fast_paths_equal_generic_kernel(fmt, dtype):
     """Every quantize path (scaled float64, magic float32, tables, bit tricks) gives the very
