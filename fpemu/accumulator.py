@@ -36,6 +36,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
+from .codec import quantize
 from .formats import Format, get_format
 
 __all__ = [
@@ -302,21 +303,24 @@ def get_accumulator(name: str | Accumulator, inputs: str | Format | Sequence[str
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Target:
-    """A rounding target: precision (with the hidden bit), smallest normal exponent, largest
-    finite value, rounding mode, and whether subnormal results flush to zero."""
+    """A rounding target: the format results are rounded to (fp32 with fewer fraction bits
+    is a Format of its own), the rounding mode ("rz" or "rne"), and whether subnormal results
+    flush to zero."""
 
-    precision: int
-    emin: int
-    max_finite: float
+    format: Format
     mode: str
     flush: bool = False
+
+    @property
+    def emin(self) -> int:
+        return self.format.emin
 
 
 def _target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False) -> _Target:
     f = get_format(fmt)
-    p = (f.mantissa_bits if frac_bits is None else frac_bits) + 1
-    top = float(np.ldexp(2.0 - 2.0 ** (1 - p), f.emax))
-    return _Target(p, f.emin, top, mode, flush)
+    if frac_bits is not None and frac_bits != f.mantissa_bits:
+        f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
+    return _Target(f, mode, flush)
 
 
 def _pow2(e: np.ndarray) -> np.ndarray:
@@ -332,22 +336,17 @@ def _exponent(v: np.ndarray, emin: int) -> np.ndarray:
     return np.where(np.isfinite(v) & (v != 0), ex, _NO_EXPONENT).astype(np.int32)
 
 
+_ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
+
+
 def _round(v: np.ndarray, t: _Target) -> np.ndarray:
-    """Round float64 values (exact inputs) to the target; IEEE overflow (RNE -> Inf,
-    RZ -> largest finite); a zero keeps its sign.
+    """Round float64 values (exact inputs) to the target with the codec; IEEE overflow
+    (RNE -> Inf, RZ -> largest finite); a zero keeps its sign.
 
     >>> _round(np.array([1 + 2**-23 + 2**-24, -3.0]), _target("fp16", "rne")).tolist()
     [1.0, -3.0]
     """
-    _, e = np.frexp(v)
-    ex = np.maximum(e - 1, t.emin)
-    quantum = _pow2(np.minimum(ex - (t.precision - 1), 1023))
-    scaled = v / quantum  # exact: a power-of-two division with no underflow
-    r = (np.trunc(scaled) if t.mode == "rz" else np.rint(scaled)) * quantum
-    over = np.abs(r) > t.max_finite
-    if over.any():
-        big = np.inf if t.mode == "rne" else t.max_finite
-        r = np.where(over, np.copysign(big, v), r)
+    r = quantize(np.asarray(v, dtype=np.float64), t.format, rounding=_ROUNDING_NAMES[t.mode])
     if t.flush:
         r = np.where(np.abs(r) < np.ldexp(1.0, t.emin), np.copysign(0.0, v), r)
     return np.where(np.isfinite(v), r, v)
