@@ -118,7 +118,7 @@ def _as_real_array(x: Any) -> np.ndarray:
     raise TypeError(f"cannot encode {what} input: pass real numbers (a float or integer array)")
 
 
-def _integers_to_float64(arr: np.ndarray) -> np.ndarray:
+def integers_to_float64(arr: np.ndarray) -> np.ndarray:
     """Integers as float64, rounded *to odd* from 2**53 up, so that no double rounding follows.
 
     Rounding to odd at 53 bits and then again to at most 51 bits gives the same result as one
@@ -535,7 +535,7 @@ def encode(
     opts = _options(fmt, rounding, overflow, nan)
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
-        arr = _integers_to_float64(arr)
+        arr = integers_to_float64(arr)
     if _table_path_ok(fmt, opts):
         codes = _encode_by_table(arr, fmt, opts)
     elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \

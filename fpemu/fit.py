@@ -32,6 +32,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from .accumulator import Accumulator, accumulator_names, dot, get_accumulator
+from .codec import integers_to_float64, quantize
 from .formats import get_format
 
 __all__ = ["Dump", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]
@@ -173,35 +174,19 @@ def _aligned_total(vals: list, exps: list, F: np.ndarray, cut: str) -> tuple[np.
         if cut == "rd":
             i -= i > x
         total += i
-    return _int_to_float_odd(total) * _p2(E - F), E
+    return integers_to_float64(total) * _p2(E - F), E
 
 
-def _int_to_float_odd(total: np.ndarray) -> np.ndarray:
-    """int64 sums (|total| < 2**56, reached when F > 50) as float64, rounded to odd where
-    they need more than 53 bits: the one later rounding to at most 24 bits stays correct.
-
-    >>> _int_to_float_odd(np.array([2**55 + 1, -(2**55) - 9, 5])).tolist() == [2**55 + 8, -(2**55) - 8, 5]
-    True
-    """
-    a = np.abs(total)
-    big = a >= (1 << 53)
-    if big.any():
-        low = a & 7
-        a = np.where(big, (a & ~np.int64(7)) | np.where(low != 0, 8, 0), a)
-        total = np.where(total < 0, -a, a)
-    return total.astype(np.float64)
-
-
-def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, emin: int, emax: int) -> np.ndarray:
-    """Round exact float64 values to prec-bit significands (per row), RNE or RZ; IEEE overflow."""
-    _, e = np.frexp(v)
-    quantum = _p2(np.maximum(e - 1, emin) - (prec - 1))
-    scaled = v / quantum
-    r = np.where(rne, np.rint(scaled), np.trunc(scaled)) * quantum
-    top = (2.0 - _p2(1 - prec)) * 2.0**emax
-    over = np.abs(r) > top
-    if over.any():
-        r = np.where(over, np.copysign(np.where(rne, np.inf, top), v), r)
+def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, out: str) -> np.ndarray:
+    """Round exact float64 values to the output format with prec-bit significands (per row),
+    RNE or RZ, with the codec (one call per distinct (prec, rounding) pair); IEEE overflow."""
+    base = get_format(out)
+    key = np.broadcast_to(np.asarray(prec, dtype=np.int64) * 2 + np.asarray(rne, dtype=np.int64), v.shape)
+    r = np.empty_like(v)
+    for k in np.unique(key).tolist():
+        rows = key == k
+        fmt = dataclasses.replace(base, name=f"{base.name}_p{k // 2}", mantissa_bits=k // 2 - 1)
+        r[rows] = quantize(v[rows], fmt, rounding="nearest_even" if k % 2 else "toward_zero")
     return r + 0.0
 
 
@@ -216,7 +201,7 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
     """The block model for rows of products p (exponents ep) and accumulators c, with per-row
     F, zero-c exponent, RNE flag and output precision (bits with the hidden one); float32
     results in the output format."""
-    c_emin, emax = (-14, 15) if out == "fp16" else (-126, 127)
+    c_emin = get_format(out).emin
     K = p.shape[1]
     for s in range(0, K, block):
         ks = range(s, min(s + block, K))
@@ -232,7 +217,7 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
                     vals.append(v)
                     exps.append(_exponents(v, -100000))
             total, _ = _aligned_total(vals, exps, F, cut)
-        c = _round_rows(total, prec, rne, c_emin, emax)
+        c = _round_rows(total, prec, rne, out)
     return c.astype(np.float32)
 
 
