@@ -1147,8 +1147,8 @@ def summary_table(histories: Sequence[History]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
-    """Write ``loss.png``, ``loss_scale.png`` and ``grad_hist.png`` into ``directory``."""
+def _pyplot():
+    """matplotlib.pyplot on the file-only Agg backend, or a clear error when it is missing."""
     try:
         import matplotlib
 
@@ -1158,6 +1158,12 @@ def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
         raise ValueError(
             "--plot needs matplotlib: pip install 'fpemu[plot]' (or pip install matplotlib)"
         ) from None
+    return plt
+
+
+def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
+    """Write ``loss.png``, ``loss_scale.png`` and ``grad_hist.png`` into ``directory``."""
+    plt = _pyplot()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -1254,6 +1260,8 @@ def _progress_bar(stream) -> Callable[[str, int, int], None]:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """``fpemu train``: one run, or the comparison (the default with no arguments)."""
+    if args.plot:
+        _pyplot()  # fail before training, not after
     progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
     kw = dict(
         init_scale=args.init_scale,
