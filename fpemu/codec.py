@@ -1,6 +1,6 @@
 """Encode real numbers into any :class:`~fpemu.formats.Format`, decode codes, and quantize.
 
-One generic kernel (:func:`_encode_float64`) serves every format and rounding mode: it splits
+One generic kernel (:func:`_encode_generic`) serves every format and rounding mode: it splits
 each float64 into sign, exponent and a 53-bit integer significand, drops the bits below the
 format's quantum with integer arithmetic, rounds, and assembles the code. Fast paths exist only
 where they are provably identical to it (tables are *built by* the generic kernel):
@@ -200,7 +200,7 @@ def _stochastic_increment(rem, shift_full, gen: np.random.Generator) -> np.ndarr
     return u < ((rem << left) >> right)
 
 
-def _encode_float64(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -> np.ndarray:
+def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, rng=None) -> np.ndarray:
     """Codes (right-aligned, uint32) of float values; the reference kernel for every path.
 
     source is float16/32/64; it is widened to float64 (exactly) and only its NaN payloads are
@@ -227,7 +227,7 @@ def _generator(rng: Any) -> np.random.Generator:
 
 
 def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen) -> np.ndarray:
-    """The generic kernel on one flat chunk (see _encode_float64)."""
+    """The generic kernel on one flat chunk (see _encode_generic)."""
     with np.errstate(invalid="ignore"):  # widening a signalling NaN warns; it stays NaN
         x = np.asarray(source, dtype=np.float64)
     M = fmt.mantissa_bits
@@ -372,7 +372,7 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
         x = patterns.view(np.float32).astype(np.float64)
     nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero")
-    codes = _encode_float64(x, fmt, nan_free)
+    codes = _encode_generic(x, fmt, nan_free)
     if opts.nan == "raise" and fmt.bits < 8:
         codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
     table = codes.astype(fmt.code_dtype)
@@ -447,7 +447,7 @@ def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarr
     # numpy keeps NaN payloads from float32 only (float64 NaNs pass through the FPU), so the
     # generic kernel re-encodes NaNs unless that payload rule is the one asked for.
     if isnan.any() and (opts.nan != "payload" or x.dtype != np.float32):
-        codes[isnan] = _encode_float64(x[isnan], fmt, opts)
+        codes[isnan] = _encode_generic(x[isnan], fmt, opts)
     return codes
 
 
@@ -549,7 +549,7 @@ def encode(
     ):
         codes = _encode_fp32_prefix_rne(arr, fmt)
     else:
-        codes = _encode_float64(arr, fmt, opts, rng)
+        codes = _encode_generic(arr, fmt, opts, rng)
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
@@ -743,7 +743,7 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
 def _special_values(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
     """Values for the (few) inputs that overflowed, are Inf or are NaN: the generic kernel
     decides them, so the overflow and NaN options mean the same on every path."""
-    codes = _encode_float64(x, fmt, opts).astype(np.int64)
+    codes = _encode_generic(x, fmt, opts).astype(np.int64)
     return _decode_generic(codes, fmt).astype(x.dtype)
 
 
