@@ -317,7 +317,7 @@ def _float64_near_points(fmt, seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["fp16"])
-def test_encode_generic_matches_numpy_fp16(name):
+def test_encode_float64_matches_numpy_fp16(name):
     """numpy converts float64 -> float16 directly (single rounding): compare everything."""
     fmt = get_format(name)
     x = _float64_near_points(fmt, 4)
