@@ -31,7 +31,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .accumulator import Accumulator, accumulator_names, dot, get_accumulator
+from .accumulator import Accumulator, _exponent, _pow2, accumulator_names, dot, get_accumulator
 from .codec import integers_to_float64, quantize
 from .formats import get_format
 
@@ -149,17 +149,10 @@ def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumula
 # computes the same block model (tests check it against dot on the dumps) for many parameter
 # sets at once: the experiment rows are repeated once per (F, zero-c exponent, output
 # rounding, output bits) set and those parameters become per-row arrays.
-_NONE = -4000  # exponent of a zero term (as in fpemu.accumulator)
-
-
-def _exponents(v: np.ndarray, emin: int) -> np.ndarray:
-    """floor(log2|v|) clamped below at emin; _NONE for zeros. int32."""
-    _, e = np.frexp(v)
-    return np.where(v != 0, np.maximum(e.astype(np.int32) - 1, emin), _NONE).astype(np.int32)
-
-
+# The exponent and power-of-two helpers are the accumulator's own, so both agree on zeros.
 def _p2(e: np.ndarray) -> np.ndarray:
-    return ((np.clip(e, -1022, 1023).astype(np.int64) + 1023) << 52).view(np.float64)
+    """2.0**e, clamped to float64's normal exponents."""
+    return _pow2(np.clip(e, -1022, 1023))
 
 
 def _aligned_total(vals: list, exps: list, F: np.ndarray, cut: str) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +186,7 @@ def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, out: str) -> n
 def _products(a: np.ndarray, b: np.ndarray, inputs: str) -> tuple[np.ndarray, np.ndarray]:
     """Exact products and their model exponents e_a + e_b (a subnormal at its format's emin)."""
     fmt = get_format(inputs)
-    return a * b, _exponents(a, fmt.emin) + _exponents(b, fmt.emin)
+    return a * b, _exponent(a, fmt.emin) + _exponent(b, fmt.emin)
 
 
 def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_odd: bool,
@@ -205,7 +198,7 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
     K = p.shape[1]
     for s in range(0, K, block):
         ks = range(s, min(s + block, K))
-        ec = np.where(c == 0, zc, _exponents(c, c_emin))
+        ec = np.where(c == 0, zc, _exponent(c, c_emin))
         if not late_c:
             total, _ = _aligned_total([c] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
         else:
@@ -215,7 +208,7 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
                 if len(g):
                     v, _ = _aligned_total([p[:, k] for k in g], [ep[:, k] for k in g], F, cut)
                     vals.append(v)
-                    exps.append(_exponents(v, -100000))
+                    exps.append(_exponent(v, -100000))
             total, _ = _aligned_total(vals, exps, F, cut)
         c = _round_rows(total, prec, rne, out)
     return c.astype(np.float32)
