@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .accumulator import _round_to_odd_sum
 from .codec import decode, encode
 from .formats import Format, get_format
 
@@ -821,7 +822,7 @@ def _k_block(q: BlockArray, k_axis: int) -> int:
     return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
 
 
-def _round_to_odd_sum(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def _limbs_to_float64_odd(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """The integer hi * 2**16 + lo (int64 limbs) as float64 rounded to odd.
 
     Rounding to odd at 53 bits followed by one rounding to float32 (24 bits) equals a single
@@ -831,17 +832,7 @@ def _round_to_odd_sum(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     lo = lo & 0xFFFF
     hf = hi.astype(np.float64)  # may round when |hi| > 2**53: keep the residual exactly
     rest = (hi - hf.astype(np.int64)) * 65536 + lo  # small, exact in int64 and float64
-    a = hf * 65536.0
-    b = rest.astype(np.float64)
-    s = a + b
-    bb = s - a  # TwoSum: s + err == a + b exactly
-    err = (a - (s - bb)) + (b - bb)
-    bits = s.view(np.int64).copy()
-    fix = (err != 0) & ((bits & 1) == 0)
-    if fix.any():
-        toward = np.where(np.signbit(err) == np.signbit(s), 1, -1)  # move |s| toward the truth
-        bits[fix] += toward[fix]
-    return bits.view(np.float64)
+    return _round_to_odd_sum(hf * 65536.0, rest.astype(np.float64))
 
 
 def _block_product_sums(ia: np.ndarray, ib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -916,7 +907,7 @@ def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(nb):
             hi, lo = _block_product_sums(ia[:, j, :], ib[j])
-            exact = _round_to_odd_sum(hi, lo)
+            exact = _limbs_to_float64_odd(hi, lo)
             e = exp_a[:, j][:, None] + exp_b[j][None, :] - shift
             block = np.ldexp(exact, e.astype(np.int32)).astype(np.float32)
             special = bad_a[:, j][:, None] | bad_b[j][None, :]
