@@ -1,16 +1,24 @@
 """The ``fpemu`` command line.
 
 Each subcommand is a small function ``cmd_<name>(args) -> int`` registered in
-:func:`build_parser`. Errors that come from bad input (``ValueError``/``TypeError``) print one
-line ``fpemu: error: ...`` on stderr and exit with status 2.
+:func:`build_parser`. The command line never shows a traceback: every error is one line
+``fpemu: error: ...`` on stderr, and the exit status says what kind it was:
+
+* 2, a usage error: an unknown option or a bad value (argparse's errors, and the
+  ``ValueError``/``TypeError`` with which the library refuses bad arguments);
+* 1, a failed run: a file that cannot be read or written (``OSError``), a :class:`RunError`
+  raised by a command, or an unexpected internal error (``FPEMU_TRACEBACK=1`` shows it whole).
+
+Negative numbers are values, not options: ``fpemu show -3e-5 -f e4m3`` works.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 from . import codec
 
@@ -67,9 +75,32 @@ def _fraction_to_float(num: str, den: str) -> float:
     return float(Fraction(int(num), int(den)))
 
 
-# ---- parser -----------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+# ---- errors and the parser ---------------------------------------------------------------------
+class RunError(Exception):
+    """A command that cannot finish for a reason the user can act on (exit status 1)."""
+
+
+# A token that starts like a negative number ("-3e-5", "-.5", "-inf", "-nan", "-0x1p3", "-1/3",
+# "-3,1") is a value: no option of fpemu starts with a digit, a dot, "inf" or "nan".
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors and negative numbers read as values."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]  # "fpemu show" -> "show"
+        print(f"fpemu: error: {command + ': ' if command else ''}{message}", file=sys.stderr)
+        raise SystemExit(2)
+
+    def _parse_optional(self, arg_string):  # argparse's hook that tells options from values
+        if _NEGATIVE_VALUE.match(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
         prog="fpemu",
         description="Bit-exact emulation of the floating-point formats machine learning runs on.",
     )
@@ -80,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_formats)
 
     p = sub.add_parser("show", help="explain how one value is encoded in a format")
-    p.add_argument("value", help="a number: 1.5, -3e-5, inf, nan, 0x1.8p3 or 1/3")
+    p.add_argument("value", help="a number: 1.5, -3e-5, -inf, nan, 0x1.8p3 or 1/3")
     p.add_argument("--format", "-f", required=True, help="format name, e.g. e4m3")
     p.add_argument("--rounding", "-r", default="nearest_even", help="rounding mode (default RNE)")
     p.add_argument("--overflow", "-o", default=None, help="saturate, inf or nan (default: the format's)")
@@ -113,19 +144,51 @@ def _register_feature_commands() -> None:
             _EXTRA_COMMANDS.append(register)
 
 
+def _os_error_text(exc: OSError) -> str:
+    """'cannot read/write PATH: reason' from an OSError, naming the file."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{reason}: {exc.filename}"
+    return reason
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fpemu`` console script."""
+    """Entry point of the ``fpemu`` console script; returns the exit status.
+
+    >>> main(["show", "-inf", "-f", "e4m3", "--no-color"])  # doctest: +ELLIPSIS
+    -inf in e4m3 ...
+    0
+    """
     _register_feature_commands()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error, already printed on one line
+        return int(exc.code or 0)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"fpemu: error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError) as exc:
+        return _fail(str(exc), 2)
+    except RunError as exc:
+        return _fail(str(exc), 1)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        return _fail(_os_error_text(exc), 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # a bug: still one line, with the way to see the whole story
+        if os.environ.get("FPEMU_TRACEBACK"):
+            raise
+        return _fail(f"internal error ({type(exc).__name__}: {exc}); please report it, "
+                     "FPEMU_TRACEBACK=1 shows the traceback", 1)
+
+
+def _fail(message: str, status: int) -> int:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"fpemu: error: {first}", file=sys.stderr)
+    return status
 
