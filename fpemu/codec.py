@@ -100,6 +100,8 @@ def _as_real_array(x: Any) -> np.ndarray:
     """x as an ndarray of float16/32/64 without rounding (integers handled by the caller)."""
     arr = np.asarray(x)
     kind = arr.dtype.kind
+    if kind in "fiu" and not arr.dtype.isnative:  # big-endian data: compute in native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if kind == "f":
         if arr.dtype.itemsize > 8:
             raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
@@ -296,20 +298,24 @@ def _apply_overflow(result, overflowed, isinf, negative, fmt: Format, opts: _Opt
 
 
 def _apply_sign_and_specials(result, negative, isnan, iszero, fmt: Format, opts: _Options, source) -> None:
-    """Add the sign bit, place NaNs, and handle unsigned/zero-less formats, in place."""
+    """Add the sign bit and give the inputs that have no code (NaN; negatives in an unsigned
+    format; zero in a format without zero) the NaN code or the NaN option's code, in place."""
     if fmt.signed:
         signable = negative.copy()
-        if not fmt.has_neg_zero:
+        if fmt.subnormals and not fmt.has_neg_zero:
             signable &= result != 0  # FNUZ and P3109: zero is unsigned, the -0 code is NaN
         if fmt.nan == "neg_zero":
             signable &= result != fmt.nan_code  # an overflow to NaN must not gain a sign bit
         result[signable] |= fmt.sign_mask
-    else:
-        # No sign bit: negative numbers have no code (NaN), -0 is +0 where zero exists.
-        bad = negative & ~iszero
-        if not fmt.subnormals:
-            bad |= iszero  # no zero at all (E8M0)
-        result[bad & ~isnan] = fmt.nan_code
+    no_code = _without_code(negative, iszero, fmt)
+    if no_code is not None:
+        no_code &= ~isnan
+        if no_code.any():
+            if not fmt.has_nan:
+                if opts.nan == "raise":
+                    _raise_no_code(int(np.count_nonzero(no_code)), fmt)
+                # 'zero' and 'ml_dtypes' treat these values as they treat NaN.
+            isnan = isnan | no_code
     if not isnan.any():
         return
     if fmt.has_nan:
@@ -334,10 +340,43 @@ def _apply_sign_and_specials(result, negative, isnan, iszero, fmt: Format, opts:
         result[isnan] = np.where(negative[isnan], 0, fmt.sign_mask)
 
 
+def _without_code(negative, iszero, fmt: Format):
+    """Mask of the finite inputs that no code represents (None when every one has a code):
+    negative numbers in an unsigned format, zero in a format without zero (E8M0)."""
+    if fmt.signed and fmt.subnormals:
+        return None
+    mask = np.zeros(negative.shape, dtype=bool) if fmt.signed else negative & ~iszero
+    return mask | iszero if not fmt.subnormals else mask
+
+
+def _check_codes_exist(x: np.ndarray, fmt: Format, opts: _Options) -> None:
+    """Raise, under nan='raise' in an unsigned or zero-less format without NaN, for inputs
+    that have no code at all: NaN and the values of :func:`_without_code` (checked up front:
+    the table path has no code to flag them with; the other formats' paths check NaN
+    themselves)."""
+    if fmt.has_nan or opts.nan != "raise" or (fmt.signed and fmt.subnormals):
+        return
+    isnan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+    if isnan.any():
+        _raise_nan(int(np.count_nonzero(isnan)), fmt)
+    no_code = _without_code(np.signbit(x), x == 0, fmt)
+    if no_code is not None and no_code.any():
+        _raise_no_code(int(np.count_nonzero(no_code)), fmt)
+
+
 def _raise_nan(count: int, fmt: Format) -> None:
     raise ValueError(
         f"{count} NaN value{'s' if count != 1 else ''} in the input: format {fmt.name} has no "
         "NaN (pass nan='zero' or nan='ml_dtypes' to choose a code)"
+    )
+
+
+def _raise_no_code(count: int, fmt: Format) -> None:
+    what = " or ".join((["negative numbers"] if not fmt.signed else [])
+                       + (["zero"] if not fmt.subnormals else []))
+    raise ValueError(
+        f"{count} value{'s' if count != 1 else ''} in the input have no code in format "
+        f"{fmt.name}, which has no {what} and has no NaN (pass nan='zero' to give them code 0)"
     )
 
 
@@ -422,7 +461,7 @@ def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
         x = _float64_to_float32_odd(x)
     elif x.dtype != np.float32:
         x = x.astype(np.float32)
-    if opts.nan == "raise" and fmt.bits == 8 and np.isnan(x).any():
+    if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
     u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
     codes = _table_lookup(u, _encode_table(fmt, opts)).reshape(x.shape)
@@ -536,6 +575,7 @@ def encode(
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
         arr = integers_to_float64(arr)
+    _check_codes_exist(arr, fmt, opts)
     if _table_path_ok(fmt, opts):
         codes = _encode_by_table(arr, fmt, opts)
     elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \
@@ -569,7 +609,8 @@ def _decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
     else:
         significand = (frac + (1 << M)).astype(np.float64)
         exponent = efield - fmt.bias - M
-    values = np.ldexp(significand, exponent.astype(np.int32))
+    with np.errstate(over="ignore"):  # only the Inf/NaN codes, replaced below, can overflow
+        values = np.ldexp(significand, exponent.astype(np.int32))
     negative = (codes & fmt.sign_mask) != 0 if fmt.signed else np.zeros(codes.shape, bool)
     values = np.where(negative, -values, values)
     if fmt.has_inf:
@@ -611,7 +652,18 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
         raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
+    if dtype == np.float32 and not _fits(fmt, dtype):
+        raise ValueError(f"format {fmt.name} has values float32 cannot hold exactly "
+                         f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
+                         f"{fmt.mantissa_bits} mantissa bits): decode to float64")
     arr = _as_codes(codes, fmt)
+    if _is_fp32_prefix(fmt) and fmt.bits > 16:
+        # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
+        # reinterpret.
+        u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
+        return _widen(u.view(np.float32), dtype)
+    if fmt.code_shift:  # left-aligned in a wider container: the low bits are ignored
+        arr = np.right_shift(arr.astype(np.uint32), np.uint32(fmt.code_shift))
     if fmt.bits == 16 and _is_fp32_prefix(fmt):
         # bf16: the code is the top half of the float32 pattern.
         pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
@@ -619,13 +671,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
         return _widen(pairs.view(np.float32).reshape(arr.shape), dtype)
     if fmt.bits <= 16:
         return _lookup(arr, _decode_table(fmt, dtype))
-    if _is_fp32_prefix(fmt):
-        # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
-        # reinterpret.
-        u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
-        return _widen(u.view(np.float32), dtype)
-    shifted = arr.astype(np.int64) >> fmt.code_shift
-    return _decode_generic(shifted, fmt).astype(dtype)
+    return _decode_generic(arr.astype(np.int64), fmt).astype(dtype)
 
 
 def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -695,7 +741,7 @@ def _magic_path_ok(fmt: Format, rounding: str) -> bool:
     bits, subnormals, and an exponent range whose magic numbers stay finite in float32)."""
     return (
         isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "nearest_even"
-        and 7 <= fmt.mantissa_bits <= 21 and fmt.subnormals and fmt.signed
+        and 7 <= fmt.mantissa_bits <= 21 and fmt.subnormals and fmt.signed and fmt.has_normals
         and fmt.emin >= -126 and fmt.emax <= 103 + fmt.mantissa_bits
     )
 
@@ -774,7 +820,12 @@ def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: _Options) -> np.n
     with np.errstate(invalid="ignore", over="ignore"):
         _, e = np.frexp(x)
         quantum = np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.mantissa_bits)
-        r = _INTEGER_ROUNDING[opts.rounding](x / quantum) * quantum
+        scaled = x / quantum
+        if opts.rounding in ("up", "down") and fmt.emin - fmt.mantissa_bits >= 1:
+            # A quantum of 2 or more can scale the tiniest inputs to 0, where ceil/floor
+            # no longer see that they were not zero.
+            scaled = np.where((scaled == 0) & (x != 0), np.copysign(5e-324, x), scaled)
+        r = _INTEGER_ROUNDING[opts.rounding](scaled) * quantum
         bad = ~(np.abs(r) <= fmt.max)  # overflowed, Inf or NaN
     if bad.any():
         r[bad] = _special_values(x[bad], fmt, opts)
@@ -864,5 +915,16 @@ def explain(
         rel = f" (relative {float(err / Fraction(xf)) * 100:+.3g}%)" if xf != 0 else ""
         lines.append(f"  error     {float(err):+.6g}{rel}")
     elif not np.isnan(xf) and not np.isfinite(value):
-        lines.append("  error     overflow: the value is beyond the format's largest finite value")
+        lines.append(f"  error     {_why_not_finite(xf, fmt)}")
     return "\n".join(lines)
+
+
+def _why_not_finite(x: float, fmt: Format) -> str:
+    """Why a number that is not NaN got a NaN or Inf code (for explain)."""
+    if x == 0 and not fmt.subnormals:
+        return "no code: the format has no zero"
+    if not fmt.signed and x < 0:
+        return "no code: the format is unsigned, it has no negative values"
+    if np.isinf(x):
+        return "Inf input" + ("" if fmt.has_inf else ": the format has no Inf")
+    return "overflow: the value is beyond the format's largest finite value"

@@ -65,33 +65,13 @@ class Format:
     container_bits: int | None = None
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.exponent_bits < 1:
-            problems.append("exponent_bits must be >= 1")
-        if self.mantissa_bits < 0:
-            problems.append("mantissa_bits must be >= 0")
-        if self.bits > 32:
-            problems.append(f"at most 32 bits are supported, got {self.bits}")
-        if self.inf not in ("none", "ieee", "top"):
-            problems.append(f"inf must be 'none', 'ieee' or 'top', got {self.inf!r}")
-        if self.nan not in ("none", "ieee", "top", "neg_zero"):
-            problems.append(f"nan must be 'none', 'ieee', 'top' or 'neg_zero', got {self.nan!r}")
-        if (self.inf == "ieee") != (self.nan == "ieee"):
-            problems.append("IEEE-style Inf and NaN come together (inf='ieee', nan='ieee')")
-        if self.nan == "ieee" and self.mantissa_bits == 0:
-            problems.append("IEEE-style NaNs need at least one mantissa bit")
-        if self.inf == "top" and self.nan == "top":
-            problems.append("Inf and NaN cannot both be the top code")
-        if self.nan == "neg_zero" and not self.signed:
-            problems.append("an unsigned format has no -0 code to use as NaN")
-        if self.container_bits is not None and self.container_bits not in (8, 16, 32):
-            problems.append("container_bits must be 8, 16 or 32")
-        if self.container_bits is not None and self.container_bits < self.bits:
-            problems.append("container_bits is narrower than the format")
+        problems = _type_problems(self)
+        if not problems:
+            problems = _layout_problems(self)
+        if not problems:
+            problems = _range_problems(self)
         if problems:
             raise ValueError(f"invalid format {self.name!r}: " + "; ".join(problems))
-        if self.max_code < 1 and self.subnormals:
-            raise ValueError(f"invalid format {self.name!r}: it has no positive finite value")
 
     # ---- widths and codes -------------------------------------------------------------
     @property
@@ -170,37 +150,57 @@ class Format:
         return self.signed and self.subnormals and self.nan != "neg_zero"
 
     # ---- values -------------------------------------------------------------------------
+    def magnitude(self, k: int) -> float:
+        """Value of magnitude code ``k`` (no sign bit) read as a finite number.
+
+        >>> get_format("e2m1").magnitude(5)
+        3.0
+        """
+        M = self.mantissa_bits
+        field, frac = k >> M, k & ((1 << M) - 1)
+        if self.subnormals and field == 0:
+            return float(np.ldexp(float(frac), self.emin - M))
+        return float(np.ldexp(float((1 << M) | frac), field - self.bias - M))
+
     @property
     def emin(self) -> int:
-        """Exponent of the smallest normal value."""
+        """Exponent of the smallest normal binade (field 1, or field 0 without subnormals)."""
         return (1 if self.subnormals else 0) - self.bias
 
     @property
     def emax(self) -> int:
-        """Exponent of the largest finite value."""
-        return (self.max_code >> self.mantissa_bits) - self.bias
+        """Exponent of the largest finite value: floor(log2(max))."""
+        return int(np.frexp(self.max)[1]) - 1
 
     @property
     def max(self) -> float:
-        """Largest finite value."""
-        frac = self.max_code & ((1 << self.mantissa_bits) - 1)
-        return float(np.ldexp(float((1 << self.mantissa_bits) + frac), self.emax - self.mantissa_bits))
+        """Largest finite value.
+
+        >>> Format("fixed", 1, 7, -3).max  # one exponent bit, IEEE Inf/NaN: subnormals only
+        15.875
+        """
+        return self.magnitude(self.max_code)
+
+    @property
+    def has_normals(self) -> bool:
+        """Whether some finite code is normal (has an implicit leading 1)."""
+        return not self.subnormals or self.max_code >= 1 << self.mantissa_bits
 
     @property
     def min_normal(self) -> float:
-        """Smallest positive normal value."""
-        return float(np.ldexp(1.0, self.emin))
+        """Smallest positive normal value; +inf when every finite value is subnormal (the
+        minimum of no values), so that ``abs(v) < min_normal`` still tells subnormals."""
+        return float(np.ldexp(1.0, self.emin)) if self.has_normals else float("inf")
 
     @property
     def min_subnormal(self) -> float:
         """Smallest positive value (the smallest normal when there are no subnormals)."""
-        if not self.subnormals:
-            return self.min_normal
-        return float(np.ldexp(1.0, self.emin - self.mantissa_bits))
+        return self.magnitude(0 if not self.subnormals else 1)
 
     @property
     def eps(self) -> float:
-        """Distance from 1 to the next larger value (2**-mantissa_bits)."""
+        """Relative spacing of a normal binade: 2**-mantissa_bits (the gap after 1.0 where
+        1.0 is a normal value)."""
         return float(np.ldexp(1.0, -self.mantissa_bits))
 
     @property
@@ -209,6 +209,74 @@ class Format:
 
     def __str__(self) -> str:
         return self.name
+
+
+# ---- validation: a Format(...) that makes no sense is refused, with the reason ---------------
+_INF_ENCODINGS = ("none", "ieee", "top")
+_NAN_ENCODINGS = ("none", "ieee", "top", "neg_zero")
+
+
+def _type_problems(fmt: Format) -> list[str]:
+    """Fields of the wrong type (checked first: the other checks compute with them)."""
+    problems = []
+    if not isinstance(fmt.name, str) or not fmt.name:
+        problems.append(f"name must be a non-empty string, got {fmt.name!r}")
+    for field in ("exponent_bits", "mantissa_bits", "bias"):
+        value = getattr(fmt, field)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            problems.append(f"{field} must be an integer, got {value!r}")
+        else:
+            object.__setattr__(fmt, field, int(value))  # numpy integers: hash and compare as int
+    for field in ("signed", "subnormals"):
+        if not isinstance(getattr(fmt, field), (bool, np.bool_)):
+            problems.append(f"{field} must be True or False, got {getattr(fmt, field)!r}")
+    if fmt.inf not in _INF_ENCODINGS:
+        problems.append(f"inf must be one of {_INF_ENCODINGS}, got {fmt.inf!r}")
+    if fmt.nan not in _NAN_ENCODINGS:
+        problems.append(f"nan must be one of {_NAN_ENCODINGS}, got {fmt.nan!r}")
+    if fmt.container_bits is not None and fmt.container_bits not in (8, 16, 32):
+        problems.append(f"container_bits must be 8, 16 or 32, got {fmt.container_bits!r}")
+    return problems
+
+
+def _layout_problems(fmt: Format) -> list[str]:
+    """Field widths and special-code placements that cannot work together."""
+    problems = []
+    if fmt.exponent_bits < 1:
+        problems.append("exponent_bits must be >= 1")
+    if fmt.mantissa_bits < 0:
+        problems.append("mantissa_bits must be >= 0")
+    if fmt.bits > 32:
+        problems.append(f"at most 32 bits are supported, got {fmt.bits}")
+    if (fmt.inf == "ieee") != (fmt.nan == "ieee"):
+        problems.append("IEEE-style Inf and NaN come together (inf='ieee', nan='ieee')")
+    if fmt.nan == "ieee" and fmt.mantissa_bits == 0:
+        problems.append("IEEE-style NaNs need at least one mantissa bit")
+    if fmt.inf == "top" and fmt.nan == "top":
+        problems.append("Inf and NaN cannot both be the top code")
+    if fmt.nan == "neg_zero" and not fmt.signed:
+        problems.append("an unsigned format has no -0 code to use as NaN")
+    if fmt.nan == "neg_zero" and not fmt.subnormals:
+        problems.append("nan='neg_zero' needs a zero (subnormals=True): without it the code "
+                        "of -0 is the negative smallest value")
+    if fmt.container_bits is not None and fmt.container_bits < fmt.bits:
+        problems.append(f"container_bits ({fmt.container_bits}) is narrower than the format ({fmt.bits} bits)")
+    return problems
+
+
+def _range_problems(fmt: Format) -> list[str]:
+    """Formats with no finite value to round to, or values float64 cannot hold exactly."""
+    if fmt.subnormals and fmt.max_code < 1:
+        return ["it has no positive finite value (every code is zero, Inf or NaN)"]
+    # Every value must be a float64 (decode is exact, encode rounds float64 input once).
+    top_exponent = (fmt.max_code >> fmt.mantissa_bits) - fmt.bias
+    low_exponent = fmt.emin - fmt.mantissa_bits
+    problems = []
+    if top_exponent > 1023:
+        problems.append(f"its largest value (about 2^{top_exponent}) is beyond float64; use a larger bias")
+    if low_exponent < -1074:
+        problems.append(f"its smallest value (2^{low_exponent}) is below float64's 2^-1074; use a smaller bias")
+    return problems
 
 
 def p3109(precision: int) -> Format:

@@ -25,13 +25,14 @@ def _num(v: float) -> str:
 
 
 def _specials(fmt: Format) -> tuple[str, str]:
-    inf = {"none": "none", "ieee": "exp all ones, man 0", "top": "0x7F/0xFF"}[fmt.inf]
     shift = fmt.code_shift
+    top = f"0x{fmt.top_code << shift:X}" + (f"/0x{(fmt.top_code | fmt.sign_mask) << shift:X}" if fmt.signed else "")
+    inf = {"none": "none", "ieee": "exp all ones, man 0", "top": top}[fmt.inf]
     nan = {
         "none": "none",
         "ieee": "exp all ones, man != 0",
-        "top": f"0x{fmt.top_code << shift:X}" + (f"/0x{(fmt.top_code | fmt.sign_mask) << shift:X}" if fmt.signed else ""),
-        "neg_zero": f"0x{fmt.sign_mask:X} (no -0)",
+        "top": top,
+        "neg_zero": f"0x{fmt.sign_mask << shift:X} (no -0)",
     }[fmt.nan]
     return inf, nan
 
@@ -62,7 +63,7 @@ def code_table(fmt: str | Format) -> str:
     if fmt.bits > 8:
         raise ValueError(f"table lists formats of at most 8 bits; {fmt.name} has {fmt.bits}")
     codes = np.arange(1 << fmt.bits, dtype=np.uint8)
-    values = decode(codes, fmt)
+    values = decode(codes << np.uint8(fmt.code_shift), fmt)  # stored left-aligned in a container
     digits = (fmt.bits + 3) // 4
     E, M = fmt.exponent_bits, fmt.mantissa_bits
     lines = [f"{fmt.name}: {1 << fmt.bits} codes", f"{'code':<{digits + 4}}{'bits':<{fmt.bits + 4}}{'value':>10}  class"]

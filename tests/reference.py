@@ -187,7 +187,7 @@ def resolve_overflow(fmt: Format, overflow: str | None) -> str:
         if fmt.nan != "none":
             return "nan"
         return "saturate"
-    if overflow not in ("saturate", "inf", "nan"):
+    if overflow not in ("saturate", "inf", "nan", "saturate_propagate"):
         raise ValueError(f"bad overflow {overflow!r}")
     if overflow == "inf" and fmt.inf == "none":
         raise ValueError(f"{fmt.name} has no Inf")
@@ -227,12 +227,17 @@ def ref_encode(
     rounding: str = "rne",
     overflow: str | None = None,
     nan: str | None = None,
+    payload_of: np.floating | None = None,
 ) -> int:
     """Encode one real number exactly, returning the integer code in its container.
 
     ``x`` is a Python float (any float64, including -0.0, +-inf and NaN), an int, or a
     Fraction. Raises ValueError where the codec must (NaN into a format without NaN under
-    ``nan="raise"``, impossible overflow options).
+    ``nan="raise"``, impossible overflow options). ``overflow="saturate_propagate"`` (P3109
+    SatPropagate) saturates finite overflow and keeps Inf input as Inf (NaN where the format
+    has no Inf). For formats with NaN, ``nan="positive"`` drops the sign of NaN results;
+    ``payload_of`` (the float32 or float64 NaN input as a numpy scalar) with
+    ``nan="payload"``/``"quiet_payload"`` keeps the top fraction bits of its pattern.
 
     >>> from fpemu.formats import get_format
     >>> e2m1 = get_format("e2m1")
@@ -249,6 +254,8 @@ def ref_encode(
     is_nan = isinstance(x, float) and math.isnan(x)
     negative = (math.copysign(1.0, x) < 0) if isinstance(x, float) else x < 0
     if is_nan:
+        if nan in ("payload", "quiet_payload"):
+            return _place(_payload_nan_code(fmt, negative, nan, payload_of), fmt)
         return _place(_nan_code(fmt, negative, nan), fmt)
 
     # Unsigned formats: negatives have no code; -0 becomes +0 (or NaN where there is no 0).
@@ -259,7 +266,7 @@ def ref_encode(
 
     sign = sign_bit if negative else 0
     if isinstance(x, float) and math.isinf(x):
-        if ov == "saturate":
+        if ov == "saturate" or (ov == "saturate_propagate" and fmt.inf == fmt.nan == "none"):
             return _place(sign | _max_code(fmt), fmt)
         if fmt.inf != "none":
             return _place(sign | _inf_code(fmt), fmt)
@@ -283,7 +290,7 @@ def ref_encode(
         toward_zero = mode in ("rz", "odd") or (mode == "rd" and not negative) or (
             mode == "ru" and negative
         )
-        if ov == "saturate" or toward_zero:
+        if ov in ("saturate", "saturate_propagate") or toward_zero:
             return _place(sign | _max_code(fmt), fmt)
         if ov == "inf":
             return _place(sign | _inf_code(fmt), fmt)
@@ -322,6 +329,8 @@ def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
     """Right-aligned NaN code for NaN input (or a result that must be NaN)."""
     width = fmt.exponent_bits + fmt.mantissa_bits
     sign_bit = 1 << width if fmt.signed else 0
+    if nan == "positive":
+        negative = False
     if fmt.nan == "ieee":
         k = (((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits) | (1 << (fmt.mantissa_bits - 1))
         return (sign_bit if negative else 0) | k
@@ -338,6 +347,24 @@ def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
     if option == "ml_dtypes":
         return 0 if negative else sign_bit  # ml_dtypes: +NaN -> the -0 code, -NaN -> +0
     raise ValueError(f"bad nan option {option!r}")
+
+
+def _payload_nan_code(fmt: Format, negative: bool, nan: str, source: np.floating) -> int:
+    """IEEE NaN keeping the top ``mantissa_bits`` fraction bits of the input's own pattern:
+    ``payload`` forces a non-zero fraction (numpy's float->half rule), ``quiet_payload``
+    sets the quiet bit (what FPUs do)."""
+    assert fmt.nan == "ieee", "payload NaNs need IEEE-style NaNs"
+    nmant = np.finfo(source.dtype).nmant
+    pattern = int(np.asarray(source).view(f"u{source.dtype.itemsize}"))
+    frac = pattern & ((1 << nmant) - 1)
+    m_bits = fmt.mantissa_bits
+    top = frac >> (nmant - m_bits) if nmant >= m_bits else frac << (m_bits - nmant)
+    if nan == "payload":
+        top = max(top, 1)
+    else:
+        top |= 1 << (m_bits - 1)
+    sign_bit = 1 << (fmt.exponent_bits + m_bits) if negative and fmt.signed else 0
+    return sign_bit | (((1 << fmt.exponent_bits) - 1) << m_bits) | top
 
 
 def max_magnitude_code(fmt: Format) -> int:
