@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu import codec
+from fpemu.codec import kernel, options, quantizer
 
 F32 = np.float32
 
@@ -33,7 +33,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 def test_fp16_quantize_matches_numpy_cast():
     x = patterns(400_000, 2)
-    assert codec._magic_path_ok(fpemu.get_format("fp16"), "nearest_even")
+    assert quantizer._magic_path_ok(fpemu.get_format("fp16"), "nearest_even")
     with np.errstate(over="ignore", invalid="ignore"):
         assert same_bits(fpemu.quantize(x, "fp16"), x.astype(np.float16).astype(F32))
 
@@ -58,8 +58,8 @@ def test_bf16_quantize_matches_ml_dtypes_cast():
 def test_magic_quantize_matches_generic_kernel(fmt, overflow):
     fmt = fpemu.get_format(fmt)
     x = patterns(200_000, 4)
-    opts = codec._options(fmt, "nearest_even", overflow, None)
-    generic = fpemu.decode(codec._encode_generic(x, fmt, opts), fmt, dtype=F32)
+    opts = options._options(fmt, "nearest_even", overflow, None)
+    generic = fpemu.decode(kernel._encode_generic(x, fmt, opts), fmt, dtype=F32)
     with np.errstate(invalid="ignore"):
         got = fpemu.quantize(x, fmt, overflow=overflow)
     assert same_bits(got, generic)
@@ -67,8 +67,8 @@ def test_magic_quantize_matches_generic_kernel(fmt, overflow):
 
 def _quantize_generic(x: np.ndarray, fmt, opts) -> np.ndarray:
     """decode(encode(x)) through the generic integer kernel only (no fast path)."""
-    codes = codec._encode_generic(x, fmt, opts).astype(np.int64)
-    return codec._decode_generic(codes, fmt).astype(x.dtype)
+    codes = kernel._encode_generic(x, fmt, opts).astype(np.int64)
+    return kernel._decode_generic(codes, fmt).astype(x.dtype)
 
 
 def _mixed_values(n: int, seed: int, dtype) -> np.ndarray:
@@ -95,7 +95,7 @@ def test_quantize_fast_paths_equal_generic_kernel(fmt, dtype):
         for overflow in (None, "saturate", "saturate_propagate", "nan", "inf"):
             for nan in ([None] if fmt.has_nan else ["zero", "ml_dtypes"]):
                 try:
-                    opts = codec._options(fmt, rounding, overflow, nan)
+                    opts = options._options(fmt, rounding, overflow, nan)
                 except ValueError:
                     continue  # the option does not exist for this format
                 got = fpemu.quantize(x, fmt, rounding=rounding, overflow=overflow, nan=nan)

@@ -1,0 +1,89 @@
+"""decode: codes to float64 (exact for every format) or float32 (where the format fits)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..formats import Format, get_format
+from .inputs import _chunks
+from .kernel import _decode_generic, _is_fp32_prefix
+
+
+@lru_cache(maxsize=64)
+def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
+    table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.int64), fmt).astype(dtype)
+    table.setflags(write=False)
+    return table
+
+
+def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
+    limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= limit):
+        bad = arr[(arr < 0) | (arr >= limit)].ravel()[0]
+        raise ValueError(f"code {int(bad)} is out of range for {fmt.name} (codes are 0..{limit - 1})")
+    return arr
+
+
+def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndarray:
+    """Values of integer codes of ``fmt`` as float64 (exact for every format) or float32.
+
+    >>> decode([0x01, 0x07, 0x7E, 0x80, 0x7F], "e4m3").tolist()
+    [0.001953125, 0.013671875, 448.0, -0.0, nan]
+    """
+    fmt = get_format(fmt)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float64, np.float32):
+        raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
+    if dtype == np.float32 and not _fits(fmt, dtype):
+        raise ValueError(f"format {fmt.name} has values float32 cannot hold exactly "
+                         f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
+                         f"{fmt.mantissa_bits} mantissa bits): decode to float64")
+    arr = _as_codes(codes, fmt)
+    if _is_fp32_prefix(fmt) and fmt.bits > 16:
+        # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
+        # reinterpret.
+        u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
+        return _widen(u.view(np.float32), dtype)
+    if fmt.code_shift:  # left-aligned in a wider container: the low bits are ignored
+        arr = np.right_shift(arr.astype(np.uint32), np.uint32(fmt.code_shift))
+    if fmt.bits == 16 and _is_fp32_prefix(fmt):
+        # bf16: the code is the top half of the float32 pattern.
+        pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
+        pairs[..., 1 if np.little_endian else 0] = arr
+        return _widen(pairs.view(np.float32).reshape(arr.shape), dtype)
+    if fmt.bits <= 16:
+        return _lookup(arr, _decode_table(fmt, dtype))
+    return _decode_generic(arr.astype(np.int64), fmt).astype(dtype)
+
+
+def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float32 -> dtype; signalling NaNs stay NaN (quiet) without a floating-point warning."""
+    with np.errstate(invalid="ignore"):
+        return values.astype(dtype, copy=False)
+
+
+def _lookup(index: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[index] computed chunk by chunk (the gathered output stays cache-friendly)."""
+    flat = index.reshape(-1)
+    if flat.dtype.itemsize > 2 or flat.dtype.kind != "u":
+        flat = flat.astype(np.intp)
+    out = np.empty(flat.size, dtype=table.dtype)
+    for part in _chunks(flat.size):
+        table.take(flat[part], out=out[part])
+    return out.reshape(index.shape)
+
+
+def _fits(fmt: Format, dtype: np.dtype) -> bool:
+    """Whether every finite value of fmt is exactly a value of the float dtype."""
+    info = np.finfo(dtype)
+    return (
+        fmt.mantissa_bits <= info.nmant
+        and fmt.emax <= info.maxexp - 1
+        and fmt.min_subnormal >= float(info.smallest_subnormal)
+    )

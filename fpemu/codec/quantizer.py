@@ -1,0 +1,148 @@
+"""quantize: round to a format's values and return them as floats, with two fast paths that
+round by floating-point arithmetic (tested against the generic kernel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..formats import Format, get_format
+from .decoder import _fits, decode
+from .encoder import encode
+from .inputs import _CHUNK, _as_real_array, _chunks
+from .kernel import _decode_generic, _encode_generic, _raise_nan
+from .options import ROUNDING_MODES, _Options, _options
+
+
+def quantize(
+    x: Any,
+    fmt: str | Format,
+    *,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    nan: str | None = None,
+    rng: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Round x to the nearest values of ``fmt`` (per the options), returned as floats.
+
+    The result has x's float dtype (float64 for integer input); if the format has values that
+    dtype cannot hold exactly (bf16 from float16 input, say), it is widened to float32 or
+    float64 so no value is rounded a second time.
+
+    >>> quantize([0.1, 1000.0], "e4m3", overflow="saturate")
+    array([1.015625e-01, 4.480000e+02])
+    """
+    fmt = get_format(fmt)
+    arr = _as_real_array(x)
+    dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
+    for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
+        if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
+            dtype = wider
+            break
+    if arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
+        return _quantize_float32_magic(arr, fmt, _options(fmt, rounding, overflow, nan))
+    if arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
+        return _quantize_float64_scaled(arr, fmt, _options(fmt, rounding, overflow, nan))
+    codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng)
+    if dtype == np.float16:
+        return decode(codes, fmt, dtype=np.float32).astype(np.float16)
+    return decode(codes, fmt, dtype=dtype)
+
+
+def _magic_path_ok(fmt: Format, rounding: str) -> bool:
+    """Whether float32 addition can do the RNE rounding (fp16-like formats: 7 to 21 mantissa
+    bits, subnormals, and an exponent range whose magic numbers stay finite in float32)."""
+    return (
+        isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "nearest_even"
+        and 7 <= fmt.mantissa_bits <= 21 and fmt.subnormals and fmt.signed and fmt.has_normals
+        and fmt.emin >= -126 and fmt.emax <= 103 + fmt.mantissa_bits
+    )
+
+
+def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """RNE values of float32 x in fmt, by float32 addition of a "magic" number.
+
+    For x in the binade [2**e, 2**(e+1)) (e clamped below at emin), M = 1.5 * 2**(e - m + 23)
+    has float32 spacing 2**(e - m), the format's quantum at x, and x + M stays in M's binade; so
+    the float32 addition rounds x to the format's precision, ties to even (M is an even multiple
+    of the quantum), and subtracting M is exact. Overflow, Inf, NaN and signed zeros are then
+    set per the options, as the generic kernel does (tested against it exhaustively).
+    """
+    if opts.nan == "raise" and not fmt.has_nan and np.isnan(x).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+    flat = np.asarray(x, order="C").reshape(-1)
+    out = np.empty(flat.size, dtype=np.float32)
+    magic_bits = np.empty(min(_CHUNK, flat.size), dtype=np.uint32)
+    low = np.uint32(fmt.emin + 127)
+    high = np.uint32(fmt.emax + 127)
+    offset = np.uint32(23 - fmt.mantissa_bits)
+    for part in _chunks(flat.size):
+        n = part.stop - part.start
+        xs, m, q = flat[part], magic_bits[:n], out[part]
+        np.right_shift(xs.view(np.uint32), np.uint32(23), out=m)
+        m &= np.uint32(0xFF)
+        np.clip(m, low, high, out=m)
+        m += offset
+        m <<= np.uint32(23)
+        m |= np.uint32(0x400000)
+        magic = m.view(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add(xs, magic, out=q)
+            q -= magic
+        np.copysign(q, xs, out=q)
+        with np.errstate(invalid="ignore"):
+            big = ~(np.abs(q) <= fmt.max)  # overflowed, Inf or NaN
+        if big.any():
+            q[big] = _special_values(xs[big], fmt, opts)
+    if not fmt.has_neg_zero:
+        out[out == 0] = 0.0
+    return out.reshape(x.shape)
+
+
+def _special_values(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Values for the (few) inputs that overflowed, are Inf or are NaN: the generic kernel
+    decides them, so the overflow and NaN options mean the same on every path."""
+    codes = _encode_generic(x, fmt, opts).astype(np.int64)
+    return _decode_generic(codes, fmt).astype(x.dtype)
+
+
+# numpy's own integer rounding of float64 values, per rounding mode (each exact).
+_INTEGER_ROUNDING = {"nearest_even": np.rint, "toward_zero": np.trunc, "up": np.ceil, "down": np.floor}
+
+
+def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
+    """Whether float64 scaling by the quantum can do the rounding (signed formats with zero,
+    1 to 51 mantissa bits, in a mode numpy rounds integers in). Without mantissa bits the
+    integer's parity is not the code's, so ties to even would go wrong."""
+    return (
+        isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in _INTEGER_ROUNDING
+        and fmt.subnormals and fmt.signed and 1 <= fmt.mantissa_bits <= 51
+    )
+
+
+def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Values of float64 x rounded in fmt, by scaling with the quantum and rounding to integer.
+
+    v / 2**(max(e, emin) - m) has at most m + 1 integer bits and is exact (a power-of-two
+    scaling), numpy's rint/trunc/ceil/floor round it, and scaling back is exact. Overflow,
+    Inf, NaN and signed zeros then follow the options as in the generic kernel (tested against
+    it).
+    """
+    if opts.nan == "raise" and not fmt.has_nan and np.isnan(x).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, e = np.frexp(x)
+        quantum = np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.mantissa_bits)
+        scaled = x / quantum
+        if opts.rounding in ("up", "down") and fmt.emin - fmt.mantissa_bits >= 1:
+            # A quantum of 2 or more can scale the tiniest inputs to 0, where ceil/floor
+            # no longer see that they were not zero.
+            scaled = np.where((scaled == 0) & (x != 0), np.copysign(5e-324, x), scaled)
+        r = _INTEGER_ROUNDING[opts.rounding](scaled) * quantum
+        bad = ~(np.abs(r) <= fmt.max)  # overflowed, Inf or NaN
+    if bad.any():
+        r[bad] = _special_values(x[bad], fmt, opts)
+    if not fmt.has_neg_zero:
+        r[r == 0] = 0.0
+    return r
