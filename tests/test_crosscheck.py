@@ -1,13 +1,22 @@
-"""Cross-check of fpemu against ml_dtypes, numpy and torch: the identical counts themselves."""
+"""Cross-check of fpemu against ml_dtypes, numpy and torch: the identical counts themselves.
+
+What a test asserts must hold on every machine: ml_dtypes is deterministic software, so its
+rows are pinned down; how torch (and numpy's float16 cast) treats overflow, NaN payloads and
+matrix sums depends on the build, the CPU and the thread count, so for those the tests assert
+what every IEEE implementation shares (finite in-range casts round to nearest even) and that
+the report gives counts, never which verdict this machine's build earns.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from fpemu import cli, decode, encode
+from fpemu.formats import get_format
 from fpemu.accumulator import gemm
 from fpemu.crosscheck import (
     Backend,
@@ -24,7 +33,6 @@ from fpemu.crosscheck import (
 )
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
-pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 
 N = 2000  # random cases per cast in these tests (the CLI default is 20000)
 ML_FORMATS = ["bf16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3", "e2m1", "e8m0",
@@ -89,7 +97,8 @@ def test_ml_dtypes_e8m0_quirks_are_reported_not_hidden():
     # What is left is exactly the ml_dtypes 0.6 range quirk: inputs in (2^-127, 2^-126).
     x, _ = edge_cases("e8m0")
     x = np.concatenate([x, np.float32([2.0**-127 * 1.01, 2.0**-127 * 1.5])])
-    want = x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+    with np.errstate(invalid="ignore"):  # ml_dtypes' own cast of NaN
+        want = x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
     got = encode(x, "e8m0", rounding="nearest_away")
     bad = x[want != got].astype(np.float64)
     assert bad.size > 0
@@ -109,15 +118,25 @@ def test_ml_dtypes_float64_casts_round_twice_through_float32(fmt):
     assert int(encode(x, "bf16")[0]) == 0x3F81  # correctly rounded
 
 
-# ---- numpy -----------------------------------------------------------------------------------
+# ---- numpy ----------------------------------------------------------------------------------
+# numpy's float -> float16 cast keeps NaN payloads: its own software rule (nan='payload') or,
+# in builds that convert with F16C instructions, the FPU's (nan='quiet_payload').
+_NUMPY_NAN = ("numpy keeps NaN payload bits: nan='payload'",
+              "numpy keeps NaN payload bits and sets the quiet bit: nan='quiet_payload'")  # fmt: skip
+
+
 def test_numpy_fp16_every_code_and_every_cast():
     b = NumpyBackend()
     assert compare_decode(b, "fp16").identical == 65536
     row = compare_cast(b, "fp16", "f32", n_random=N)
-    assert row.status == "reproduced" and row.reproduced_by == "numpy keeps NaN payload bits: nan='payload'"
+    assert row.status == "reproduced" and row.reproduced_by in _NUMPY_NAN
     assert set(row.mismatches_by_kind) <= {"nan", "random bits"}
+    x, _ = edge_cases("fp16")
+    x = x[~np.isnan(x)]
+    with np.errstate(over="ignore"):  # numpy's own cast of values beyond fp16
+        assert np.array_equal(x.astype(np.float16).view(np.uint16), encode(x, "fp16"))  # every non-NaN case
     non_nan = compare_cast(b, "fp16", "f64", n_random=N)
-    assert non_nan.status == "reproduced" and non_nan.reproduced_by.endswith("nan='payload'")
+    assert non_nan.status == "reproduced" and non_nan.reproduced_by in _NUMPY_NAN
 
 
 def test_numpy_float64_to_float32_nan_quieting_is_quiet_payload():
@@ -137,7 +156,8 @@ class _SaturatingFake(Backend):
         return {"e4m3": None}
 
     def cast(self, x, fmt):
-        codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
+        with np.errstate(invalid="ignore"):  # ml_dtypes' own cast of NaN
+            codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
         overflowed = ~np.isnan(x) & ((codes & 0x7F) == 0x7F)  # ml_dtypes: overflow -> NaN
         codes[overflowed] = (codes[overflowed] & 0x80) | 0x7E  # saturate to +-448 instead
         return codes
@@ -157,7 +177,8 @@ def test_option_search_names_saturation():
 def test_one_wrong_code_is_counted_and_shown():
     class OneOff(_SaturatingFake):
         def cast(self, x, fmt):
-            codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
+            with np.errstate(invalid="ignore"):
+                codes = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).copy()
             codes[(x == np.float32(1.0625))] = 0x39  # the SPEC tie: RNE gives 0x38
             return codes
 
@@ -168,30 +189,41 @@ def test_one_wrong_code_is_counted_and_shown():
 
 
 # ---- torch (CPU) -----------------------------------------------------------------------------
-def test_torch_cpu_float8_e4m3_saturates():
+def _torch_has(fmt: str):
     torch = pytest.importorskip("torch")
-    row = compare_cast(TorchBackend("cpu"), "e4m3", "f32", n_random=N)
-    if int(torch.tensor([480.0]).to(torch.float8_e4m3fn).view(torch.uint8)[0]) == 0x7F:
-        assert row.status == "identical"  # torch builds that overflow to NaN, like ml_dtypes
-        return
-    # torch 2.13 on CPU saturates (480, 1e6 and Inf -> 448).
-    assert row.status == "reproduced"
-    assert row.reproduced_by == "torch saturates: overflow='saturate'"
-    assert row.first_mismatch.startswith("0x43F00000 (overflow): torch 0x7E, fpemu 0x7F")  # 480
+    if fmt not in TorchBackend("cpu").dtypes():
+        pytest.skip(f"this torch build has no dtype for {fmt}")
+    return torch
+
+
+def _in_range(fmt: str) -> np.ndarray:
+    """Edge cases every IEEE-style cast rounds alike: finite, at most the largest value."""
+    x, _ = edge_cases(fmt)
+    return x[np.isfinite(x) & (np.abs(x) <= get_format(fmt).max)]
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"])
+def test_torch_cpu_float8_casts_round_like_fpemu_and_the_rest_is_reported(fmt):
+    torch = _torch_has(fmt)
+    backend = TorchBackend("cpu")
+    x = _in_range(fmt)
+    assert np.array_equal(backend.cast(x, fmt), encode(x, fmt))  # RNE for every finite in-range value
+    row = compare_cast(backend, fmt, "f32", n_random=N)
+    assert row.cases > N and row.identical > 0
+    # Overflow and NaN codes are the build's choice (torch 2.13's float8_e4m3fn saturates); they
+    # are the only cases that may differ, and when a build saturates the report names it.
+    assert set(row.mismatches_by_kind) <= {"overflow", "inf", "nan", "random bits", "random value"}
+    big = torch.tensor([480.0, 1e6, float("inf")]).to(backend.dtypes()[fmt]).view(torch.uint8).numpy()
+    if fmt == "e4m3" and (big == 0x7E).all():
+        assert row.reproduced_by == "torch saturates: overflow='saturate'"
+        assert row.first_mismatch.startswith("0x43F00000 (overflow): torch 0x7E, fpemu 0x7F")  # 480
 
 
 @pytest.mark.parametrize("fmt", ["bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0"])
 def test_torch_cpu_decodes_every_code_like_fpemu(fmt):
-    pytest.importorskip("torch")
+    _torch_has(fmt)
     row = compare_decode(TorchBackend("cpu"), fmt)
-    assert row.identical == row.cases
-
-
-@pytest.mark.parametrize("fmt", ["e4m3fnuz", "e5m2fnuz"])
-def test_torch_cpu_fnuz_casts_identical(fmt):
-    pytest.importorskip("torch")
-    row = compare_cast(TorchBackend("cpu"), fmt, "f32", n_random=N)
-    assert row.identical == row.cases
+    assert row.identical == row.cases == (1 << get_format(fmt).bits)
 
 
 def test_torch_cpu_bf16_nan_is_reported_as_unreproducible():
@@ -238,7 +270,7 @@ def test_table_and_json_from_the_cli(tmp_path, capsys):
     assert cli.main(["crosscheck", "--backend", "numpy", "--n", "500", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "| decode | fp16 | numpy | 65536 | 65536 |" in text
-    assert "numpy keeps NaN payload bits: nan='payload'" in text
+    assert any(rule in text for rule in _NUMPY_NAN)
     rows = json.loads(out.read_text())
     assert [(r["operation"], r["status"]) for r in rows] == [
         ("decode", "identical"), ("cast f32", "reproduced"), ("cast f64", "reproduced"), ("cast f64", "reproduced")]
@@ -258,7 +290,11 @@ def test_matmul_comparison_counts_identical_elements():
     assert other.status == "differs" and 0 < other.identical < other.cases
 
 
-def test_torch_cpu_matmul_is_an_fp32_fma_loop_for_short_k():
+def test_torch_cpu_matmul_rows_report_counts_not_verdicts():
+    """How torch's CPU kernels add (FMA loop, blocked, split K) depends on the build, the CPU's
+    vector unit and the thread count: crosscheck reports the counts and the build, and the test
+    asserts only that (an AVX-512 machine matches the fp32 FMA loop on 4093 of 4096 fp16
+    outputs at K = 16 where this one matches all)."""
     pytest.importorskip("torch")
     from fpemu.crosscheck import cpu_matmul_rows
 
@@ -267,4 +303,9 @@ def test_torch_cpu_matmul_is_an_fp32_fma_loop_for_short_k():
         ("fp32", "matmul K=16 fp32"), ("bf16", "matmul K=16 bf16"), ("fp16", "matmul K=16 fp16"),
         ("e4m3", "matmul K=16 fp32"), ("e5m2", "matmul K=16 fp32")]  # fmt: skip
     for r in rows:
-        assert r.status == "identical" and r.identical == r.cases == 64 * 64, r
+        assert re.search(r"torch \S+ CPU, \S+, \d+ threads", r.note), r
+        if r.status == "unsupported":  # e.g. a build without _scaled_mm on CPU
+            continue
+        assert r.cases == 64 * 64 and 0 <= r.identical <= r.cases, r
+        assert (r.status == "identical") == (r.identical == r.cases), r
+        assert r.status in ("identical", "differs"), r
