@@ -25,18 +25,25 @@ whole pipeline runs on cache-sized chunks of many blocks at once.
 
 Layout conventions (documented in ``docs/mx.md``):
 
-* blocks run along ``axis``; a length that is not a multiple of the block size is padded with
-  zeros inside the last block (padding never changes a block's amax, and it is dropped again);
+* blocks run along ``axis``; a length that is not a multiple of the block size ends in one
+  shorter block (as if padded with zeros, which never change a block's amax; the padding is
+  never materialised, so the cost follows the data and not the block size);
 * ``codes`` has the shape of the input; ``scales`` has the input's shape with the block axis
   (or axes, for 16x16 tiles) divided by the block size, rounded up;
 * :meth:`BlockArray.pack` packs two FP4 codes per byte (element ``2i`` in the low nibble) and
   four FP6 codes per three bytes (a little-endian bit stream: element ``4i`` in bits 0-5 of
   byte ``3i``).
+
+No floating-point warning escapes a public function: every overflow or invalid operation inside
+is deliberate (saturation, NaN blocks) and handled explicitly.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import itertools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from .accumulator import _round_to_odd_sum
-from .codec import decode, encode
+from .codec import ROUNDING_MODES, decode, encode, integers_to_float64
 from .formats import Format, get_format
 
 __all__ = [
@@ -160,6 +167,12 @@ def get_block_format(fmt: str | BlockFormat) -> BlockFormat:
     return BLOCK_FORMATS[key]
 
 
+
+#: Largest block size (each axis) accepted: far beyond any real format (32, 16, 16x16) while
+#: keeping block offsets and the exact integer dot-product limbs well inside int64.
+_MAX_BLOCK = 1 << 31
+
+
 # ---- the container --------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class BlockArray:
@@ -167,17 +180,28 @@ class BlockArray:
 
     Attributes:
         codes: uint8 element codes, the shape of the original array (right-aligned: FP4 codes
-            use the low 4 bits, FP6 the low 6; MXINT8 stores the two's complement byte).
-        scales: uint8 scale codes (E8M0 for MX, UE4M3 for NVFP4), the original shape with the
-            block axes divided by the block size (rounded up).
-        format: the :class:`BlockFormat`.
-        axis: the block axis (a tuple of two axes for 2-D tiles), non-negative.
-        block_size: elements per block along ``axis`` (a pair for 2-D tiles).
+            use the low 4 bits, FP6 the low 6; MXINT8 stores the two's complement byte and
+            also accepts int8 values -128..127).
+        scales: uint8 scale codes (E8M0 for MX, UE4M3 0..127 for NVFP4), the original shape
+            with the block axes divided by the block size (rounded up).
+        format: the :class:`BlockFormat` (or its name).
+        axis: the block axis (a tuple of two axes for 2-D tiles); stored non-negative.
+        block_size: elements per block along ``axis`` (a pair for 2-D tiles), 1 .. 2**31.
         global_scale: NVFP4 only: the float32 per-tensor *decode* scale (TransformerEngine:
             ``1/S_enc`` with ``S_enc = 2688/amax``; torchao: ``amax/2688``); None for MX.
-        global_amax: NVFP4 only: the float32 tensor amax the scales were computed from.
-        variant: NVFP4 only: ``"te"`` or ``"torchao"`` (which dequantization arithmetic).
+            Derived from ``global_amax`` when not given.
+        global_amax: NVFP4 only: the float32 tensor amax the scales were computed from
+            (required for ``variant="te"``, whose dequantization uses it).
+        variant: NVFP4 only: ``"te"`` (the default) or ``"torchao"``.
         scale_rounding: MX only: the rule the scales were computed with.
+
+    Every part is checked, so a BlockArray rebuilt by hand fails here rather than wrapping a
+    code around or crashing later:
+
+    >>> BlockArray(np.zeros(4, np.uint8), np.full(1, 256), "mxfp4", 0, 32)
+    Traceback (most recent call last):
+    ...
+    ValueError: BlockArray.scales: code 256 is out of range for E8M0 scales (0..255)
     """
 
     codes: np.ndarray
@@ -191,24 +215,52 @@ class BlockArray:
     scale_rounding: str | None = None
 
     def __post_init__(self) -> None:
-        # Checked so that a BlockArray rebuilt by hand (e.g. from unpack()) is consistent.
-        for name in ("codes", "scales"):
-            arr = np.asarray(getattr(self, name))
-            if arr.dtype.kind not in "iu":
-                raise TypeError(f"BlockArray.{name} must hold integer codes, got {arr.dtype}")
-            object.__setattr__(self, name, arr.astype(np.uint8, copy=False))
-        expect = list(self.codes.shape)
-        if len(self.axes) != len(self.block_shape) or any(
-            not 0 <= a < self.codes.ndim for a in self.axes
-        ):
-            raise ValueError(f"axis {self.axis} does not fit codes of shape {self.codes.shape}")
-        for a, b in zip(self.axes, self.block_shape):
+        bf = get_block_format(self.format)
+        codes = _code_array(self.codes, "codes", bf)
+        scales = _code_array(self.scales, "scales", bf)
+        block = _block_tuple(self.block_size)
+        axes = _axes_tuple(self.axis, codes.ndim, block)
+        for name, value in (("format", bf), ("codes", codes), ("scales", scales),
+                            ("axis", axes[0] if len(axes) == 1 else axes),
+                            ("block_size", block[0] if len(block) == 1 else block)):
+            object.__setattr__(self, name, value)  # frozen: normalised once, here
+        expect = list(codes.shape)
+        for a, b in zip(axes, block):
             expect[a] = -(-expect[a] // b)
-        if tuple(expect) != self.scales.shape:
+        if tuple(expect) != scales.shape:
             raise ValueError(
-                f"scales of shape {self.scales.shape} do not match codes of shape "
-                f"{self.codes.shape} in blocks of {self.block_size} along axis {self.axis}"
+                f"scales of shape {scales.shape} do not match codes of shape "
+                f"{codes.shape} in blocks of {self.block_size} along axis {self.axis}"
             )
+        self._check_tensor_fields()
+
+    def _check_tensor_fields(self) -> None:
+        """The per-tensor fields: NVFP4 needs them consistent, MX must not have them."""
+        if not self.format.is_nvfp4:
+            if (self.global_scale, self.global_amax, self.variant) != (None, None, None):
+                raise ValueError("global_scale, global_amax and variant describe NVFP4 tensors; "
+                                 f"a {self.format.name} BlockArray has none")
+            if self.scale_rounding is not None and self.scale_rounding not in SCALE_ROUNDINGS:
+                raise ValueError(f"unknown scale_rounding {self.scale_rounding!r}; choose one of "
+                                 f"{', '.join(SCALE_ROUNDINGS)}")
+            return
+        if self.scale_rounding is not None:
+            raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
+        variant = "te" if self.variant is None else self.variant
+        if variant not in ("te", "torchao"):
+            raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
+        amax = _tensor_scalar(self.global_amax, "global_amax", allow_inf=True)
+        scale = _tensor_scalar(self.global_scale, "global_scale", allow_inf=False)
+        if scale is not None and scale == 0:
+            raise ValueError("global_scale must be > 0 (a decode scale of 0 erases the tensor)")
+        if amax is None and (variant == "te" or scale is None):
+            raise ValueError(f"an NVFP4 BlockArray ({variant}) needs global_amax"
+                             + ("" if variant == "te" else " or global_scale"))
+        if scale is None:
+            scale = _nvfp4_decode_scale(amax, variant)
+        object.__setattr__(self, "variant", variant)
+        object.__setattr__(self, "global_amax", amax)
+        object.__setattr__(self, "global_scale", scale)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -244,23 +296,55 @@ class BlockArray:
         )
 
 
-# ---- blocking: move the block axes last, pad, reshape ---------------------------------------
-def _normalize_layout(
-    ndim: int, axis: Any, block_size: Any, bf: BlockFormat
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Validated (axes, block shape): one axis for 1-D blocks, two for 2-D tiles."""
-    if block_size is None:
-        block = (bf.block_size,)
-    elif isinstance(block_size, (tuple, list)):
-        block = tuple(block_size)
+def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
+    """Integer codes as uint8, refusing any that do not fit the format (no silent wrap)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"BlockArray.{what} must hold integer codes, got {arr.dtype}")
+    if what == "codes":
+        limit, name = 1 << bf.bits, f"{bf.name} elements"
+        lowest = -128 if bf.is_int else 0  # MXINT8: an int8 value is its two's complement byte
     else:
-        block = (block_size,)
+        limit, name = (128, "UE4M3 scales") if bf.is_nvfp4 else (256, "E8M0 scales")
+        lowest = 0
+    if arr.size and not (arr.dtype == np.uint8 and limit == 256):  # uint8 fits 8-bit codes
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < lowest or hi >= limit:
+            bad = lo if lo < lowest else hi
+            raise ValueError(f"BlockArray.{what}: code {bad} is out of range for {name} "
+                             f"({lowest}..{limit - 1})")
+    return arr.astype(np.uint8, copy=False)
+
+
+def _tensor_scalar(value: Any, name: str, allow_inf: bool) -> np.float32 | None:
+    """An NVFP4 per-tensor float32 field: None, or a number >= 0 (Inf only where allowed)."""
+    if value is None:
+        return None
+    if np.ndim(value) != 0 or isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"{name} must be a single number, got {value!r}")
+    v = np.float32(value)
+    if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be a {'' if allow_inf else 'finite '}number >= 0, "
+                         f"got {float(v)}")
+    return v
+
+
+# ---- layout: block sizes, axes ---------------------------------------------------------------
+def _block_tuple(block_size: Any) -> tuple[int, ...]:
+    """A block size (or a pair, for 2-D tiles) as validated ints in 1 .. 2**31."""
+    block = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size,)
     if not 1 <= len(block) <= 2:
         raise ValueError(f"block_size must be an int or a pair of ints, got {block_size!r}")
     for b in block:
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)):
             raise ValueError(f"block size must be a positive integer, got {b!r}")
-    block = tuple(int(b) for b in block)
+        if not 1 <= b <= _MAX_BLOCK:
+            raise ValueError(f"block size must be an integer from 1 to 2**31, got {b!r}")
+    return tuple(int(b) for b in block)
+
+
+def _axes_tuple(axis: Any, ndim: int, block: tuple[int, ...]) -> tuple[int, ...]:
+    """Validated non-negative block axes, one per block dimension."""
     if axis is None:
         axis = -1 if len(block) == 1 else (-2, -1)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -272,60 +356,116 @@ def _normalize_layout(
         raise ValueError(f"a {ndim}-D array has no room for {len(axes)}-D blocks")
     out = []
     for a in axes:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
             raise ValueError(f"axis must be an integer, got {a!r}")
         if not -ndim <= a < ndim:
             raise ValueError(f"axis {a} is out of range for a {ndim}-D array")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"the two tile axes must differ, got {axis!r}")
-    return tuple(out), block
+    return tuple(out)
 
 
-def _to_blocks(x: np.ndarray, axes: tuple[int, ...], block: tuple[int, ...]) -> np.ndarray:
-    """x rearranged to (..., nblocks..., block elements), zero-padded: a view when possible."""
+def _normalize_layout(
+    ndim: int, axis: Any, block_size: Any, bf: BlockFormat
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Validated (axes, block shape): one axis for 1-D blocks, two for 2-D tiles."""
+    block = _block_tuple(bf.block_size if block_size is None else block_size)
+    return _axes_tuple(axis, ndim, block), block
+
+
+# ---- blocking: block axes last, cut into regions of equal tiles -------------------------------
+def _moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """x with the block axes moved last (a view; the identity for the default layout)."""
     lead_axes = [a for a in range(x.ndim) if a not in axes]
-    xm = np.transpose(x, lead_axes + list(axes))
-    lengths = xm.shape[len(lead_axes):]
-    pads = [(-n) % b for n, b in zip(lengths, block)]
-    if any(pads):
-        xm = np.pad(xm, [(0, 0)] * len(lead_axes) + [(0, p) for p in pads])
-    lead = xm.shape[: len(lead_axes)]
-    nblocks = [(n + p) // b for n, p, b in zip(lengths, pads, block)]
-    if len(block) == 1:
-        return xm.reshape(*lead, nblocks[0], block[0])
-    t = xm.reshape(*lead, nblocks[0], block[0], nblocks[1], block[1])
-    t = np.swapaxes(t, -3, -2)  # (..., nb0, nb1, b0, b1)
-    return t.reshape(*lead, nblocks[0], nblocks[1], block[0] * block[1])
+    return np.transpose(x, lead_axes + list(axes))
 
 
-def _from_blocks(
-    xb: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], block: tuple[int, ...]
-) -> np.ndarray:
-    """Inverse of :func:`_to_blocks`: drop the padding and restore the original axis order."""
-    lead_axes = [a for a in range(len(shape)) if a not in axes]
-    lengths = [shape[a] for a in axes]
-    lead = tuple(shape[a] for a in lead_axes)
-    if len(block) == 1:
-        xm = xb.reshape(*lead, xb.shape[-2] * xb.shape[-1])[..., : lengths[0]]
-    else:
-        nb0, nb1 = xb.shape[-3], xb.shape[-2]
-        t = xb.reshape(*lead, nb0, nb1, block[0], block[1])
-        t = np.swapaxes(t, -3, -2).reshape(*lead, nb0 * block[0], nb1 * block[1])
-        xm = t[..., : lengths[0], : lengths[1]]
-    order = lead_axes + list(axes)
-    return np.transpose(xm, np.argsort(order))
+def _unmoved(xm: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`_moved`, as a C-contiguous array."""
+    lead_axes = [a for a in range(xm.ndim) if a not in axes]
+    return np.ascontiguousarray(np.transpose(xm, np.argsort(lead_axes + list(axes))))
 
 
-def _scales_to_layout(s: np.ndarray, ndim: int, axes: tuple[int, ...]) -> np.ndarray:
-    """Per-block array (..., nblocks...) back to the input's axis order."""
-    lead_axes = [a for a in range(ndim) if a not in axes]
-    return np.ascontiguousarray(np.transpose(s, np.argsort(lead_axes + list(axes))))
+@dataclass(frozen=True)
+class _Region:
+    """Part of the block axes holding tiles of one shape: the full blocks, or the shorter
+    last block of an axis whose length is not a multiple of the block size."""
+
+    elems: tuple[slice, ...]  # along the block axes, in elements
+    blocks: tuple[slice, ...]  # the same part in blocks
+    tile: tuple[int, ...]  # the tile shape (a full block, or the real part of the last one)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(s.stop - s.start for s in self.elems)
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(s.stop - s.start for s in self.blocks)
 
 
-def _scales_from_layout(s: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    lead_axes = [a for a in range(s.ndim) if a not in axes]
-    return np.transpose(s, lead_axes + list(axes))
+def _regions(lengths: tuple[int, ...], block: tuple[int, ...]) -> list[_Region]:
+    """The block axes cut into at most 2 (1-D) or 4 (2-D tiles) regions of equal tiles.
+
+    A short last block is its own region with its real length, so padding is never
+    allocated: a block size of 10**9 for three values costs three values.
+    """
+    per_axis = []
+    for n, b in zip(lengths, block):
+        full = n // b
+        parts = [(slice(0, full * b), slice(0, full), b)] if full else []
+        if n > full * b:
+            parts.append((slice(full * b, n), slice(full, full + 1), n - full * b))
+        per_axis.append(parts)
+    return [_Region(tuple(p[0] for p in combo), tuple(p[1] for p in combo),
+                    tuple(p[2] for p in combo)) for combo in itertools.product(*per_axis)]
+
+
+def _nblocks(lengths: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(-(-n // b) for n, b in zip(lengths, block))
+
+
+def _tiles_as_rows(sub: np.ndarray, tile: tuple[int, ...]) -> np.ndarray:
+    """(lead..., n0*t0[, n1*t1]) -> (tiles, elements per tile), tiles in row-major order of
+    (lead..., n0[, n1]): a view for 1-D blocks whenever numpy can make one."""
+    if len(tile) == 1:
+        return sub.reshape(-1, tile[0])
+    lead = sub.shape[:-2]
+    t = sub.reshape(*lead, sub.shape[-2] // tile[0], tile[0], sub.shape[-1] // tile[1], tile[1])
+    return np.swapaxes(t, -3, -2).reshape(-1, tile[0] * tile[1])
+
+
+def _rows_as_tiles(rows: np.ndarray, shape: tuple[int, ...], tile: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`_tiles_as_rows`: rows back to a region of the given shape."""
+    if len(tile) == 1:
+        return rows.reshape(shape)
+    lead = shape[:-2]
+    t = rows.reshape(*lead, shape[-2] // tile[0], shape[-1] // tile[1], tile[0], tile[1])
+    return np.swapaxes(t, -3, -2).reshape(shape)
+
+
+def _region_rows(xm: np.ndarray, r: _Region) -> np.ndarray:
+    """The tiles of region r of the moved array as rows (tiles, elements per tile)."""
+    return _tiles_as_rows(xm[(Ellipsis,) + r.elems], r.tile)
+
+
+def _output_rows(out_m: np.ndarray, r: _Region) -> tuple[np.ndarray, bool]:
+    """Rows to write region r's results into: a view of out_m when numpy can make one (the
+    default layout), else scratch rows that :func:`_store_rows` copies back."""
+    sub = out_m[(Ellipsis,) + r.elems]
+    k = int(np.prod(r.tile))
+    if len(r.tile) == 1:
+        rows = sub.reshape(-1, k)
+        if np.may_share_memory(rows, out_m):
+            return rows, False
+    return np.empty((sub.size // k, k), out_m.dtype), True
+
+
+def _store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) -> None:
+    if scratch:
+        lead = out_m.shape[: out_m.ndim - len(r.tile)]
+        out_m[(Ellipsis,) + r.elems] = _rows_as_tiles(rows, lead + r.sizes, r.tile)
 
 
 #: Elements per chunk of the vectorised pipeline: 256 Ki float32 (1 MiB) keeps every
@@ -340,34 +480,66 @@ def _row_chunks(rows: int, block_elements: int) -> list[slice]:
     return [slice(i, min(i + step, rows)) for i in range(0, rows, step)] or [slice(0, 0)]
 
 
-def _as_rows(xb: np.ndarray) -> np.ndarray:
-    """(..., nblocks, k) blocked array as (rows, k): a view for the default layout."""
-    return xb.reshape(-1, xb.shape[-1])
+def _canonical_rounding(rounding: Any) -> str:
+    """The codec's canonical name of an element rounding mode (checked even for empty input)."""
+    if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
+        raise ValueError(
+            f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
+        )
+    return ROUNDING_MODES[rounding.lower()]
 
 
 def _generator(rounding: str, rng: Any) -> Any:
     """One Generator for all chunks, so chunked stochastic rounding draws fresh bits."""
-    if str(rounding).lower() in ("stochastic", "sr"):
+    if rounding == "stochastic":
         return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     return rng
 
 
 # ---- input --------------------------------------------------------------------------------
 def _as_float_array(x: Any) -> np.ndarray:
-    """x as float32 (float16/float32 input) or float64 (float64, integer, Python numbers)."""
+    """x as float32 (float16/float32 and ml_dtypes' narrow floats, all widened exactly) or
+    float64 (float64, integers, Python numbers), in native byte order.
+
+    Integers beyond 2**53 become float64 rounded *to odd*, so the single later rounding into
+    an element format (at most 24 bits) equals the rounding of the integer itself.
+    """
     arr = np.asarray(x)
     if not arr.dtype.isnative:  # the scale arithmetic reads the bit patterns in native order
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    if arr.dtype.kind == "f":
+    kind = arr.dtype.kind
+    if kind == "f":
         if arr.dtype.itemsize > 8:
             raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
         return arr if arr.dtype.itemsize >= 4 else arr.astype(np.float32)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.float64)
-    raise TypeError(f"cannot quantize {arr.dtype} input: pass real numbers")
+    if kind in "iu":
+        return integers_to_float64(arr)
+    if kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
+        try:  # ml_dtypes' bfloat16, float8_*, ... widen to float32 exactly
+            return arr.astype(np.float32)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"cannot quantize {arr.dtype} input: pass real numbers (a float or integer array)")
+
+
+def _float32_for_nvfp4(arr: np.ndarray) -> np.ndarray:
+    """NVFP4's recipes compute in float32: float64 input is rounded to float32 (RNE), and a
+    finite value that would become Inf is refused rather than quantized as if it were Inf."""
+    if arr.dtype == np.float64:
+        too_big = np.isfinite(arr) & (np.abs(arr) >= 2.0**128 - 2.0**103)  # RNE -> Inf from here
+        if too_big.any():
+            example = float(arr[too_big].reshape(-1)[0])
+            raise ValueError(
+                f"nvfp4 computes in float32, and {int(too_big.sum())} finite input value(s) such "
+                f"as {example:g} lie beyond float32's range (max 3.4028235e+38): scale the input "
+                "down (or clip it) first"
+            )
+    with np.errstate(under="ignore"):
+        return arr.astype(np.float32, copy=False)
 
 
 _BITS = {np.dtype(np.float32): (np.uint32, 23, 127), np.dtype(np.float64): (np.uint64, 52, 1023)}
+_F64_INF_BITS = np.uint64(0x7FF0000000000000)
 
 
 # ---- MX scales ----------------------------------------------------------------------------------
@@ -377,6 +549,15 @@ def _amax_bits(xb: np.ndarray) -> np.ndarray:
     sign_off = utype(np.iinfo(utype).max >> 1)
     mag = np.bitwise_and(xb.view(utype), sign_off)
     return mag.max(axis=-1) if mag.shape[-1] else np.zeros(mag.shape[:-1], utype)
+
+
+def _as_float64_bits(amax_bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Per-block amax patterns as float64 patterns (exact: float32 subnormals become normal),
+    so every scale rule sees the same value whatever the input precision."""
+    if np.dtype(dtype) == np.float64:
+        return amax_bits
+    with np.errstate(invalid="ignore"):  # a signalling NaN pattern stays a NaN
+        return amax_bits.view(np.float32).astype(np.float64).view(np.uint64)
 
 
 def _ceil_log2_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -391,42 +572,56 @@ def _ceil_log2_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where(efield == 0, sub_up - bias, efield - bias + normal_up)
 
 
+def _rn32_product(a: np.ndarray, c: float) -> np.ndarray:
+    """float32 (RNE) of the exact product of finite float64 values a and a float32 value c.
+
+    a is split into its top 29 and low 24 significand bits, so both partial products fit
+    float64's 53 bits exactly; their sum rounded to odd and then to float32 is the correct
+    rounding of the exact product (Boldo and Melquiond). For float32 a this is exactly the
+    float32 multiplication ``fp32(a * c)``.
+    """
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    head = (a.view(np.uint64) & ~np.uint64((1 << 24) - 1)).view(np.float64)
+    with np.errstate(over="ignore"):  # products beyond float32 round to Inf, as intended
+        return _round_to_odd_sum(head * c, (a - head) * c).astype(np.float32)
+
+
+def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> np.ndarray:
+    """log2 of the unclamped scale plus emax, per block, from finite float64 amax patterns."""
+    if scale_rounding == "floor":
+        # X = 2**(floor(log2(amax)) - emax): the biased exponent field is floor(log2) + bias.
+        return (bits >> np.uint64(52)).astype(np.int64) - 1023
+    if scale_rounding == "ceil":
+        return _ceil_log2_bits(bits, np.float64)
+    if scale_rounding == "even":
+        # torchao EVEN: round amax to the element's precision (add half an element ulp to the
+        # bit pattern, a carry rolls into the exponent), then take floor(log2).
+        half = np.uint64(1 << (52 - bf.mantissa_bits - 1))
+        return ((bits + half) >> np.uint64(52)).astype(np.int64) - 1023
+    if scale_rounding == "rceil":
+        # NVIDIA: round up to a power of two fp32(amax * fp32(1/max_elem)), the product
+        # rounded once to float32 (what cuBLAS/TE/torchao compute for float32 input).
+        c = float(np.float32(1) / np.float32(bf.max_value))
+        v = _rn32_product(bits.view(np.float64), c)
+        return _ceil_log2_bits(v.view(np.uint32), np.float32) + bf.emax
+    raise ValueError(
+        f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
+    )
+
+
 def _mx_scale_codes(
     amax_bits: np.ndarray, dtype: np.dtype, bf: BlockFormat, scale_rounding: str, inf: str
 ) -> np.ndarray:
     """E8M0 scale code of each block from the bit pattern of its amax."""
-    utype, mbits, bias = _BITS[np.dtype(dtype)]
-    inf_bits = utype(((1 << (np.dtype(utype).itemsize * 8 - 1 - mbits)) - 1) << mbits)
-    finite = np.minimum(amax_bits, inf_bits - utype(1))  # keep the arithmetic finite
-    if scale_rounding == "floor":
-        # X = 2**(floor(log2(amax)) - emax): the biased exponent field is floor(log2) + bias.
-        e = (finite >> utype(mbits)).astype(np.int64) - bias
-    elif scale_rounding == "ceil":
-        e = _ceil_log2_bits(finite, dtype)
-    elif scale_rounding == "even":
-        # torchao EVEN: round amax to the element's precision (add half an element ulp to the
-        # bit pattern, a carry rolls into the exponent), then take floor(log2).
-        half = utype(1 << (mbits - bf.mantissa_bits - 1))
-        e = ((finite + half) >> utype(mbits)).astype(np.int64) - bias
-    elif scale_rounding == "rceil":
-        # NVIDIA: scale = round-up to a power of two of amax * (1/max_elem), all in the working
-        # precision (float32 for float32 input, exactly as cuBLAS/TE/torchao compute it).
-        ftype = np.dtype(dtype).type
-        amax = finite.view(dtype)
-        with np.errstate(over="ignore"):
-            v = amax * ftype(ftype(1) / ftype(bf.max_value))
-        e = _ceil_log2_bits(v.view(utype), dtype) + bf.emax  # emax is subtracted below
-    else:
-        raise ValueError(
-            f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
-        )
+    bits = _as_float64_bits(amax_bits, dtype)
+    finite = np.minimum(bits, _F64_INF_BITS - np.uint64(1))  # keep the arithmetic finite
+    e = _scale_exponent(finite, bf, scale_rounding)
     codes = np.clip(e - bf.emax + 127, 0, 254).astype(np.uint8)
-    codes[amax_bits == 0] = 0
-    nonfinite = amax_bits >= inf_bits
+    codes[bits == 0] = 0
+    nonfinite = bits >= _F64_INF_BITS
     if nonfinite.any():
-        isnan = amax_bits > inf_bits
         codes[nonfinite] = 0xFE if inf == "saturate" else 0xFF
-        codes[isnan] = 0xFF
+        codes[bits > _F64_INF_BITS] = 0xFF
     return codes
 
 
@@ -445,13 +640,28 @@ def _pow2_from_e8m0(codes: np.ndarray, dtype: np.dtype, negate: bool = False) ->
 
 
 # ---- element encoding -----------------------------------------------------------------------
+#: Roundings that tell a tiny nonzero value from zero (up/down by its sign, odd always): for
+#: them an element whose scaled value underflowed the working precision must stay nonzero.
+_TINY_MATTERS = frozenset({"up", "down", "odd"})
+
+
+def _restore_underflow(y: np.ndarray, x: np.ndarray) -> None:
+    """Give elements whose scaled value underflowed to 0 the smallest subnormal back, signed.
+
+    x * 2**-s underflows (float32: below 2**-149) only far below every element format's
+    smallest step (>= 2**-17), where any nonzero magnitude rounds alike in every mode, so
+    this equals rounding the exact quotient, in float32 and float64 alike.
+    """
+    lost = (y == 0) & (x != 0)
+    if lost.any():
+        y[lost] = np.copysign(np.finfo(y.dtype).smallest_subnormal, x[lost])
+
+
 def _encode_elements(
     y: np.ndarray, bf: BlockFormat, rounding: str, rng: Any
 ) -> np.ndarray:
     """Element codes of already-scaled values y (RNE and saturation by default, per OCP)."""
     if bf.is_int:
-        if str(rounding).lower() not in ("nearest_even", "rne"):
-            raise ValueError("MXINT8 supports rounding='nearest_even' only")
         with np.errstate(invalid="ignore"):
             q = np.rint(y * y.dtype.type(64))  # exact scaling; rint is ties-to-even
             np.clip(q, -127, 127, out=q)  # symmetric: OCP clamps to +-max normal
@@ -469,18 +679,42 @@ def _nan_fill(bf: BlockFormat) -> int:
 
 # ---- quantize -------------------------------------------------------------------------------
 def _quantize_mx_rows(
-    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, rng: Any
-) -> tuple[np.ndarray, np.ndarray]:
-    """Element and scale codes of blocks laid out as rows (rows, k)."""
+    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, rng: Any,
+    out: np.ndarray,
+) -> np.ndarray:
+    """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
     scales = _mx_scale_codes(_amax_bits(rows), rows.dtype, bf, scale_rounding, inf)
-    inv = _pow2_from_e8m0(np.where(scales == 255, 127, scales), rows.dtype, negate=True)
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = rows * inv[:, None]  # exact: a power of two (results below 2**-126 round to 0 anyway)
-    codes = _encode_elements(y, bf, rounding, rng)
     nan_blocks = scales == 255
+    inv = _pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = rows * inv[:, None]  # exact down to the working precision's subnormals
+    if rounding in _TINY_MATTERS:
+        _restore_underflow(y, rows)
+    out[...] = _encode_elements(y, bf, rounding, rng)
     if nan_blocks.any():
-        codes[nan_blocks] = _nan_fill(bf)
-    return codes, scales
+        out[nan_blocks] = _nan_fill(bf)
+    return scales
+
+
+def _quantize_mx(
+    arr: np.ndarray, bf: BlockFormat, axes: tuple[int, ...], block: tuple[int, ...],
+    scale_rounding: str, inf: str, rounding: str, rng: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, scales) in the input's layout, region by region, chunk by chunk."""
+    xm = _moved(arr, axes)
+    lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
+    codes_m = np.empty(xm.shape, np.uint8)
+    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
+    rng = _generator(rounding, rng)
+    for r in _regions(lengths, block):
+        rows = _region_rows(xm, r)
+        out, scratch = _output_rows(codes_m, r)
+        scales = np.empty(rows.shape[0], np.uint8)
+        for sl in _row_chunks(*rows.shape):
+            scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, rng, out[sl])
+        _store_rows(codes_m, r, out, scratch)
+        scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
+    return _unmoved(codes_m, axes), _unmoved(scales_m, axes)
 
 
 def quantize(
@@ -499,13 +733,14 @@ def quantize(
     """Quantize ``x`` into a block format.
 
     Args:
-        x: real array of any rank >= 1 (float16 and float32 are computed in float32, float64 and
-            integers in float64; NVFP4 always computes in float32, as its recipes do).
+        x: real array of any rank >= 1 (float16, float32 and ml_dtypes floats are computed in
+            float32, float64 and integers in float64, with the same codes for equal values;
+            NVFP4 always computes in float32, as its recipes do). Never modified.
         fmt: ``mxfp8_e4m3``, ``mxfp8_e5m2``, ``mxfp6_e3m2``, ``mxfp6_e2m3``, ``mxfp4``,
             ``mxint8`` or ``nvfp4`` (case-insensitive).
         axis: the block axis (default -1); for 2-D tiles a pair (default ``(-2, -1)``).
         block_size: elements per block (default 32 for MX, 16 for NVFP4), or a pair such as
-            ``(16, 16)`` for 2-D tiles (TransformerEngine's NVFP4 weight tiles).
+            ``(16, 16)`` for 2-D tiles (TransformerEngine's NVFP4 weight tiles); 1 .. 2**31.
         scale_rounding: MX scale rule: ``floor`` (OCP), ``rceil`` (NVIDIA), ``ceil`` or
             ``even`` (torchao). NVFP4 has its own rule (``variant``).
         rounding: element rounding, any mode of :func:`fpemu.encode` (default RNE; NVFP4
@@ -515,7 +750,8 @@ def quantize(
             torchao), ``"saturate"`` gives 0xFE with the Inf elements at +-max
             (TransformerEngine).
         variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``.
-        global_amax: NVFP4: use this tensor amax instead of max |x| (a calibrated amax).
+        global_amax: NVFP4: use this tensor amax (a finite number > 0) instead of max |x|
+            (a calibrated or delayed amax).
 
     Returns:
         a :class:`BlockArray`.
@@ -525,10 +761,12 @@ def quantize(
     ([126, 2], [7, 12, 1], [7, 13])
     """
     bf = get_block_format(fmt)
-    arr = _as_float_array(x)
+    raw = np.asarray(x)
+    arr = _as_float_array(raw)
     if arr.ndim == 0:
         raise ValueError("quantize needs an array of at least one dimension")
     axes, block = _normalize_layout(arr.ndim, axis, block_size, bf)
+    rounding = _canonical_rounding(rounding)
     if inf not in ("nan", "saturate"):
         raise ValueError(f"inf must be 'nan' or 'saturate', got {inf!r}")
     if bf.is_nvfp4:
@@ -537,24 +775,12 @@ def quantize(
         if inf != "nan":
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
         return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax)
-    if scale_rounding not in SCALE_ROUNDINGS:
-        raise ValueError(
-            f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
-        )
-    if global_amax is not None or variant != "te":
-        raise ValueError("global_amax and variant apply to NVFP4 only")
-    xb = _to_blocks(arr, axes, block)
-    rows = _as_rows(xb)
-    codes = np.empty(rows.shape, np.uint8)
-    scales = np.empty(rows.shape[0], np.uint8)
-    rng = _generator(rounding, rng)
-    for sl in _row_chunks(rows.shape[0], rows.shape[1]):
-        codes[sl], scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, rng)
-    codes = codes.reshape(xb.shape)
-    scales = scales.reshape(xb.shape[:-1])
+    _check_mx_options(raw, arr, bf, scale_rounding, rounding, variant, global_amax)
+    with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
+        codes, scales = _quantize_mx(arr, bf, axes, block, scale_rounding, inf, rounding, rng)
     return BlockArray(
-        codes=np.ascontiguousarray(_from_blocks(codes, arr.shape, axes, block)),
-        scales=_scales_to_layout(scales, arr.ndim, axes),
+        codes=codes,
+        scales=scales,
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
@@ -562,15 +788,111 @@ def quantize(
     )
 
 
-def _tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.float32:
-    """max |x| over the tensor with NaNs ignored (CUDA's fmaxf reductions skip NaN), from the
-    float32 block rows and their per-block magnitude maxima (NaN patterns exceed 0x7F800000)."""
+def _check_mx_options(
+    raw: np.ndarray, arr: np.ndarray, bf: BlockFormat, scale_rounding: str, rounding: str,
+    variant: str, global_amax: Any,
+) -> None:
+    """Refuse MX options that do not apply or that fpemu cannot honour exactly."""
+    if scale_rounding not in SCALE_ROUNDINGS:
+        raise ValueError(
+            f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
+        )
+    if global_amax is not None or variant != "te":
+        raise ValueError("global_amax and variant apply to NVFP4 only")
+    if bf.is_int and rounding != "nearest_even":
+        raise ValueError("MXINT8 supports rounding='nearest_even' only")
+    if scale_rounding == "rceil" and raw.dtype.kind in "iu" and arr.size:
+        # rceil rounds amax * (1/max) to float32 from the exact amax; an integer beyond 2**53
+        # has no exact float64 amax (its round-to-odd copy keeps floor/ceil/even exact only).
+        if float(np.max(np.abs(arr))) >= 2.0**53:
+            raise ValueError("scale_rounding='rceil' on integers beyond 2**53 in magnitude is not "
+                             "computed exactly: convert the input to float64 first")
+
+
+# ---- NVFP4 --------------------------------------------------------------------------------------
+def _tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.uint32:
+    """max |x| (as a float32 pattern) over some block rows with NaNs ignored (CUDA's fmaxf
+    reductions skip NaN), from the rows and their per-block magnitude maxima."""
     inf = np.uint32(0x7F800000)
     nan_blocks = bmax > inf
     if nan_blocks.any():
         part = np.bitwise_and(rows[nan_blocks].view(np.uint32), np.uint32(0x7FFFFFFF))
         bmax = np.concatenate([bmax[~nan_blocks], np.where(part > inf, 0, part).ravel()])
-    return np.float32(bmax.max(initial=np.uint32(0)).view(np.float32))
+    return np.uint32(bmax.max(initial=np.uint32(0)))
+
+
+def _te_s_enc(amax: np.float32) -> np.float32:
+    """TransformerEngine's S_enc = fmin(2688 / amax, FLT_MAX); 1 when amax is 0 or S_enc is 0
+    (amax = Inf)."""
+    f32 = np.float32
+    with np.errstate(divide="ignore", over="ignore"):
+        s_enc = np.fmin(f32(2688.0) / amax, _FLT_MAX)
+    return f32(1.0) if (amax == 0 or s_enc == 0) else f32(s_enc)
+
+
+def _torchao_pts(amax: np.float32) -> np.float32:
+    """torchao's per-tensor scale amax / 2688; 1 where that is 0 or not finite (torchao would
+    divide by zero)."""
+    with np.errstate(over="ignore", under="ignore"):
+        pts = np.float32(amax / np.float32(2688.0))
+    return pts if (pts != 0 and np.isfinite(pts)) else np.float32(1.0)
+
+
+def _nvfp4_decode_scale(amax: np.float32, variant: str) -> np.float32:
+    """The per-tensor decode scale a tensor of this amax is encoded with."""
+    if variant == "te":
+        return np.float32(np.float32(1.0) / _te_s_enc(amax))
+    return _torchao_pts(amax)
+
+
+def _te_amax_is_degenerate(amax: np.float32) -> bool:
+    """Whether TransformerEngine's S_enc is not 2688 / amax (amax 0 or Inf, or so small that
+    2688 / amax overflows and S_enc is clamped to FLT_MAX)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return bool(amax == 0 or not np.isfinite(amax) or not np.isfinite(np.float32(2688.0) / amax))
+
+
+def _nvfp4_block_scales(
+    bamax: np.ndarray, variant: str, amax: np.float32
+) -> tuple[np.ndarray, np.ndarray]:
+    """(UE4M3 scale codes, float32 multiplier for the elements) per block, from block amaxes."""
+    f32 = np.float32
+    ue4m3 = get_format("ue4m3")
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if variant == "te":
+            # Step 2: block scale = e4m3_rne(min(amax_b * (S_enc * (1/6)), 448)).
+            s_enc = _te_s_enc(amax)
+            scales = encode(np.minimum(bamax * f32(s_enc * f32(f32(1.0) / f32(6.0))), f32(448.0)), ue4m3)
+            # Step 3: enc = min(1 / (fp32(scale) * (1 / S_enc)), FLT_MAX).
+            s_dec = f32(f32(1.0) / s_enc)
+            mult = np.minimum(f32(1.0) / (decode(scales, ue4m3, dtype=np.float32) * s_dec), _FLT_MAX)
+        else:
+            # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
+            # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
+            # data * ((1 / pts) / scale), clamped to +-6 (by the saturating encode).
+            pts = _torchao_pts(amax)
+            scales = encode(np.clip((bamax / f32(6.0)) / pts, f32(2.0**-6), f32(448.0)), ue4m3)
+            mult = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
+    return scales, mult
+
+
+def _global_amax_argument(global_amax: Any) -> np.float32:
+    """A caller's tensor amax: a finite number > 0 that float32 represents (an Inf, NaN, 0 or
+    negative amax would silently give all-Inf, all-NaN or all-zero tensors)."""
+    if np.ndim(global_amax) != 0 or isinstance(global_amax, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"global_amax must be a single number, got {global_amax!r}")
+    try:
+        value = float(global_amax)
+    except (TypeError, ValueError):
+        raise TypeError(f"global_amax must be a number, got {global_amax!r}") from None
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"global_amax must be a finite number > 0, got {value}")
+    with np.errstate(over="ignore", under="ignore"):
+        amax = np.float32(value)
+    if not np.isfinite(amax) or amax == 0:
+        raise ValueError(f"global_amax {value} is outside float32's range, in which NVFP4 "
+                         "computes its scales")
+    return amax
 
 
 def _quantize_nvfp4(
@@ -581,74 +903,65 @@ def _quantize_nvfp4(
     rounding: str,
     rng: Any,
     variant: str,
-    global_amax: float | None,
+    global_amax: Any,
 ) -> BlockArray:
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
     if variant not in ("te", "torchao"):
         raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
-    f32 = np.float32
-    x = arr.astype(np.float32, copy=False)
-    xb = _to_blocks(x, axes, block)
-    rows = _as_rows(xb)
-    chunks = _row_chunks(rows.shape[0], rows.shape[1])
-    bmax = np.empty(rows.shape[0], np.uint32)
-    for sl in chunks:
-        bmax[sl] = _amax_bits(rows[sl])
-    bamax = bmax.view(np.float32)  # NaN patterns win: a NaN block's amax is NaN
-    amax = _tensor_amax(rows, bmax) if global_amax is None else f32(global_amax)
-    if np.isnan(amax) or amax < 0:
-        raise ValueError(f"global_amax must be a number >= 0, got {float(amax)}")
-    ue4m3 = get_format("ue4m3")
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        if variant == "te":
-            # Step 1: S_enc = 2688 / amax, fminf'ed to FLT_MAX; 1 when amax is 0 or Inf.
-            s_enc = np.fmin(f32(2688.0) / amax, _FLT_MAX)
-            if amax == 0 or s_enc == 0:
-                s_enc = f32(1.0)
-            # Step 2: block scale = e4m3_rne(clamp(amax_b * (S_enc * (1/6)), -448, 448)).
-            s = bamax * f32(s_enc * f32(f32(1.0) / f32(6.0)))
-            scales = encode(np.minimum(s, f32(448.0)), ue4m3)
-            # Step 3: enc = min(1 / (fp32(scale) * (1 / S_enc)), FLT_MAX).
-            s_dec = f32(f32(1.0) / s_enc)
-            scale_f = decode(scales, ue4m3, dtype=np.float32)
-            mult = np.minimum(f32(1.0) / (scale_f * s_dec), _FLT_MAX)
-            # Step 4: q = e2m1_rne(clamp(x * enc, -6, 6)). The clamp is left to the saturating
-            # encode below: 6 is representable, so clamping before rounding and saturating after
-            # it agree for every rounding mode (and NaN stays NaN either way).
-            global_scale = s_dec
-        else:
-            # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
-            # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
-            # data * ((1 / pts) / scale), clamped to +-6.
-            pts = f32(amax / f32(2688.0))
-            if pts == 0 or not np.isfinite(pts):
-                pts = f32(1.0)  # ours: torchao would divide by zero here
-            scaled = (bamax / f32(6.0)) / pts
-            scales = encode(np.clip(scaled, f32(2.0**-6), f32(448.0)), ue4m3)
-            mult = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
-            global_scale = pts  # data * mult is clamped to +-6 by the saturating encode
-        codes = np.empty(rows.shape, np.uint8)
-        rng = _generator(rounding, rng)
-        for sl in chunks:
-            y = rows[sl] * mult[sl, None]
-            codes[sl] = encode(y, bf.element, rounding=rounding, overflow="saturate", nan="zero", rng=rng)
-    codes = codes.reshape(xb.shape)
-    scales = scales.reshape(xb.shape[:-1])
-    bamax = bamax.reshape(xb.shape[:-1])
-    nan_blocks = np.isnan(bamax)
-    if nan_blocks.any():
-        scales[nan_blocks] = ue4m3.nan_code
-        codes[nan_blocks] = 0
+    given = None if global_amax is None else _global_amax_argument(global_amax)
+    xm = _moved(_float32_for_nvfp4(arr), axes)
+    lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
+    regions = _regions(lengths, block)
+    rows = [_region_rows(xm, r) for r in regions]
+    bmax = [_block_amax_bits(rr) for rr in rows]
+    measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
+    amax = np.uint32(measured).view(np.float32) if given is None else given
+    codes_m = np.empty(xm.shape, np.uint8)
+    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
+    rng = _generator(rounding, rng)
+    for r, rr, bm in zip(regions, rows, bmax):
+        out, scratch = _output_rows(codes_m, r)
+        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, rng, out, bf)
+        _store_rows(codes_m, r, out, scratch)
+        scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     return BlockArray(
-        codes=np.ascontiguousarray(_from_blocks(codes, arr.shape, axes, block)),
-        scales=_scales_to_layout(scales.astype(np.uint8), arr.ndim, axes),
+        codes=_unmoved(codes_m, axes),
+        scales=_unmoved(scales_m, axes),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
-        global_scale=f32(global_scale),
-        global_amax=f32(amax),
+        global_scale=_nvfp4_decode_scale(amax, variant),
+        global_amax=np.float32(amax),
         variant=variant,
     )
+
+
+def _block_amax_bits(rows: np.ndarray) -> np.ndarray:
+    """Per-block magnitude maxima of float32 rows as uint32 patterns, chunk by chunk."""
+    bmax = np.empty(rows.shape[0], np.uint32)
+    for sl in _row_chunks(*rows.shape):
+        bmax[sl] = _amax_bits(rows[sl])
+    return bmax
+
+
+def _nvfp4_region(
+    rows: np.ndarray, bamax: np.ndarray, variant: str, amax: np.float32, rounding: str,
+    rng: Any, out: np.ndarray, bf: BlockFormat,
+) -> np.ndarray:
+    """Scale codes of one region's blocks (rows); the element codes go into out."""
+    scales, mult = _nvfp4_block_scales(bamax, variant, amax)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for sl in _row_chunks(*rows.shape):
+            # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
+            # encode: 6 is representable, so clamping before rounding and saturating after it
+            # agree for every rounding mode (and NaN stays NaN either way).
+            y = rows[sl] * mult[sl, None]
+            out[sl] = encode(y, bf.element, rounding=rounding, overflow="saturate", nan="zero", rng=rng)
+    nan_blocks = np.isnan(bamax)
+    if nan_blocks.any():
+        scales[nan_blocks] = get_format("ue4m3").nan_code
+        out[nan_blocks] = 0
+    return scales.astype(np.uint8)
 
 
 # ---- dequantize -----------------------------------------------------------------------------
@@ -659,15 +972,47 @@ def _element_table(bf: BlockFormat, dtype: Any) -> np.ndarray:
     return decode(np.arange(1 << bf.element.bits), bf.element, dtype=dtype)
 
 
+def _nvfp4_factors(q: BlockArray, s: np.ndarray) -> tuple[np.ndarray, np.float32]:
+    """(per-block float32 factor, power of two applied after the element product) for NVFP4.
+
+    TransformerEngine's kernel computes ``fp32(fp32(scale * amax) * fp32(1/2688))``; for an
+    amax above FLT_MAX/448 its ``scale * amax`` overflows and finite tensors read back Inf and
+    NaN (0 * Inf). fpemu runs the same float32 roundings with amax scaled by 2**-32 and the
+    result by 2**32 (binary scaling commutes with rounding away from the subnormals), which is
+    TE's result wherever TE stays finite. Where TE's S_enc is not 2688/amax (amax 0 or Inf,
+    or S_enc clamped to FLT_MAX), amax/2688 is not the decode scale the data was encoded with,
+    so the factor is ``fp32(scale * global_scale)``, the value the encoding represents.
+    """
+    f32 = np.float32
+    scale = decode(s, q.format.scale, dtype=np.float32)
+    if q.variant == "torchao" or _te_amax_is_degenerate(q.global_amax):
+        return scale * q.global_scale, f32(1.0)
+    post = f32(2.0**32) if q.global_amax >= f32(2.0**100) else f32(1.0)
+    amax = f32(q.global_amax / post)
+    return (scale * amax) * f32(1.0 / 2688.0), post
+
+
+def _block_factors(q: BlockArray, work: np.dtype) -> tuple[np.ndarray, Any]:
+    """Per-block factors in the moved layout (lead..., nblocks...) and the post factor."""
+    s = _moved(q.scales, q.axes)
+    if not q.format.is_nvfp4:
+        return _pow2_from_e8m0(s, work), None
+    factor, post = _nvfp4_factors(q, s)
+    return factor, (None if post == 1 else post)
+
+
 def dequantize(q: BlockArray, dtype: Any = np.float32) -> np.ndarray:
     """Values of a :class:`BlockArray`.
 
     MX: ``element * 2**(scale - 127)``, computed exactly in float32 (every product of an element
     value and a power of two in [2**-127, 2**127] is a float32 or overflows) and then cast to
-    ``dtype`` (float64 computes in float64). A NaN scale makes its whole block NaN.
+    ``dtype``; float64 and wider compute in float64, where every MX value is exact. A value
+    beyond the range of ``dtype`` reads +-Inf there (the correctly rounded result; ask for
+    float64 to see it). A NaN scale makes its whole block NaN.
 
     NVFP4 follows the variant's arithmetic in float32: TransformerEngine multiplies each E2M1
-    value by ``fp32(fp32(scale * amax) * fp32(1/2688))``; torchao by ``fp32(global * scale)``.
+    value by ``fp32(fp32(scale * amax) * fp32(1/2688))`` (evaluated without TE's intermediate
+    overflow, see ``docs/mx.md``); torchao by ``fp32(global * scale)``.
 
     >>> dequantize(quantize([7.0, 3.0, 1.0, 0.4], "mxfp4")).tolist()
     [6.0, 3.0, 1.0, 0.5]
@@ -678,27 +1023,31 @@ def dequantize(q: BlockArray, dtype: Any = np.float32) -> np.ndarray:
     if dtype.kind != "f":
         raise ValueError(f"dequantize returns floats, got dtype {dtype}")
     bf = q.format
-    work = np.dtype(np.float64) if (dtype == np.float64 and not bf.is_nvfp4) else np.dtype(np.float32)
+    wide = dtype.itemsize >= 8 and not bf.is_nvfp4
+    work = np.dtype(np.float64) if wide else np.dtype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf beyond the range; NaN blocks
+        out = _dequantize_moved(q, work)
+        return np.ascontiguousarray(_unmoved(out, q.axes), dtype=dtype)
+
+
+def _dequantize_moved(q: BlockArray, work: np.dtype) -> np.ndarray:
+    """The values in the moved layout (block axes last), region by region."""
     axes, block = q.axes, q.block_shape
-    table = _element_table(bf, work)
-    if q.codes.size and int(q.codes.max()) >= table.size:
-        raise ValueError(f"element code {int(q.codes.max())} is out of range for {bf.name}")
-    cb = _to_blocks(q.codes, axes, block)  # padding codes are 0, the value +0
-    s = _scales_from_layout(q.scales, axes).reshape(-1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if not bf.is_nvfp4:
-            factor = _pow2_from_e8m0(s, work)
-        elif q.variant == "torchao":
-            factor = q.global_scale * decode(s, bf.scale, dtype=np.float32)
-        else:
-            f32 = np.float32
-            factor = (decode(s, bf.scale, dtype=np.float32) * q.global_amax) * f32(1.0 / 2688.0)
-        rows = _as_rows(cb)
-        out = np.empty(rows.shape, work)
-        for sl in _row_chunks(rows.shape[0], rows.shape[1]):
+    table = _element_table(q.format, work)
+    factors, post = _block_factors(q, work)
+    cm = _moved(q.codes, axes)
+    lead, lengths = cm.shape[: cm.ndim - len(block)], cm.shape[cm.ndim - len(block):]
+    out_m = np.empty(cm.shape, work)
+    for r in _regions(lengths, block):
+        rows = _region_rows(cm, r)
+        factor = factors[(Ellipsis,) + r.blocks].reshape(-1)
+        out, scratch = _output_rows(out_m, r)
+        for sl in _row_chunks(*rows.shape):
             np.multiply(table.take(rows[sl]), factor[sl, None], out=out[sl])
-    out = out.reshape(cb.shape)
-    return np.ascontiguousarray(_from_blocks(out, q.shape, axes, block), dtype=dtype)
+            if post is not None:
+                out[sl] *= post
+        _store_rows(out_m, r, out, scratch)
+    return out_m
 
 
 # ---- packing ------------------------------------------------------------------------------------
@@ -724,8 +1073,7 @@ def pack_codes(codes: Any, bits: int) -> np.ndarray:
         raise TypeError(f"codes must be integers, got {c.dtype}")
     if c.ndim == 0:
         c = c.reshape(1)
-    if bits not in (4, 6, 8):
-        raise ValueError(f"bits must be 4, 6 or 8, got {bits}")
+    _check_bits(bits)
     if c.size and (int(c.min()) < 0 or int(c.max()) >= 1 << bits):
         raise ValueError(f"codes do not fit in {bits} bits")
     c = c.astype(np.uint8)
@@ -756,6 +1104,7 @@ def unpack_codes(packed: Any, bits: int, length: int | None = None) -> np.ndarra
     if p.dtype.kind not in "iu" or (p.size and (int(p.min()) < 0 or int(p.max()) > 255)):
         raise ValueError("packed data must be bytes (integers 0..255)")
     p = np.atleast_1d(p).astype(np.uint8)
+    _check_bits(bits)
     if bits == 8:
         out = p.copy()
     elif bits == 4:
@@ -769,11 +1118,12 @@ def unpack_codes(packed: Any, bits: int, length: int | None = None) -> np.ndarra
             [b0 & 0x3F, (b0 >> 6) | ((b1 & 0xF) << 2), (b1 >> 4) | ((b2 & 0x3) << 4), b2 >> 2],
             axis=-1,
         ).reshape(*p.shape[:-1], 4 * t.shape[-2])
-    else:
-        raise ValueError(f"bits must be 4, 6 or 8, got {bits}")
     if length is not None:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+            raise ValueError(f"length must be a non-negative integer, got {length!r}")
         if not 0 <= length <= out.shape[-1]:
-            raise ValueError(f"length {length} exceeds the {out.shape[-1]} codes the bytes hold")
+            raise ValueError(f"length {length} is not between 0 and the {out.shape[-1]} codes "
+                             "the bytes hold")
         out = out[..., :length]
     return np.ascontiguousarray(out.astype(np.uint8))
 
@@ -786,6 +1136,12 @@ def unpack(packed: Any, fmt: str | BlockFormat, length: int | None = None) -> np
     True
     """
     return unpack_codes(packed, get_block_format(fmt).bits, length)
+
+
+def _check_bits(bits: Any) -> None:
+    if isinstance(bits, (bool, np.bool_)) or not isinstance(bits, (int, np.integer)) \
+            or bits not in (4, 6, 8):
+        raise ValueError(f"bits must be 4, 6 or 8, got {bits!r}")
 
 
 # ---- dot products -------------------------------------------------------------------------------
@@ -801,49 +1157,116 @@ def _int_table(bf: BlockFormat) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
-    """Scale codes with one entry per (row, K-block): 2-D tiles are repeated along the row."""
-    if q.codes.ndim != 2:
-        raise ValueError(f"matmul operands must be 2-D, got shape {q.shape}")
+    """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
+    for each of its rows (by index, so the cost follows the rows, not the tile size)."""
     axes, block = q.axes, q.block_shape
     if len(axes) == 1:
         if axes[0] != k_axis:
             raise ValueError(
                 f"operand must be blocked along its K axis ({k_axis}), got axis={axes[0]}"
             )
-        return q.scales
+        return q.scales.astype(np.int64)
     other = 1 - k_axis
-    rows = q.shape[other]
-    return np.repeat(q.scales, block[axes.index(other)], axis=other).take(
-        np.arange(rows), axis=other
-    )
+    rows = np.arange(q.shape[other]) // block[axes.index(other)]
+    return q.scales.take(rows, axis=other).astype(np.int64)
 
 
 def _k_block(q: BlockArray, k_axis: int) -> int:
     return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
 
 
-def _limbs_to_float64_odd(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """The integer hi * 2**16 + lo (int64 limbs) as float64 rounded to odd.
+#: K elements per exact partial sum: products below 2**48, so 2**14 of them stay below 2**62.
+_K_PART = 1 << 14
 
-    Rounding to odd at 53 bits followed by one rounding to float32 (24 bits) equals a single
-    rounding of the exact integer (Boldo and Melquiond), so no double rounding creeps in.
+
+def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """sum_k ia[m, k] * ib[k, n], exact, as float64 rounded to odd.
+
+    ia and ib are integers below 2**32 in magnitude. ia is split into 16-bit halves so every
+    product is below 2**48; K is summed 2**14 at a time so no int64 sum overflows, and the
+    parts are carried into three limbs (top * 2**48 + mid * 2**16 + low) that hold any K up to
+    2**31. Rounding to odd at 53 bits followed by one rounding to float32 equals a single
+    rounding of the exact sum (Boldo and Melquiond), so no double rounding creeps in.
     """
-    hi = hi + (lo >> 16)  # normalise: 0 <= lo < 2**16 (arithmetic shift carries the sign)
-    lo = lo & 0xFFFF
-    hf = hi.astype(np.float64)  # may round when |hi| > 2**53: keep the residual exactly
-    rest = (hi - hf.astype(np.int64)) * 65536 + lo  # small, exact in int64 and float64
-    return _round_to_odd_sum(hf * 65536.0, rest.astype(np.float64))
+    m, n = ia.shape[0], ib.shape[1]
+    top, mid, low = (np.zeros((m, n), np.int64) for _ in range(3))
+    for s in range(0, max(ia.shape[1], 1), _K_PART):
+        a, b = ia[:, s : s + _K_PART], ib[s : s + _K_PART]
+        hi, lo = (a >> 16) @ b, (a & 0xFFFF) @ b  # the part's sum is hi * 2**16 + lo
+        hi += lo >> 16  # carry so that 0 <= lo < 2**16 (arithmetic shift keeps the sign)
+        low += lo & 0xFFFF
+        mid += hi & 0xFFFFFFFF
+        top += hi >> 32
+    mid += low >> 16
+    top += mid >> 32
+    rest = ((mid & 0xFFFFFFFF) << 16) | (low & 0xFFFF)  # below 2**48: exact in float64
+    return _round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
 
 
-def _block_product_sums(ia: np.ndarray, ib: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact sum_k ia[m, k] * ib[k, n] as two int64 limbs (hi * 2**16 + lo).
+def _check_matmul(a: BlockArray, b: BlockArray) -> int:
+    """The K block size shared by A (M, K) and B (K, N), after checking both operands."""
+    for q in (a, b):
+        if not isinstance(q, BlockArray):
+            raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
+    if a.format.is_nvfp4 != b.format.is_nvfp4:
+        raise ValueError("cannot mix MX and NVFP4 operands")
+    if a.codes.ndim != 2 or b.codes.ndim != 2:
+        raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
+    bs = _k_block(a, 1)
+    if bs < 1 or bs != _k_block(b, 0):
+        raise ValueError(
+            f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
+            f"B {b.block_size} on axis {b.axis}"
+        )
+    return bs
 
-    ia and ib are integers below 2**32 in magnitude; ia is split into 16-bit halves so each
-    partial product stays below 2**48 and a sum of up to 2**15 of them cannot overflow.
+
+class _Operand:
+    """One matmul operand's integer elements and per-(row, K-block) scales.
+
+    ``ints(ks)``: element values * 2**int_shift (times the UE4M3 scale * 2**9 for NVFP4) of
+    the K slice ks, ``bad(ks)``: whether a row holds a non-finite element there; ``exp`` the
+    power of two of each block's scale (E8M0) or -9 (NVFP4, whose scales are folded into the
+    integers), ``nan_scale`` where the scale is NaN.
     """
-    lo_a = ia & 0xFFFF
-    hi_a = ia >> 16
-    return hi_a @ ib, lo_a @ ib
+
+    def __init__(self, q: BlockArray, k_axis: int) -> None:
+        self.q, self.k_axis = q, k_axis
+        self.table, self.finite = _int_table(q.format)
+        s = _k_scales(q, k_axis)
+        if k_axis == 0:
+            s = s.T  # (N, nb): rows of B's transpose
+        self.scales = s
+        if q.format.is_nvfp4:
+            self.nan_scale = s == 0x7F
+            ue4m3 = np.ldexp(decode(np.arange(128), "ue4m3"), 9)  # integers times 2**-9
+            self.fold = np.where(self.nan_scale, 0, ue4m3[np.minimum(s, 0x7E)]).astype(np.int64)
+            self.exp = np.full(s.shape, -9, np.int64)
+        else:
+            self.nan_scale = s == 255
+            self.fold = None
+            self.exp = s - 127
+
+    def codes(self, ks: slice) -> np.ndarray:
+        """(rows, k) element codes of the K slice ks as indices."""
+        codes = self.q.codes[:, ks] if self.k_axis == 1 else self.q.codes[ks, :].T
+        return codes.astype(np.intp)
+
+    def ints(self, j: int, ks: slice) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, k) integers of K-block j and whether each row is non-finite there."""
+        c = self.codes(ks)
+        ints = self.table[c]
+        if self.fold is not None:
+            ints = ints * self.fold[:, j, None]
+        bad = ~self.finite[c].all(axis=1) | self.nan_scale[:, j]
+        return ints, bad
+
+    def values(self, j: int, ks: slice) -> np.ndarray:
+        """(rows, k) float64 values of MX K-block j (exact; NaN rows where the scale is)."""
+        v = _element_table(self.q.format, np.float64)[self.codes(ks)]
+        return v * _pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
 
 
 def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
@@ -853,86 +1276,57 @@ def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
     *exactly* (integer arithmetic on the scaled significands), multiplied by both scales and
     rounded once to float32; the per-block results are then added in float32 in block order
     (block 0 first). NVFP4: the two UE4M3 block scales are folded into the exact integer sum;
-    the result is finally multiplied by ``fp32(global_scale_a * global_scale_b)`` in float32.
-    Blocks holding NaN/Inf (scale or element) are computed with float64 arithmetic instead so
-    they propagate NaN/Inf as IEEE arithmetic would.
+    the result is finally multiplied by ``fp32(global_scale_a * global_scale_b)`` in float32
+    (rounded exactly instead where that product leaves float32's normal range). Blocks holding
+    NaN/Inf (scale or element) are computed with float64 arithmetic instead so they propagate
+    NaN/Inf as IEEE arithmetic would.
 
     >>> A = quantize(np.ones((2, 32)), "mxfp8_e4m3")
     >>> B = quantize(np.full((32, 3), 0.5), "mxfp8_e4m3", axis=0)
     >>> matmul(A, B).tolist()
     [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
     """
-    for q in (a, b):
-        if not isinstance(q, BlockArray):
-            raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
-    if a.format.is_nvfp4 != b.format.is_nvfp4:
-        raise ValueError("cannot mix MX and NVFP4 operands")
-    if a.codes.ndim != 2 or b.codes.ndim != 2:
-        raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
-    bs = _k_block(a, 1)
-    if bs < 1 or bs != _k_block(b, 0):
-        raise ValueError(
-            f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
-            f"B {b.block_size} on axis {b.axis}"
-        )
-    sa = _k_scales(a, 1).astype(np.int64)  # (M, nb)
-    sb = _k_scales(b, 0).astype(np.int64)  # (nb, N)
-    nb = sa.shape[1]
-    pad = nb * bs - k
-    ta, fa = _int_table(a.format)
-    tb, fb = _int_table(b.format)
-    ca = np.pad(a.codes, [(0, 0), (0, pad)]).astype(np.intp)
-    cb = np.pad(b.codes, [(0, pad), (0, 0)]).astype(np.intp)
-    ia, ib = ta[ca].reshape(m, nb, bs), tb[cb].reshape(nb, bs, n)
-    bad_a = ~fa[ca].reshape(m, nb, bs).all(axis=-1)
-    bad_b = ~fb[cb].reshape(nb, bs, n).all(axis=1)
+    bs = _check_matmul(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    opa, opb = _Operand(a, 1), _Operand(b, 0)
     shift = a.format.int_shift + b.format.int_shift
-    if a.format.is_nvfp4:
-        # UE4M3 scale values are integers times 2**-9: fold them into the integer operands.
-        ua = np.ldexp(decode(np.arange(128), "ue4m3"), 9)
-        bad_a |= sa == 0x7F
-        bad_b |= sb == 0x7F
-        ia = ia * np.where(sa == 0x7F, 0, ua[np.minimum(sa, 0x7E)]).astype(np.int64)[..., None]
-        ib = ib * np.where(sb == 0x7F, 0, ua[np.minimum(sb, 0x7E)]).astype(np.int64)[:, None, :]
-        exp_a = np.full(sa.shape, -9, np.int64)
-        exp_b = np.full(sb.shape, -9, np.int64)
-    else:
-        bad_a |= sa == 255
-        bad_b |= sb == 255
-        exp_a, exp_b = sa - 127, sb - 127
     acc = np.zeros((m, n), np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        for j in range(nb):
-            hi, lo = _block_product_sums(ia[:, j, :], ib[j])
-            exact = _limbs_to_float64_odd(hi, lo)
-            e = exp_a[:, j][:, None] + exp_b[j][None, :] - shift
+        for j in range(-(-k // bs)):
+            ks = slice(j * bs, min((j + 1) * bs, k))
+            ia, bad_a = opa.ints(j, ks)
+            ib, bad_b = opb.ints(j, ks)
+            exact = _exact_sums_odd(ia, ib.T)
+            e = opa.exp[:, j, None] + opb.exp[None, :, j] - shift
             block = np.ldexp(exact, e.astype(np.int32)).astype(np.float32)
-            special = bad_a[:, j][:, None] | bad_b[j][None, :]
+            special = bad_a[:, None] | bad_b[None, :]
             if special.any():
-                fallback = _dequantized_block(a, 1, j, bs) @ _dequantized_block(b, 0, j, bs)
-                block = np.where(special, fallback.astype(np.float32), block)
+                block = np.where(special, _special_block(opa, opb, j, ks), block)
             acc = acc + block
         if a.format.is_nvfp4:
-            alpha = np.float32(a.global_scale) * np.float32(b.global_scale)
-            acc = acc * alpha
+            acc = _apply_global_scales(acc, a.global_scale, b.global_scale)
     return acc
 
 
-def _dequantized_block(q: BlockArray, k_axis: int, j: int, bs: int) -> np.ndarray:
-    """float64 values of K-block j (used only for blocks with NaN/Inf)."""
-    vals = q.dequantize(np.float64)
-    sl = [slice(None), slice(None)]
-    sl[k_axis] = slice(j * bs, (j + 1) * bs)
-    part = vals[tuple(sl)]
-    missing = bs - part.shape[k_axis]
-    if missing:
-        widths = [(0, 0), (0, 0)]
-        widths[k_axis] = (0, missing)
-        part = np.pad(part, widths)
-    return part
+def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice) -> np.ndarray:
+    """float32 of K-block j's product in float64 (only read where a NaN/Inf takes part, so
+    the result is NaN or +-Inf there whatever the rounding of the finite terms)."""
+    if opa.q.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
+        return np.full((opa.q.shape[0], opb.q.shape[1]), np.nan, np.float32)
+    return (opa.values(j, ks) @ opb.values(j, ks).T).astype(np.float32)
+
+
+def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.ndarray:
+    """acc * fp32(ga * gb), as a GEMM's float32 alpha does; where that alpha overflows or is
+    subnormal (it would turn finite results into Inf or lose bits), acc * ga * gb rounded once."""
+    alpha = np.float32(ga) * np.float32(gb)
+    if np.isfinite(alpha) and alpha >= np.finfo(np.float32).tiny:
+        return acc * alpha
+    p = acc.astype(np.float64) * float(ga)  # 24 x 24 bits: exact
+    finite = np.isfinite(p)
+    out = _rn32_product(np.where(finite, p, 0.0), float(gb))
+    out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
+    return out
 
 
 def dot(a: BlockArray, b: BlockArray) -> np.float32:
@@ -963,24 +1357,80 @@ def _as_column(q: BlockArray) -> BlockArray:
 
 
 # ---- command line -------------------------------------------------------------------------------
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def _read_values(text: str) -> np.ndarray:
-    """Numbers from a file (.npy, or text with numbers separated by spaces/commas/newlines)
-    or from a comma/space separated list on the command line."""
+    """Real numbers (flattened) from a file (.npy, or text with numbers separated by
+    spaces/commas/newlines) or from a comma/space separated list on the command line.
+
+    A file that cannot be read raises OSError naming it (exit status 1); contents that are not
+    real numbers raise the ValueError/TypeError that quantize itself would, naming the file.
+    """
     path = Path(text)
-    if path.suffix == ".npy" and path.exists():
-        return np.asarray(np.load(path), dtype=np.float64).ravel()
-    if path.exists() and path.is_file():
-        text = path.read_text()
+    if path.exists() or path.suffix.lower() == ".npy":
+        return _read_file(path)
+    values = _parse_numbers(text)
+    if values is None:
+        if os.sep in text or path.suffix.lower() in (".txt", ".csv", ".dat", ".npz"):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), text)
+        raise ValueError(f"cannot read {text[:40]!r} as numbers or an existing file")
+    return values
+
+
+def _parse_numbers(text: str) -> np.ndarray | None:
+    """float64 numbers from comma/space separated text; None if a token is not a number."""
     tokens = text.replace(",", " ").split()
     if not tokens:
         raise ValueError("no values given")
     try:
         return np.array([float(t) for t in tokens], dtype=np.float64)
     except ValueError:
-        raise ValueError(f"cannot read {text[:40]!r} as numbers or an existing file") from None
+        return None
 
 
-def describe(q: BlockArray, x: np.ndarray) -> str:
+def _read_file(path: Path) -> np.ndarray:
+    """The numbers in a .npy or text file, flattened, as an array quantize accepts."""
+    with open(path, "rb") as f:  # a missing file or a directory: OSError naming it
+        is_npy = f.read(len(_NPY_MAGIC)) == _NPY_MAGIC
+    if is_npy or path.suffix.lower() == ".npy":
+        data = _load_npy(path)
+    else:
+        try:
+            values = _parse_numbers(path.read_text())
+        except UnicodeDecodeError:
+            values = None
+        except ValueError:
+            raise ValueError(f"{path}: no values in the file") from None
+        if values is None:
+            raise ValueError(f"{path}: neither a .npy file nor text of numbers")
+        data = values
+    try:
+        arr = _as_float_array(data).reshape(-1)  # the API's own check (complex, strings, ...)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+    if not arr.size:
+        raise ValueError(f"{path}: no values in the file")
+    return arr
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """A .npy array; a truncated or corrupt file is an OSError naming it (it cannot be read),
+    an array of Python objects a TypeError (no numbers to quantize)."""
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            header = {(1, 0): np.lib.format.read_array_header_1_0,
+                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if header is not None and header(f)[2].hasobject:
+                raise TypeError(f"{path}: holds Python objects, not numbers")
+            f.seek(0)
+            return np.asarray(np.load(f, allow_pickle=False))
+        except (ValueError, EOFError) as exc:
+            raise OSError(None, f"not a valid .npy file ({exc})", str(path)) from None
+
+
+def describe(q: BlockArray, x: Any) -> str:
     """Text report: each block's scale, codes and quantization error (1-D arrays).
 
     >>> print(describe(quantize([7.0, 3.0, 0.4], "mxfp4"), np.array([7.0, 3.0, 0.4])))
@@ -991,36 +1441,54 @@ def describe(q: BlockArray, x: np.ndarray) -> str:
       errors: 1 0 -0.1
       max |error| 1, rms error 0.5802
     """
-    bf = q.format
-    deq = q.dequantize(np.float64)
-    nblocks = q.scales.size
-    width = 1 if bf.bits == 4 else 2
-    bs = q.block_shape[0]
-    rounding = q.scale_rounding
-    head = f"{bf.name}: {x.size} values, {nblocks} block{'s' if nblocks != 1 else ''} of {bs}, "
-    if bf.is_nvfp4:
-        head += (f"UE4M3 scales, {q.variant} arithmetic, global amax {float(q.global_amax):.6g}, "
-                 f"global decode scale {float(q.global_scale):.6g}")
-    else:
-        head += f"E8M0 scales ({rounding})"
-    lines = [head]
-    for j in range(nblocks):
-        sl = slice(j * bs, min((j + 1) * bs, x.size))
-        code = int(q.scales[j])
-        if bf.is_nvfp4:
-            sval = f"{float(decode(code, bf.scale)):.6g}"
-        else:
-            sval = "NaN" if code == 255 else f"2^{code - 127}"
-        err = x[sl] - deq[sl]
-        finite = np.isfinite(err)
-        lines.append(f"block {j}: scale 0x{code:02X} = {sval}")
-        lines.append("  codes:  " + " ".join(f"{int(c):0{width}X}" for c in q.codes[sl]))
-        lines.append("  values: " + " ".join(f"{v:.6g}" for v in deq[sl]))
-        lines.append("  errors: " + " ".join(f"{v:.4g}" for v in err))
-        if finite.any():
-            e = err[finite]
-            lines.append(f"  max |error| {np.max(np.abs(e)):.4g}, rms error {np.sqrt(np.mean(e * e)):.4g}")
+    if not isinstance(q, BlockArray):
+        raise TypeError(f"describe takes a BlockArray, got {type(q).__name__}")
+    if q.codes.ndim != 1:
+        raise ValueError(f"describe explains 1-D block arrays, got shape {q.shape}")
+    x = _as_float_array(x).astype(np.float64)
+    if x.shape != q.shape:
+        raise ValueError(f"describe needs the {q.shape[0]} quantized values, got shape {x.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN inputs give NaN errors
+        deq = q.dequantize(np.float64)
+        lines = [_describe_head(q)]
+        for j in range(q.scales.size):
+            lines += _describe_block(q, x, deq, j)
     return "\n".join(lines)
+
+
+def _describe_head(q: BlockArray) -> str:
+    bf, nblocks = q.format, q.scales.size
+    head = f"{bf.name}: {q.codes.size} values, {nblocks} block{'s' if nblocks != 1 else ''} of {q.block_size}, "
+    if not bf.is_nvfp4:
+        return head + f"E8M0 scales ({q.scale_rounding or 'unknown rule'})"
+    amax = "unknown" if q.global_amax is None else f"{float(q.global_amax):.6g}"
+    return head + (f"UE4M3 scales, {q.variant} arithmetic, global amax {amax}, "
+                   f"global decode scale {float(q.global_scale):.6g}")
+
+
+def _describe_block(q: BlockArray, x: np.ndarray, deq: np.ndarray, j: int) -> list[str]:
+    bs, bf = q.block_shape[0], q.format
+    sl = slice(j * bs, min((j + 1) * bs, x.size))
+    code = int(q.scales[j])
+    if bf.is_nvfp4:
+        sval = f"{float(decode(code, bf.scale)):.6g}"
+    else:
+        sval = "NaN" if code == 255 else f"2^{code - 127}"
+    width = 1 if bf.bits == 4 else 2
+    err = x[sl] - deq[sl]
+    lines = [
+        f"block {j}: scale 0x{code:02X} = {sval}",
+        "  codes:  " + " ".join(f"{int(c):0{width}X}" for c in q.codes[sl]),
+        "  values: " + " ".join(f"{v:.6g}" for v in deq[sl]),
+        "  errors: " + " ".join(f"{v:.4g}" for v in err),
+    ]
+    e = np.abs(err[np.isfinite(err)])
+    if e.size:
+        top = float(e.max())
+        # rms scaled by the largest error: squaring errors near 1e300 must not overflow
+        rms = top * float(np.sqrt(np.mean((e / top) ** 2))) if top > 0 else 0.0
+        lines.append(f"  max |error| {top:.4g}, rms error {rms:.4g}")
+    return lines
 
 
 def cmd_mx(args: argparse.Namespace) -> int:
@@ -1049,7 +1517,8 @@ def register_cli(subparsers: Any) -> None:
         help="a .npy or text file, or numbers such as '7,3,1,0.4' (flattened to 1-D)",
     )
     p.add_argument("--format", "-f", default="mxfp8_e4m3", help=f"one of {', '.join(BLOCK_FORMATS)}")
-    p.add_argument("--block-size", "-b", type=int, default=None, help="elements per block")
+    p.add_argument("--block-size", "-b", type=int, default=None,
+                   help="elements per block (1 .. 2**31; default: the format's)")
     p.add_argument("--scale-rounding", "-s", default="floor", choices=SCALE_ROUNDINGS,
                    help="MX scale rule (default floor, the OCP rule)")
     p.add_argument("--inf", default="nan", choices=("nan", "saturate"),
