@@ -171,7 +171,9 @@ def check_decode(fmt: Format) -> None:
     want = np.array([ref_decode(int(c), fmt).to_float() for c in stored])
     same = _values_equal(decode(stored.astype(fmt.code_dtype), fmt), want)
     assert same.all(), f"decode differs at codes {[hex(int(c)) for c in stored[~same][:4]]}"
-    fits32 = fmt.mantissa_bits <= 23 and fmt.emax <= 127 and fmt.min_subnormal >= 2.0**-149
+    # float32 holds every value when the format's finest spacing, 2**(emin - M), is 2**-149 or
+    # more (float32's), its precision at most 24 bits and its largest value below 2**128.
+    fits32 = fmt.mantissa_bits <= 23 and fmt.emax <= 127 and (1 - fmt.bias if fmt.subnormals else -fmt.bias) - fmt.mantissa_bits >= -149
     if fits32:
         got32 = decode(stored.astype(fmt.code_dtype), fmt, dtype=np.float32)
         assert got32.dtype == np.float32 and _values_equal(got32, want).all()
@@ -316,6 +318,8 @@ REGRESSIONS = {
     "unsigned, no NaN": Format("u", 3, 3, 3, signed=False, inf="none", nan="none"),
     "unsigned, Inf on top": Format("ut", 4, 2, 7, signed=False, inf="top", nan="none"),
     "float64-wide range": Format("w", 11, 20, 1023),
+    "no subnormals, spacing below float32's": Format("r1", 8, 21, 129, signed=False, inf="none", nan="none", subnormals=False),
+    "no subnormals, spacing 2^-133": Format("r2", 8, 3, 130, signed=False, inf="none", nan="none", subnormals=False),
 }
 
 

@@ -85,5 +85,6 @@ def _fits(fmt: Format, dtype: np.dtype) -> bool:
     return (
         fmt.mantissa_bits <= info.nmant
         and fmt.emax <= info.maxexp - 1
-        and fmt.min_subnormal >= float(info.smallest_subnormal)
+        # the spacing of the format's lowest binade is a multiple of dtype's smallest step
+        and fmt.emin - fmt.mantissa_bits >= info.minexp - info.nmant
     )

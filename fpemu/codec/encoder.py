@@ -26,14 +26,15 @@ from .options import _Options, _options
 def _table_path_ok(fmt: Format, opts: _Options) -> bool:
     """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
     # The round bit must lie in the top 16 bits of every float32 pattern, including float32
-    # subnormals (resolution 2**-133 there), and float32 must have 2 bits more than the format
-    # wherever the format has values, for the float64 -> float32 rounding to odd.
+    # subnormals (resolution 2**-133 there, so the format's quantum, 2**(emin - M) also where
+    # it has no subnormals, must be 2**-132 or more), and float32 must have 2 bits more than
+    # the format wherever the format has values, for the float64 -> float32 rounding to odd.
     return (
         opts.rounding != "stochastic"
         and opts.nan not in ("payload", "quiet_payload")
         and fmt.mantissa_bits <= 6
         and fmt.emax <= 127
-        and fmt.min_subnormal >= 2.0**-132
+        and fmt.emin - fmt.mantissa_bits >= -132
     )
 
 
