@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import itertools
+import json
 import re
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -35,7 +39,7 @@ from .accumulator import Accumulator, _exponent, _pow2, accumulator_names, dot, 
 from .codec import integers_to_float64, quantize
 from .formats import get_format
 
-__all__ = ["Dump", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]
+__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]
 
 # Input formats a dump file name may carry (hwdata names files <gpu>_<inputs>.npz).
 _INPUT_NAMES = ("fp16", "bf16", "tf32", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "fp32")
@@ -64,6 +68,11 @@ class Dump:
         return self.a.shape[1]
 
 
+class DumpError(ValueError):
+    """A dump whose contents cannot be fitted (not an .npz, missing arrays, values instead of
+    bit patterns, wrong shapes): a problem of the file, not of an argument."""
+
+
 def infer_inputs(path: str | Path) -> str:
     """The input format named in a dump's file name (``h100_e4m3.npz`` -> ``e4m3``).
 
@@ -74,28 +83,141 @@ def infer_inputs(path: str | Path) -> str:
     ...
     ValueError: cannot tell the input format from the file name 'dump.npz'; pass --inputs
     """
-    tokens = re.split(r"[_.\-/]", Path(path).name.lower())
-    for tok in tokens:
+    named = _inputs_in_name(path)
+    if named is None:
+        raise ValueError(f"cannot tell the input format from the file name {Path(path).name!r}; pass --inputs")
+    return named
+
+
+def _inputs_in_name(path: str | Path) -> str | None:
+    for tok in re.split(r"[_.\-/]", Path(path).name.lower()):
         if tok in _INPUT_NAMES:
             return tok
-    raise ValueError(f"cannot tell the input format from the file name {Path(path).name!r}; pass --inputs")
+    return None
+
+
+_DUMP_LAYOUT = "hwdata layout: uint32 arrays a, b (n, K), c (n,), d_fp32 and/or d_fp16 (n,)"
+_KIND_WORDS = {"f": "floating-point values", "b": "booleans", "c": "complex numbers", "U": "strings",
+               "S": "bytes", "O": "Python objects", "V": "raw records", "M": "dates", "m": "time spans"}  # fmt: skip
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz archive; DumpError for anything that is not one."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head.startswith(b"\x93NUMPY"):
+        raise DumpError(f"{path}: a single .npy array, not an .npz archive ({_DUMP_LAYOUT})")
+    if not head:
+        raise DumpError(f"{path}: the file is empty")
+    if not head.startswith(b"PK"):
+        raise DumpError(f"{path}: not an .npz archive (no zip signature; {_DUMP_LAYOUT})")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: np.asarray(z[k]) for k in z.files}
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except (EOFError, ValueError, OSError, zipfile.BadZipFile, zlib.error, KeyError, TypeError, AttributeError) as exc:
+        why = str(exc).split(". ")[0] or type(exc).__name__
+        raise DumpError(f"{path}: not a readable .npz archive ({why}; truncated or damaged?)") from None
+
+
+def _bit_patterns(arrays: dict[str, np.ndarray], key: str, path: Path, inputs: str) -> np.ndarray:
+    """arrays[key] as uint32 fp32 bit patterns; DumpError saying what was found otherwise."""
+    x = arrays[key]
+    if x.dtype.kind in "ui":
+        if x.size and (int(x.min()) < 0 or int(x.max()) > 0xFFFFFFFF):
+            v = int(x.min()) if int(x.min()) < 0 else int(x.max())
+            raise DumpError(f"{path}: {key} holds {x.dtype} integers outside 0..2^32-1 (e.g. {v}); expected the fp32 "
+                            f"bit patterns of {inputs} values as uint32")  # fmt: skip
+        return x.astype(np.uint32)
+    what = _KIND_WORDS.get(x.dtype.kind, f"{x.dtype} data")
+    first = f", first {x.flat[0]!r}" if x.size and x.dtype.kind in "fbc" else ""
+    hint = " (x.astype(np.float32).view(np.uint32) makes them)" if x.dtype.kind == "f" else ""
+    raise DumpError(f"{path}: {key} holds {x.dtype} {what}{first}; expected unsigned integer bit patterns: the fp32 "
+                    f"bit patterns of {inputs} values as uint32{hint}")  # fmt: skip
+
+
+def _meta_inputs(arrays: dict[str, np.ndarray]) -> str | None:
+    """The input format an ``fpemu vectors --accumulator`` file records, if this is one."""
+    if "meta" not in arrays or arrays["meta"].dtype.kind != "U":
+        return None
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except ValueError:
+        return None
+    return meta.get("inputs") if isinstance(meta, dict) and meta.get("type") == "dot" else None
 
 
 def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
-    """Read a dump in the hwdata layout; ``inputs`` defaults to the one in the file name."""
+    """Read a dump in the hwdata layout (or a file of ``fpemu vectors --accumulator``).
+
+    ``inputs`` defaults to the format the file's metadata or name gives. Every problem is
+    named: a missing file or a directory (OSError), a file that is not an .npz of uint32 bit
+    patterns of the right shapes with finite a, b, c (:class:`DumpError`), values that are
+    not in the input format (ValueError when ``inputs`` was given: the argument is wrong).
+    """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no dump file {str(path)!r}")
-    inputs = get_format(inputs).name if inputs else infer_inputs(path)
-    with np.load(path) as z:
-        missing = {"a", "b", "c", "d_fp32"} - set(z.files)
-        if missing:
-            raise ValueError(f"{path.name} lacks arrays {sorted(missing)} (hwdata layout: a, b, c, d_fp32[, d_fp16])")
-        a, b, c = (z[k].astype(np.uint32).view(np.float32).astype(np.float64) for k in ("a", "b", "c"))
-        d = {k[2:]: z[k].astype(np.uint32) for k in ("d_fp32", "d_fp16") if k in z.files}
-    if a.ndim != 2 or a.shape != b.shape or c.shape != (a.shape[0],):
-        raise ValueError(f"{path.name}: a, b must be (n, K) and c (n,), got {a.shape}, {b.shape}, {c.shape}")
-    return Dump(path.stem, inputs, a, b, c, d)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a dump file", str(path))
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such dump file", str(path))
+    arrays = _read_npz(path)
+    source = "--inputs"
+    if inputs is not None:
+        inputs = get_format(inputs).name
+    elif (inputs := _meta_inputs(arrays)) is not None:
+        source = "the file's metadata"
+    else:
+        inputs, source = infer_inputs(path), "the file name"
+    missing = sorted({"a", "b", "c"} - set(arrays))
+    if missing or not {"d_fp32", "d_fp16"} & set(arrays):
+        lacks = missing + ([] if {"d_fp32", "d_fp16"} & set(arrays) else ["d_fp32 or d_fp16"])
+        raise DumpError(f"{path}: lacks {', '.join(lacks)} (it has {', '.join(sorted(arrays)) or 'no arrays'}; {_DUMP_LAYOUT})")
+    bits = {k: _bit_patterns(arrays, k, path, inputs) for k in ("a", "b", "c", "d_fp32", "d_fp16") if k in arrays}
+    _check_shapes(bits, path)
+    _check_finite(bits, path)
+    as_float = lambda k: bits[k].view(np.float32).astype(np.float64)  # noqa: E731
+    dump = Dump(path.stem, inputs, as_float("a"), as_float("b"), as_float("c"),
+                {k[2:]: bits[k] for k in ("d_fp32", "d_fp16") if k in bits})  # fmt: skip
+    _check_inputs(dump, str(path), source)
+    return dump
+
+
+def _check_shapes(bits: dict[str, np.ndarray], path: Path) -> None:
+    a = bits["a"]
+    shapes = ", ".join(f"{k} {v.shape}" for k, v in bits.items())
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1 or bits["b"].shape != a.shape or any(
+        bits[k].shape != (a.shape[0],) for k in bits if k not in ("a", "b")
+    ):
+        raise DumpError(f"{path}: a and b must be (n, K) and c, d_* (n,) with n, K >= 1; got {shapes}")
+
+
+def _check_finite(bits: dict[str, np.ndarray], path: Path) -> None:
+    """a, b and c must be finite: the search space models finite experiments."""
+    for k in ("a", "b", "c"):
+        special = (bits[k] & 0x7F800000) == 0x7F800000
+        if special.any():
+            row = int(np.argwhere(special)[0][0])
+            raise DumpError(f"{path}: {k} holds Inf or NaN (row {row}); fit models finite experiments: drop such rows")
+
+
+def _check_inputs(dump: Dump, where: str, source: str = "--inputs") -> None:
+    """a and b must hold values of the input format: a dump read in another format would be
+    silently re-rounded by the model code (ValueError for an --inputs argument, DumpError
+    for a format the file named)."""
+    fmt = get_format(dump.inputs)
+    for key, x in (("a", dump.a), ("b", dump.b)):
+        with np.errstate(all="ignore"):
+            off = ~(quantize(x, fmt) == x)
+        if off.any():
+            i, k = (int(v) for v in np.argwhere(off)[0])
+            bits = int(np.float32(x[i, k]).view(np.uint32))
+            named = _inputs_in_name(where)
+            hint = f"; the file name says {named}" if named and named != fmt.name else ""
+            error = ValueError if source == "--inputs" else DumpError
+            raise error(f"{where}: {key} holds values that are not {fmt.name} ({int(off.sum())} of {x.size}; row {i}, "
+                        f"column {k}: 0x{bits:08X} = {float(x[i, k])!r}), the input format {source} gives{hint}; "
+                        "pass the format the dump was made with as --inputs")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,7 +231,10 @@ _GROUPINGS = {
     "late c": dict(term_rounding="rd", late_c=True, even_odd=False),
     "late c, even/odd": dict(term_rounding="rd", late_c=True, even_odd=True),
 }
-_ZERO_C = (-126, -149, -4000)  # -4000: a zero accumulator takes no part in the alignment
+# A zero accumulator aligns at 2^-126, at 2^-149, or takes no part: _ZERO_C_NO_PART lies far
+# below every product (>= 2^-252) and c, and 2^(F - _ZERO_C_NO_PART) stays a normal float64.
+_ZERO_C_NO_PART = -900
+_ZERO_C = (-126, -149, _ZERO_C_NO_PART)
 _FRAC_BITS = range(8, 49)  # up to 48: as many as fpemu.accumulator keeps exactly
 
 
@@ -199,18 +324,22 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
     for s in range(0, K, block):
         ks = range(s, min(s + block, K))
         ec = np.where(c == 0, zc, _exponent(c, c_emin))
+        # A block result that overflowed (fp16 output, F bits cut short of the sum) stays
+        # +-Inf: the products are finite, so c + products is c, as fpemu.accumulator has it.
+        finite = np.isfinite(c)
+        fc = np.where(finite, c, 0.0)
         if not late_c:
-            total, _ = _aligned_total([c] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
+            total, _ = _aligned_total([fc] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
         else:
             groups = [ks[0::2], ks[1::2]] if even_odd else [ks]
-            vals, exps = [c], [ec]
+            vals, exps = [fc], [ec]
             for g in groups:
                 if len(g):
                     v, _ = _aligned_total([p[:, k] for k in g], [ep[:, k] for k in g], F, cut)
                     vals.append(v)
                     exps.append(_exponent(v, -100000))
             total, _ = _aligned_total(vals, exps, F, cut)
-        c = _round_rows(total, prec, rne, out)
+        c = np.where(finite, _round_rows(total, prec, rne, out), c)
     return c.astype(np.float32)
 
 
@@ -272,18 +401,33 @@ def _batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(models):
         groups.setdefault((m.block, m.term_rounding, m.late_c, m.even_odd), []).append(i)
-    for (block, cut, late_c, even_odd), idx in groups.items():
-        ms = [models[i] for i in idx]
-        n = len(ms)
-        per_row = lambda values: np.repeat(np.array(values), R)  # noqa: E731
-        got = _batch_model(
-            np.tile(p, (n, 1)), np.tile(ep, (n, 1)), np.tile(cq, n), out, block, cut, late_c, even_odd,
-            F=per_row([m.frac_bits for m in ms]), zc=per_row([m.zero_c_exponent for m in ms]),
-            rne=per_row([out == "fp16" or m.out_rounding == "rne" for m in ms]),
-            prec=per_row([11 if out == "fp16" else m.out_frac_bits + 1 for m in ms]),
-        )
-        result[idx] = (got.view(np.uint32) == np.tile(want, n)).reshape(n, R)
+    # Models per batched call: the tiled products stay near _BATCH_VALUES, whatever the
+    # number of rows, K or models.
+    per_call = max(1, _BATCH_VALUES // max(1, R * p.shape[1]))
+    for (block, cut, late_c, even_odd), all_idx in groups.items():
+        for start in range(0, len(all_idx), per_call):
+            idx = all_idx[start : start + per_call]
+            result[idx] = _batch_group(p, ep, cq, want, out, (block, cut, late_c, even_odd), [models[i] for i in idx])
     return result
+
+
+#: Products held at once by one batched call of the search (float64 and int arrays of this size).
+_BATCH_VALUES = 1 << 21
+
+
+def _batch_group(p, ep, cq, want, out: str, structure: tuple, ms: list[Accumulator]) -> np.ndarray:
+    """(len(ms), R) bool: which rows each model of one structure (block, cut, late c,
+    even/odd) reproduces, in one batched call."""
+    block, cut, late_c, even_odd = structure
+    R, n = p.shape[0], len(ms)
+    per_row = lambda values: np.repeat(np.array(values), R)  # noqa: E731
+    got = _batch_model(
+        np.tile(p, (n, 1)), np.tile(ep, (n, 1)), np.tile(cq, n), out, block, cut, late_c, even_odd,
+        F=per_row([m.frac_bits for m in ms]), zc=per_row([m.zero_c_exponent for m in ms]),
+        rne=per_row([out == "fp16" or m.out_rounding == "rne" for m in ms]),
+        prec=per_row([11 if out == "fp16" else m.out_frac_bits + 1 for m in ms]),
+    )
+    return (got.view(np.uint32) == np.tile(want, n)).reshape(n, R)
 
 
 def _model_matches(dump: Dump, c: np.ndarray, out: str, acc: Accumulator, rows: slice) -> np.ndarray:
@@ -303,6 +447,9 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
     """
     if out not in dump.d:
         raise ValueError(f"{dump.name} has no d_{out} column (it has: {', '.join('d_' + k for k in dump.d)})")
+    if dump.a.ndim != 2 or dump.rows < 1 or dump.K < 1:
+        raise ValueError(f"{dump.name}: a dump needs at least one row of at least one product, got a {dump.a.shape}")
+    _check_inputs(dump, dump.name)  # values outside the input format would be re-rounded by the model code
     start = time.perf_counter()
     result = FitResult(dump.name, dump.inputs, out, dump.rows, dump.K)
     c_modes = [("as recorded", dump.c)]
@@ -326,7 +473,7 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
         # preset as it is.
         for m in alive[:: max(1, len(alive) // 8)]:
             if not _model_matches(dump, c, out, m, slice(None)).all():
-                raise AssertionError(f"fit's batched kernel disagrees with fpemu.accumulator.dot on {m}")
+                raise RuntimeError(f"fit's batched kernel disagrees with fpemu.accumulator.dot on {m} (a bug in fit)")
         fitting = list(alive)
         fitting += [a for a in presets.values() if _model_matches(dump, c, out, a, slice(None)).all()]
         if fitting:
@@ -373,7 +520,7 @@ def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") ->
     grouping = next((g for g, v in _GROUPINGS.items() if all(getattr(acc, k) == x for k, x in v.items())), "custom")
     terms = {"nvidia": "terms rz", "floor": "terms rd"}.get(grouping, f"{grouping}, terms {acc.term_rounding}")
     outs = "out fp16 rne" if out == "fp16" else f"out {acc.out_rounding} to {acc.out_frac_bits} fraction bits"
-    zc = "zero c takes no part" if acc.zero_c_exponent < -1000 else f"zero c aligns at 2^{acc.zero_c_exponent}"
+    zc = "zero c takes no part" if acc.zero_c_exponent <= _ZERO_C_NO_PART else f"zero c aligns at 2^{acc.zero_c_exponent}"
     return f"{block}, F = {acc.frac_bits}, {terms}, {outs}, {zc}"
 
 
@@ -410,7 +557,7 @@ def summarize_models(models: Sequence[Accumulator], K: int, out: str) -> list[st
         text = describe_model(m, K, out)
         text = re.sub(r"F = \d+", f"F = {_ranges(fs)}", text)
         zset = sorted(set(zcs), reverse=True)
-        zc = "zero c: " + ", ".join("takes no part" if z < -1000 else f"2^{z}" for z in zset)
+        zc = "zero c: " + ", ".join("takes no part" if z <= _ZERO_C_NO_PART else f"2^{z}" for z in zset)
         lines.append(re.sub(r"zero c (aligns at 2\^-?\d+|takes no part)", zc, text))
     return lines
 
@@ -503,7 +650,10 @@ class _Experiments:
             for pos, x, y in row:
                 a[i, pos], b[i, pos] = x, y
         self.calls += 1
-        return np.asarray(self.run(a, b, self.inputs), dtype=np.float64).reshape(-1)
+        got = np.asarray(self.run(a, b, self.inputs), dtype=np.float64).reshape(-1)
+        if got.size != len(rows):
+            raise RuntimeError(f"the device returned {got.size} results for {len(rows)} experiments")
+        return got
 
 
 def _kept_bits(ex: _Experiments, top: int = 24) -> int:
@@ -700,47 +850,78 @@ def torch_device(device: str = "cuda") -> RunDot:
 # CLI
 # ---------------------------------------------------------------------------------------------
 def cmd_fit(args: argparse.Namespace) -> int:
-    dump = load_dump(args.dump, args.inputs)
+    """Fit every output column (or --out's) and print what reproduces it; a column no model
+    reproduces makes the run fail (exit status 1) after the report."""
+    from .cli import RunError
+
+    if args.inputs is not None:
+        get_format(args.inputs)  # an unknown name is a usage error, before the file is read
+    try:
+        dump = load_dump(args.dump, args.inputs)
+    except DumpError as exc:
+        raise RunError(str(exc)) from None
+    if args.out and args.out not in dump.d:
+        raise ValueError(f"{args.dump} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")
     outs = [args.out] if args.out else list(dump.d)
-    status = 0
+    unfit = []
     for i, out in enumerate(outs):
         result = fit(dump, out)
-        print(("\n" if i else "") + report(result))
-        status |= 0 if result.fits else 1
-    return status
+        print(("\n" if i else "") + report(result), flush=True)
+        if not result.fits:
+            unfit.append(f"d_{out}")
+    if unfit:
+        raise RunError(f"{args.dump}: no model in the search space reproduces every row of {' and '.join(unfit)}")
+    return 0
+
+
+#: Input formats `fpemu probe` can run through torch.
+PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
+
+
+def _probe_inputs(text: str) -> list[str]:
+    """--inputs as canonical names, every one probe-able (ValueError otherwise)."""
+    names = [get_format(t.strip()).name for t in text.split(",") if t.strip()]
+    if not names:
+        raise ValueError("--inputs names no format")
+    bad = [n for n in names if n not in PROBE_INPUTS]
+    if bad:
+        raise ValueError(f"probe runs {', '.join(PROBE_INPUTS)} through torch; not {', '.join(bad)}")
+    return names
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    from .cli import RunError
+
     if args.device != "cuda":
         raise ValueError(f"only --device cuda is supported, got {args.device!r}")
+    inputs = _probe_inputs(args.inputs)
     try:
         import torch
     except ImportError:
-        print("fpemu probe: torch is not installed; probing needs torch with a CUDA GPU")
-        return 1
+        raise RunError("probing needs torch with a CUDA GPU, and torch is not installed") from None
     if not torch.cuda.is_available():
-        print("fpemu probe: no CUDA device is available here (torch.cuda.is_available() is False); "
-              "run it on a machine with an NVIDIA GPU")  # fmt: skip
-        return 1
+        raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
+                       "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
     print(f"probing {torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})")
     run = torch_device("cuda")
-    for inputs in args.inputs.split(","):
+    for name in inputs:
         try:
-            print(probe_report(probe(run, inputs.strip())))
+            print(probe_report(probe(run, name)))
         except (RuntimeError, TypeError, AttributeError) as exc:
-            print(f"{inputs}: not available on this GPU/torch ({str(exc).splitlines()[0]})")
+            print(f"{name}: not available on this GPU/torch ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
     return 0
 
 
 def register_cli(subparsers) -> None:
     """Add ``fit`` and ``probe``."""
     p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs")
-    p.add_argument("dump", help="an .npz in the hwdata layout (a, b, c, d_fp32[, d_fp16])")
-    p.add_argument("--inputs", default=None, help="input format (default: from the file name)")
+    p.add_argument("dump", help="an .npz in the hwdata layout (uint32 bit patterns a, b, c, d_fp32 and/or d_fp16), "
+                                "or a file of fpemu vectors --accumulator")  # fmt: skip
+    p.add_argument("--inputs", default=None, help="input format (default: the file's metadata, else its name)")
     p.add_argument("--out", default=None, choices=("fp32", "fp16"), help="output column (default: every one present)")
     p.set_defaults(func=cmd_fit)
 
     p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
     p.add_argument("--device", default="cuda", help="only cuda")
-    p.add_argument("--inputs", default="fp16,bf16,tf32,e4m3,e5m2", help="input formats to probe")
+    p.add_argument("--inputs", default=",".join(PROBE_INPUTS), help="input formats to probe (comma-separated)")
     p.set_defaults(func=cmd_probe)

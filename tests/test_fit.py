@@ -13,6 +13,7 @@ from fpemu import cli
 from fpemu.accumulator import Accumulator, get_accumulator
 from fpemu.fit import (
     Dump,
+    DumpError,
     _batch_matches,
     _model_matches,
     _used_fraction_bits,
@@ -120,18 +121,22 @@ def test_infer_inputs_and_errors(tmp_path):
         infer_inputs("dump.npz")
     bad = tmp_path / "bad_fp16.npz"
     np.savez(bad, a=np.zeros((2, 4), np.uint32))
-    with pytest.raises(ValueError, match="lacks arrays"):
+    with pytest.raises(DumpError, match=r"bad_fp16.npz: lacks b, c, d_fp32 or d_fp16 \(it has a;"):
         load_dump(bad)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="none_fp16.npz"):
         load_dump(tmp_path / "none_fp16.npz")
 
 
 def test_fit_cli_exit_codes(capsys):
     _dump("v100_fp16")
     assert cli.main(["fit", str(HWDATA / "v100_fp16.npz"), "--out", "fp32"]) == 0
-    assert "matching presets: v100, volta" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "matching presets: v100, volta" in out and err == ""
+    # A column no model reproduces: the report, then a failed run (status 1, one error line).
     assert cli.main(["fit", str(HWDATA / "h100_e5m2.npz"), "--out", "fp16"]) == 1
-    assert "NO model in the search space" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "NO model in the search space" in out
+    assert err == f"fpemu: error: {HWDATA / 'h100_e5m2.npz'}: no model in the search space reproduces every row of d_fp16\n"
 
 
 # ---- probe -----------------------------------------------------------------------------------
@@ -176,7 +181,8 @@ def test_probe_cli_without_cuda(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     assert cli.main(["probe", "--device", "cuda"]) == 1
-    assert "no CUDA device" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("fpemu: error: no CUDA device is available here") and err.count("\n") == 1
 
 
 def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
