@@ -162,7 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _register_feature_commands()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # name the subcommand whose options these are not
+            where = f"{args.command}: " if getattr(args, "command", None) else ""
+            parser.error(f"{where}unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) or a usage error, already printed on one line
         return int(exc.code or 0)
     if not getattr(args, "func", None):
