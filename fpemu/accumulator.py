@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
@@ -119,10 +120,35 @@ class Accumulator:
     source: str = ""
 
     def __post_init__(self) -> None:
+        # Types first: the value checks compare and shift the fields.
+        problems = self._type_problems() or self._value_problems()
+        if problems:
+            raise ValueError(f"invalid accumulator {self.name!r}: " + "; ".join(problems))
+
+    def _type_problems(self) -> list[str]:
+        """Fields of the wrong type (a bool is not an integer here: True would read as 1)."""
+        problems = []
+        if not isinstance(self.name, str):
+            problems.append(f"name must be a string, got {self.name!r}")
+        for field in ("frac_bits", "out_frac_bits", "zero_c_exponent"):
+            if not _is_int(getattr(self, field)):
+                problems.append(f"{field} must be an integer, got {getattr(self, field)!r}")
+        for field in ("block", "promote"):
+            value = getattr(self, field)
+            if value is not None and not _is_int(value):
+                problems.append(f"{field} must be a positive integer or None, got {value!r}")
+        for field in ("late_c", "even_odd", "flush_subnormals"):
+            if not isinstance(getattr(self, field), (bool, np.bool_)):
+                problems.append(f"{field} must be True or False, got {getattr(self, field)!r}")
+        if not isinstance(self.acc_format, (str, Format)):
+            problems.append(f"acc_format must be a format name, got {self.acc_format!r}")
+        return problems
+
+    def _value_problems(self) -> list[str]:
         problems = []
         if self.kind not in ("block", "exact", "sequential", "pairwise"):
             problems.append(f"kind must be block, exact, sequential or pairwise, got {self.kind!r}")
-        if self.block is not None and (not isinstance(self.block, int) or self.block < 1):
+        if self.block is not None and self.block < 1:
             problems.append(f"block must be a positive integer or None, got {self.block!r}")
         if self.kind == "block" and self.block is None:
             problems.append("a block model needs a block size")
@@ -136,14 +162,21 @@ class Accumulator:
             problems.append("out_rounding and acc_rounding must be 'rz' or 'rne'")
         if not 1 <= self.out_frac_bits <= 23:
             problems.append(f"out_frac_bits must be in 1..23, got {self.out_frac_bits}")
+        # The alignment exponent E is kept in int32 and 2**(F - E) must be a normal float64.
+        if not -1022 <= self.zero_c_exponent <= 1023:
+            problems.append(f"zero_c_exponent must be in -1022..1023, got {self.zero_c_exponent}")
         if self.even_odd and not self.late_c:
             problems.append("even_odd needs late_c")
-        if self.promote is not None and (not isinstance(self.promote, int) or self.promote < 1):
+        if self.promote is not None and self.promote < 1:
             problems.append(f"promote must be a positive integer or None, got {self.promote!r}")
         if get_format(self.acc_format).name not in ("fp32", "fp16", "bf16"):
             problems.append(f"acc_format must be fp32, fp16 or bf16, got {self.acc_format!r}")
-        if problems:
-            raise ValueError(f"invalid accumulator {self.name!r}: " + "; ".join(problems))
+        return problems
+
+
+def _is_int(value: object) -> bool:
+    """An integer that is not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 _FAMILY = {  # input format -> the parameter family a GPU table is keyed by
@@ -506,7 +539,10 @@ def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray,
 
 def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
     n = acc.block
-    for s in range(k0, k1, n):
+    # No products (K = 0): c alone goes through one block FMA, exactly as it does when K is
+    # zero-padded (zero products are dropped), so it is rounded as the unit rounds (-0 -> +0).
+    starts = range(k0, k1, n) if k1 > k0 else range(k0, k0 + 1)
+    for s in starts:
         e = min(s + n, k1)
         ec = np.where(c == 0, acc.zero_c_exponent, _exponent(c, c_emin))
         finite_c = np.where(np.isfinite(c), c, 0.0)
@@ -672,13 +708,28 @@ def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndar
 _OUTS = ("fp32", "fp16", "bf16")
 
 
-def _prepare(x, fmt: Format, what: str) -> np.ndarray:
-    from .codec import quantize
+def _real_array(x, what: str) -> np.ndarray:
+    """x as an ndarray of real numbers (float, integer or ml_dtypes' narrow floats), unchanged."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise ValueError(f"{what} is not a rectangular array of numbers ({exc})") from None
+    kind = arr.dtype.kind
+    narrow_float = kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None
+    if kind in "fiu" or narrow_float:
+        return arr
+    what_kind = {"O": "Python objects (dtype object; convert to float64 or int64 first)",
+                 "b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}
+    raise TypeError(f"{what} must be an array of real numbers, got {what_kind.get(kind, f'dtype {arr.dtype}')}")
 
-    arr = np.asarray(x)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"{what} must be an array of real numbers, got dtype {arr.dtype}")
-    return quantize(arr.astype(np.float64), fmt)
+
+def _prepare(x, fmt: Format, what: str) -> np.ndarray:
+    """x rounded (RNE) to the input format, as float64 (exact: these formats fit in fp32).
+
+    The codec rounds integers beyond 2**53 once, from their exact value: a cast to float64
+    first would round them twice.
+    """
+    return np.asarray(quantize(_real_array(x, what), fmt), dtype=np.float64)
 
 
 def _check_out(out: str) -> str:
@@ -691,24 +742,18 @@ def _check_out(out: str) -> str:
 def _prepare_c(c, shape: tuple[int, ...], out: str) -> np.ndarray:
     """c as float64 of the result's shape, in fp32 (fp16 when the output is fp16: the unit's
     accumulator operand has the output's type)."""
-    from .codec import quantize
-
     if c is None:
         return np.zeros(shape)
-    arr = np.asarray(c)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise TypeError(f"c must be an array of real numbers, got dtype {arr.dtype}")
+    arr = _real_array(c, "c")
     try:
-        arr = np.broadcast_to(arr.astype(np.float64), shape)
+        arr = np.broadcast_to(arr, shape)
     except ValueError:
-        raise ValueError(f"c of shape {np.shape(c)} does not broadcast to the result shape {shape}") from None
-    return quantize(arr, "fp16" if out == "fp16" else "fp32")
+        raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
+    return np.asarray(quantize(arr, "fp16" if out == "fp16" else "fp32"), dtype=np.float64)
 
 
 def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     """Final conversion to the output format (float32 array holding its values)."""
-    from .codec import quantize
-
     if acc.kind in ("sequential", "pairwise") and get_format(acc.acc_format).name != out:
         result = quantize(result, out)
     elif out == "bf16":
@@ -737,8 +782,9 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
         raise ValueError(f"a and b must have the same shape (..., K), got {a_arr.shape} and {b_arr.shape}")
     shape = a_arr.shape[:-1]
     K = a_arr.shape[-1]
-    c_arr = _prepare_c(c, shape, out).reshape(-1)
-    prods = _Products(a_arr.reshape(-1, K), b_arr.reshape(-1, K), fa, fb, False, acc.flush_subnormals)
+    R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
+    c_arr = _prepare_c(c, shape, out).reshape(R)
+    prods = _Products(a_arr.reshape(R, K), b_arr.reshape(R, K), fa, fb, False, acc.flush_subnormals)
     return _finish(_run(prods, c_arr, acc, out), acc, out).reshape(shape)
 
 
@@ -781,7 +827,8 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     rows = _chunk_rows(acc, K, N)
     for i in range(0, M, rows):
         prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals)
-        result[i : i + rows] = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out).reshape(-1, N)
+        part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
+        result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
     return result
 
 
@@ -804,24 +851,29 @@ def gemm_error(
     A (m, k) and B (k, n) are drawn (``"uniform"`` on [0, 1), so no cancellation hides the
     loss; or ``"normal"``), quantized to ``inputs`` (RNE); the reference is the exact product
     (rounded to odd at float64 precision). Returns the elementwise relative error's max and
-    mean and the normwise error ||C - C_exact||_F / ||C_exact||_F.
+    mean (over the entries whose exact value is not zero) and the normwise error
+    ||C - C_exact||_F / ||C_exact||_F.
 
     >>> r = gemm_error("e4m3", "h100", 512, m=4, n=4)
     >>> 0 < r["max"] < 0.01
     True
-    """
-    from .codec import quantize
 
-    rng = np.random.default_rng(seed)
-    draw = rng.random if distribution == "uniform" else rng.standard_normal
+    The sizes are bounded (:data:`GEMM_ERROR_LIMITS`) because the matrices are drawn from
+    them: an absurd ``k`` is refused before anything is allocated.
+    """
+    _check_gemm_error_sizes(m, k, n)
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if distribution not in ("uniform", "normal"):
         raise ValueError(f"distribution must be 'uniform' or 'normal', got {distribution!r}")
     fa, fb = _input_formats(inputs)
-    A = quantize(draw((m, k)), fa)
-    B = quantize(draw((k, n)), fb)
     acc = get_accumulator(accumulator, (fa, fb))
     if promote is not None:
         acc = dataclasses.replace(acc, promote=promote, name=f"{acc.name}+promote{promote}")
+    rng = np.random.default_rng(seed)
+    draw = rng.random if distribution == "uniform" else rng.standard_normal
+    A = quantize(draw((m, k)), fa)
+    B = quantize(draw((k, n)), fb)
     got = gemm(A, B, inputs=(fa, fb), accumulator=acc).astype(np.float64)
     exact = np.empty((m, n))
     rows = _chunk_rows(get_accumulator("exact"), k, n)
@@ -838,14 +890,44 @@ def gemm_error(
         "promote": promote,
         "max": float(rel.max()) if rel.size else 0.0,
         "mean": float(rel.mean()) if rel.size else 0.0,
-        "normwise": float(np.linalg.norm(got - exact) / np.linalg.norm(exact)) if nz.any() else 0.0,
+        "normwise": _normwise(got, exact),
     }
+
+
+# Bounds of gemm_error's sizes: each drawn matrix holds at most MAX_ELEMENTS values (float64,
+# 512 MiB) and the emulated GEMM at most MAX_PRODUCTS products (about 2**24 per second).
+GEMM_ERROR_LIMITS = {"max_elements": 2**26, "max_products": 2**32}
+
+
+def _check_gemm_error_sizes(m: object, k: object, n: object) -> None:
+    """m, k, n positive integers whose matrices and product count stay within the limits."""
+    for name, value in (("m", m), ("k", k), ("n", n)):
+        if not _is_int(value):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
+    limit = GEMM_ERROR_LIMITS["max_elements"]
+    for what, size in (("A (m x k)", m * k), ("B (k x n)", k * n), ("C (m x n)", m * n)):
+        if size > limit:
+            raise ValueError(f"{what} would hold {size} values; the limit is {limit} (2**26)")
+    if m * n * k > GEMM_ERROR_LIMITS["max_products"]:
+        raise ValueError(
+            f"m x n x k = {m * n * k} products is too many to emulate; the limit is "
+            f"{GEMM_ERROR_LIMITS['max_products']} (2**32, several minutes)"
+        )
+
+
+def _normwise(got: np.ndarray, exact: np.ndarray) -> float:
+    """||got - exact||_F / ||exact||_F; Inf when the exact product is zero and got is not."""
+    diff = float(np.linalg.norm(got - exact))
+    norm = float(np.linalg.norm(exact))
+    if norm == 0:
+        return 0.0 if diff == 0 else math.inf
+    return diff / norm
 
 
 def cmd_gemm_error(args: argparse.Namespace) -> int:
     """Print the relative error of an emulated GEMM against the exact product."""
-    if args.k < 1 or args.m < 1 or args.n < 1:
-        raise ValueError("k, m and n must be positive")
     inputs = tuple(args.inputs.split(",")) if "," in args.inputs else args.inputs
     r = gemm_error(
         inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
