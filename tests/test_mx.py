@@ -163,7 +163,7 @@ def oracle_nvfp4_te(x: np.ndarray, block: int = 16):
     """TransformerEngine's four steps on numpy float32 scalars with ml_dtypes casts."""
     f32 = np.float32
     amax = f32(np.max(np.abs(x)))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a tiny amax: 2688/amax overflows
         s_enc = min(f32(2688) / amax, np.finfo(np.float32).max) if amax else f32(1)
     s_enc = f32(1) if (amax == 0 or s_enc == 0) else f32(s_enc)
     scales, codes = [], []
