@@ -1368,14 +1368,21 @@ def _read_values(text: str) -> np.ndarray:
     real numbers raise the ValueError/TypeError that quantize itself would, naming the file.
     """
     path = Path(text)
-    if path.exists() or path.suffix.lower() == ".npy":
+    if _exists(path) or path.suffix.lower() == ".npy":
         return _read_file(path)
     values = _parse_numbers(text)
     if values is None:
-        if os.sep in text or path.suffix.lower() in (".txt", ".csv", ".dat", ".npz"):
+        if path.suffix.lower() in (".txt", ".csv", ".dat", ".npz"):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), text)
         raise ValueError(f"cannot read {text[:40]!r} as numbers or an existing file")
     return values
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # e.g. a list of values too long to be a file name
+        return False
 
 
 def _parse_numbers(text: str) -> np.ndarray | None:

@@ -277,6 +277,15 @@ def test_cli_text_files(capsys, tmp_path):
     one_line_error(err, "missing.txt", "No such file")
 
 
+def test_cli_long_value_lists_are_values(capsys):
+    """A value list longer than a file name may be: not 'File name too long'."""
+    code, out, err = cli(capsys, ",".join(["1.5"] * 3000), "-f", "mxfp4")
+    assert code == 0 and not err and out.startswith("mxfp4: 3000 values, 94 blocks of 32")
+    code, _, err = cli(capsys, "1/3")
+    assert code == 2
+    one_line_error(err, "cannot read '1/3' as numbers or an existing file")
+
+
 def test_cli_float32_npy_is_quantized_as_float32(capsys, tmp_path):
     f = tmp_path / "x.npy"
     x = np.float32([7, 3, 1, 0.4])
