@@ -131,7 +131,7 @@ def _bit_patterns(arrays: dict[str, np.ndarray], key: str, path: Path, inputs: s
                             f"bit patterns of {inputs} values as uint32")  # fmt: skip
         return x.astype(np.uint32)
     what = _KIND_WORDS.get(x.dtype.kind, f"{x.dtype} data")
-    first = f", first {x.flat[0]!r}" if x.size and x.dtype.kind in "fbc" else ""
+    first = f", first {x.flat[0].item()!r}" if x.size and x.dtype.kind in "fbc" else ""
     hint = " (x.astype(np.float32).view(np.uint32) makes them)" if x.dtype.kind == "f" else ""
     raise DumpError(f"{path}: {key} holds {x.dtype} {what}{first}; expected unsigned integer bit patterns: the fp32 "
                     f"bit patterns of {inputs} values as uint32{hint}")  # fmt: skip

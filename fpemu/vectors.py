@@ -57,7 +57,7 @@ _EXTS = (".npz", ".csv", ".json")
 MAX_VALUES = 10_000_000
 #: Longest dot product of dot vectors (the models loop over blocks of K).
 MAX_K = 1 << 16
-#: Widest format exhaustive vectors exist for (about 12 inputs per code).
+#: Widest format exhaustive vectors exist for (about 6 inputs per code).
 MAX_EXHAUSTIVE_BITS = 16
 
 
@@ -132,7 +132,7 @@ def exhaustive_inputs(fmt: str | Format = "bf16", dtype: Any = np.float32) -> np
     floats just below and just above each (which lie strictly between), both signs, the
     value after the largest and its neighbours, ``dtype``'s largest finite value, +-0,
     +-Inf, and NaNs covering every payload the format can keep. Formats of at most 16 bits
-    only (about 12 inputs per code); ``dtype`` must hold every midpoint exactly.
+    only (about 6 inputs per code); ``dtype`` must hold every midpoint exactly.
 
     >>> exhaustive_inputs("fp16").size, exhaustive_inputs("e4m3").size, exhaustive_inputs("bf16").size
     (387084, 1548, 392448)
@@ -567,10 +567,11 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
 _KIND_HELP = (
     "edge (default): every value, tie and their neighbours, boundaries, specials; "
-    "random: --n random bit patterns and values; "
-    "exhaustive (formats of at most 16 bits): every input class a deterministic rounding can tell apart: "
-    "each value of the format, each midpoint between neighbours (the overflow tie too), the input floats "
-    "just below and above each, +-0, +-Inf and NaNs with every payload the format keeps"
+    "random: --n random bit patterns and values from --seed; "
+    "exhaustive (formats of at most 16 bits, any rounding but sr): an input of every class a rounding can "
+    "tell apart: each value, each midpoint between neighbours (the overflow tie too), the input floats just "
+    "below and above each, +-0, +-Inf, NaNs with every payload the format keeps (every outcome, not every "
+    "bit pattern: docs/golden.md)"
 )
 
 
