@@ -20,8 +20,9 @@ of ``k`` consecutive elements (along one axis). The value of element ``i`` of a 
 
 Every element conversion goes through :func:`fpemu.encode` (RNE, saturating, as the OCP spec
 requires); scale codes are computed with integer operations on the IEEE bit patterns, and the
-division by a power-of-two scale is an exact multiplication. Nothing loops per block: the
-whole pipeline runs on cache-sized chunks of many blocks at once.
+division by a power-of-two scale is an exact multiplication. Quantization never loops per
+block: the whole pipeline runs on cache-sized chunks of many blocks at once (matmul loops over
+K-blocks, each one vectorised over all rows and columns).
 
 Layout conventions (documented in ``docs/mx.md``):
 
@@ -235,7 +236,7 @@ class BlockArray:
         self._check_tensor_fields()
 
     def _check_tensor_fields(self) -> None:
-        """The per-tensor fields: NVFP4 needs them consistent, MX must not have them."""
+        """The per-tensor fields: NVFP4 needs valid ones (deriving a missing decode scale), MX none."""
         if not self.format.is_nvfp4:
             if (self.global_scale, self.global_amax, self.variant) != (None, None, None):
                 raise ValueError("global_scale, global_amax and variant describe NVFP4 tensors; "
@@ -1036,7 +1037,7 @@ def _dequantize_moved(q: BlockArray, work: np.dtype) -> np.ndarray:
     table = _element_table(q.format, work)
     factors, post = _block_factors(q, work)
     cm = _moved(q.codes, axes)
-    lead, lengths = cm.shape[: cm.ndim - len(block)], cm.shape[cm.ndim - len(block):]
+    lengths = cm.shape[cm.ndim - len(block):]
     out_m = np.empty(cm.shape, work)
     for r in _regions(lengths, block):
         rows = _region_rows(cm, r)

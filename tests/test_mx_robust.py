@@ -114,10 +114,14 @@ def test_nvfp4_inf_input_reads_back_finite():
 def test_nvfp4_float64_beyond_float32_is_refused():
     with pytest.raises(ValueError, match="beyond float32's range"):
         mx.quantize(np.array([1e300, 1.0]), "nvfp4")
-    # up to the last float64 that rounds to FLT_MAX is fine
-    edge = 2.0**128 - 2.0**104
-    q = mx.quantize(np.array([edge, 1.0]), "nvfp4")
+    # float64 values that round to FLT_MAX are fine; from the midpoint to 2**128 on they would
+    # round to Inf (the tie goes to the even 2**128)
+    midpoint = 2.0**128 - 2.0**103
+    below = float(np.nextafter(midpoint, 0))
+    q = mx.quantize(np.array([below, 1.0]), "nvfp4")
     assert q.global_amax == np.finfo(np.float32).max and np.isfinite(q.dequantize()).all()
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        mx.quantize(np.array([-midpoint]), "nvfp4")
 
 
 # ---- item 3: global_amax ------------------------------------------------------------------------
