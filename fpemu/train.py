@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +73,61 @@ _FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 # =============================================================================================
+# Argument checks: every public entry point refuses nonsense with a ValueError or TypeError
+# that names the parameter, before any work starts (no traceback from deep inside training).
+# =============================================================================================
+def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    """``value`` as an int in ``lo .. hi``; a bool or a float is refused, not truncated."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value}")
+    return int(value)
+
+
+def _as_float32(name: str, value: object) -> np.float32:
+    """A real number as FP32, the precision the training state is kept in. A value beyond
+    FP32's range becomes Inf (without a warning) so that the caller's check refuses it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        wide = float(value)
+    except OverflowError:  # a Python int beyond float64
+        wide = math.inf if value > 0 else -math.inf
+    with np.errstate(over="ignore"):
+        return np.float32(wide)
+
+
+def _check_float32(name: str, value: object, ok: Callable[[np.float32], bool], what: str) -> np.float32:
+    """``value`` as FP32 if ``ok`` of it holds (``what`` says what that means), else ValueError."""
+    v = _as_float32(name, value)
+    if not ok(v):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def _check_scale(name: str, value: object) -> np.float32:
+    """A loss scale: FP32, finite and positive, with a finite FP32 reciprocal (unscaling
+    multiplies by it), that is between about 2.9e-39 and 3.4e38."""
+    return _check_float32(
+        name, value, lambda v: bool(np.isfinite(v) and v > 0 and np.isfinite(_reciprocal(v))),
+        "a positive number whose float32 value and reciprocal are finite (about 2.9e-39 to 3.4e38)",
+    )
+
+
+def _reciprocal(scale: float) -> np.float32:
+    """``fp32(1/scale)``, the reciprocal computed in double and rounded once, as torch does."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.float32(np.float64(1.0) / np.float64(scale))
+
+
+def _check_callable(name: str, value: object, optional: bool = False) -> None:
+    if not (callable(value) or (optional and value is None)):
+        raise TypeError(f"{name} must be {'None or ' if optional else ''}a function, got {value!r}")
+
+
+# =============================================================================================
 # Loss scaling
 # =============================================================================================
 def unscale_grads(
@@ -79,8 +136,9 @@ def unscale_grads(
     """Multiply gradients by ``fp32(1/scale)`` and report whether any of them is non-finite.
 
     This is ``torch._amp_foreach_non_finite_check_and_unscale_``: the reciprocal is computed in
-    double and rounded once to FP32, then every gradient is multiplied by it in FP32. The inputs
-    are not modified.
+    double and rounded once to FP32, then every gradient is multiplied by it in FP32. Gradients
+    are taken in FP32 (a float64 value beyond FP32's range is Inf there, and counts as one).
+    The inputs are not modified.
 
     >>> g, bad = unscale_grads([np.array([3.0, 6.0], dtype=np.float32)], 3.0)
     >>> g[0].tolist(), bad
@@ -89,10 +147,15 @@ def unscale_grads(
     True
     """
     # torch: scale.double().reciprocal().float(); a scale backed off to 0 gives Inf.
-    with np.errstate(divide="ignore", over="ignore"):
-        inv = np.float32(np.float64(1.0) / np.float64(scale))
-    out = [np.asarray(g, dtype=np.float32) * inv for g in grads]
-    found_inf = any(not bool(np.isfinite(g).all()) for g in grads)
+    _check_float32("scale", scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    if not isinstance(grads, (list, tuple)):
+        raise TypeError(f"grads must be a list or tuple of arrays, got {type(grads).__name__}")
+    inv = _reciprocal(scale)
+    with np.errstate(over="ignore"):  # FP32 casts: what overflows is Inf, which is then found
+        grads32 = [np.asarray(g, dtype=np.float32) for g in grads]
+    found_inf = any(not bool(np.isfinite(g).all()) for g in grads32)
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN results are torch's too
+        out = [g * inv for g in grads32]
     return out, found_inf
 
 
@@ -112,6 +175,10 @@ class GradScaler:
       ``scale *= growth_factor`` (kept only if finite) and the tracker resets. The scale is an
       FP32 number, as in torch.
 
+    torch asserts ``growth_factor > 1`` and ``backoff_factor < 1``; here, in addition, every
+    number must be a finite FP32 value, ``backoff_factor`` positive and ``init_scale`` one whose
+    FP32 reciprocal is finite (:func:`_check_scale`): anything else is a ValueError.
+
     >>> s = GradScaler(init_scale=4.0, growth_interval=1)
     >>> _ = s.unscale([np.ones(2, np.float32)]); s.update(); s.get_scale()
     8.0
@@ -125,29 +192,27 @@ class GradScaler:
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
-        # The same checks as torch (which asserts them).
-        if not growth_factor > 1.0:
-            raise ValueError(f"growth_factor must be > 1.0, got {growth_factor}")
-        if not backoff_factor < 1.0:
-            raise ValueError(f"backoff_factor must be < 1.0, got {backoff_factor}")
-        if not (isinstance(growth_interval, (int, np.integer)) and growth_interval > 0):
-            raise ValueError(f"growth_interval must be a positive integer, got {growth_interval!r}")
-        if not (math.isfinite(init_scale) and init_scale > 0):
-            raise ValueError(f"init_scale must be a positive finite number, got {init_scale}")
+        if not isinstance(enabled, (bool, np.bool_)):
+            raise TypeError(f"enabled must be True or False, got {enabled!r}")
         self.enabled = bool(enabled)
-        self._scale = np.float32(init_scale)
-        self._growth_factor = np.float32(growth_factor)
-        self._backoff_factor = np.float32(backoff_factor)
-        self._growth_interval = int(growth_interval)
+        self._scale = _check_scale("init_scale", init_scale)
+        self._growth_factor = _check_float32(
+            "growth_factor", growth_factor, lambda v: bool(np.isfinite(v) and v > 1), "a finite float32 number > 1.0"
+        )
+        self._backoff_factor = _check_float32(
+            "backoff_factor", backoff_factor, lambda v: bool(0 < v < 1), "a float32 number in (0, 1)"
+        )
+        self._growth_interval = _check_int("growth_interval", growth_interval, 1)
         self._growth_tracker = 0
         self._found_inf: bool | None = None  # None: not unscaled yet in this iteration
         self._unscaled: list[np.ndarray] | None = None
 
     # ---- the per-iteration protocol ------------------------------------------------------
     def scale(self, x: np.ndarray | float) -> np.ndarray:
-        """Return ``x * scale`` in FP32 (``x`` itself when disabled)."""
-        x = np.asarray(x, dtype=np.float32)
-        return x * self._scale if self.enabled else x
+        """Return ``x * scale`` in FP32 (``x`` itself when disabled); an overflow is Inf."""
+        with np.errstate(over="ignore"):  # Inf is what the scaler's check is there to catch
+            x = np.asarray(x, dtype=np.float32)
+            return x * self._scale if self.enabled else x
 
     def unscale(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Unscale gradients (new arrays) and record whether any is non-finite."""
@@ -164,6 +229,7 @@ class GradScaler:
         ``grads`` are the scaled gradients; if :meth:`unscale` was already called in this
         iteration its result is used instead. Returns True when the step was taken.
         """
+        _check_callable("apply", apply)
         if not self.enabled:
             apply([np.asarray(g, dtype=np.float32) for g in grads])
             return True
@@ -179,7 +245,7 @@ class GradScaler:
         if not self.enabled:
             return
         if new_scale is not None:
-            self._scale = np.float32(new_scale)
+            self._scale = _check_scale("new_scale", new_scale)
         else:
             if self._found_inf is None:
                 raise RuntimeError("no inf checks were recorded prior to update()")
@@ -216,11 +282,15 @@ class GradScaler:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self._scale = np.float32(state["scale"])
-        self._growth_factor = np.float32(state["growth_factor"])
-        self._backoff_factor = np.float32(state["backoff_factor"])
-        self._growth_interval = int(state["growth_interval"])
-        self._growth_tracker = int(state["_growth_tracker"])
+        """Restore :meth:`state_dict`'s numbers, checked as the constructor checks them."""
+        keys = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+        if not isinstance(state, dict) or any(k not in state for k in keys):
+            raise ValueError(f"state must be a dict with the keys {', '.join(keys)}")
+        checked = GradScaler(state["scale"], state["growth_factor"], state["backoff_factor"], state["growth_interval"])
+        tracker = _check_int("_growth_tracker", state["_growth_tracker"], 0, checked._growth_interval - 1)
+        self._scale, self._growth_factor = checked._scale, checked._growth_factor
+        self._backoff_factor, self._growth_interval = checked._backoff_factor, checked._growth_interval
+        self._growth_tracker = tracker
 
 
 def _update_scale(
@@ -252,11 +322,11 @@ class StaticLossScaler(GradScaler):
     """
 
     def __init__(self, scale: float = 1024.0) -> None:
-        super().__init__(init_scale=scale)
+        super().__init__(init_scale=_check_scale("scale", scale))
 
     def update(self, new_scale: float | None = None) -> None:
         if new_scale is not None:
-            self._scale = np.float32(new_scale)
+            self._scale = _check_scale("new_scale", new_scale)
         self._found_inf = None
         self._unscaled = None
 
@@ -264,11 +334,22 @@ class StaticLossScaler(GradScaler):
 # =============================================================================================
 # FP8 per-tensor scaling (TransformerEngine recipes)
 # =============================================================================================
+def _check_fp8_max(fp8_max: object) -> np.float32:
+    return _check_float32("fp8_max", fp8_max, lambda v: bool(np.isfinite(v) and v > 0), "a finite float32 number > 0")
+
+
+def _check_margin(margin: object) -> int:
+    # 2**margin must be a finite FP32 number, or every scale would be 0.
+    return _check_int("margin", margin, 0, 127)
+
+
 def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0) -> np.float32:
     """TransformerEngine's delayed-scaling rule for one tensor, in FP32.
 
     ``scale = (fp8_max / amax) / 2**margin``; the old scale is kept when ``amax`` is non-finite
-    or ``<= 0``; an infinite scale becomes FLT_MAX.
+    or ``<= 0`` (an amax beyond FP32's range is Inf in FP32); an infinite scale becomes FLT_MAX.
+    ``old_scale`` must be a finite FP32 number >= 0, ``fp8_max`` a positive one, ``margin`` in
+    0..127.
 
     >>> float(delayed_scale(3.5, 1.0, 448.0)), float(delayed_scale(3.5, 1.0, 448.0, margin=1))
     (128.0, 64.0)
@@ -277,11 +358,15 @@ def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0
     >>> bool(delayed_scale(1e-45, 1.0, 448.0) == np.finfo(np.float32).max)
     True
     """
-    amax32 = np.float32(amax)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        sf = (np.float32(fp8_max) / amax32) / np.float32(2.0**margin)
+    amax32 = _as_float32("amax", amax)
+    # >= 0: with a large margin the rule itself can underflow to 0 (as TE's would).
+    old = _check_float32("old_scale", old_scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    fp8_max32 = _check_fp8_max(fp8_max)
+    margin = _check_margin(margin)
     if not (np.isfinite(amax32) and amax32 > 0):
-        return np.float32(old_scale)
+        return old
+    with np.errstate(over="ignore", divide="ignore"):
+        sf = (fp8_max32 / amax32) / np.float32(2.0**margin)
     if np.isinf(sf):
         return _FLT_MAX
     return np.float32(sf)
@@ -290,27 +375,41 @@ def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0
 def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> np.float32:
     """TransformerEngine's current-scaling rule: ``fp8_max / amax`` of this very tensor.
 
-    An amax of 0, Inf or NaN gives 1; an infinite scale becomes FLT_MAX; with ``power_2_scale``
-    the scale is rounded down to a power of two (its FP32 mantissa bits cleared).
+    An amax of 0, Inf or NaN gives 1 (an amax beyond FP32's range is Inf in FP32); an infinite
+    scale becomes FLT_MAX; with ``power_2_scale`` the scale is rounded down to a power of two
+    (its FP32 mantissa bits cleared). ``amax`` is an absolute maximum: a negative one is refused.
 
     >>> float(current_scale(3.5, 448.0)), float(current_scale(3.0, 448.0, power_2_scale=True))
     (128.0, 128.0)
     >>> float(current_scale(0.0, 448.0)), float(current_scale(np.inf, 448.0))
     (1.0, 1.0)
     """
-    amax32 = np.float32(amax)
-    if np.isinf(amax32) or amax32 == 0:
+    amax32 = _as_float32("amax", amax)
+    fp8_max32 = _check_fp8_max(fp8_max)
+    _check_bool("power_2_scale", power_2_scale)
+    if amax32 < 0:
+        raise ValueError(f"amax is an absolute maximum and cannot be negative, got {amax!r}")
+    if not np.isfinite(amax32) or amax32 == 0:
         return np.float32(1.0)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        sf = np.float32(fp8_max) / amax32
+    with np.errstate(over="ignore"):
+        sf = fp8_max32 / amax32
     if np.isinf(sf):
         sf = _FLT_MAX
-    if np.isnan(sf):
-        sf = np.float32(1.0)
     if power_2_scale:
         bits = np.array(sf, dtype=np.float32).view(np.uint32) & np.uint32(0xFF800000)
         sf = bits.view(np.float32)[()]
     return np.float32(sf)
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_fp8_formats(recipe: DelayedScaling | CurrentScaling) -> None:
+    """The recipe's formats must be known names (a cast to an unknown one cannot start)."""
+    for field in ("fwd_format", "bwd_format"):
+        get_format(getattr(recipe, field))
 
 
 @dataclass(frozen=True)
@@ -319,7 +418,8 @@ class DelayedScaling:
 
     The scale used at step ``t`` comes from the amaxes of steps ``t-L .. t-1``
     (``L = amax_history_len``): the maximum of that window (``"max"``) or only step ``t-1``
-    (``"most_recent"``). Before any history exists the scale is 1.
+    (``"most_recent"``). Before any history exists the scale is 1. ``margin`` is in 0..127
+    (``2**margin`` must be a finite FP32 number).
     """
 
     margin: int = 0
@@ -329,12 +429,14 @@ class DelayedScaling:
     bwd_format: str = "e5m2"
 
     def __post_init__(self) -> None:
+        _check_margin(self.margin)
+        # No upper bound: the history grows with the steps actually taken, not with L.
+        _check_int("amax_history_len", self.amax_history_len, 1)
         if self.amax_compute_algo not in ("max", "most_recent"):
             raise ValueError(
                 f"amax_compute_algo must be 'max' or 'most_recent', got {self.amax_compute_algo!r}"
             )
-        if self.amax_history_len < 1:
-            raise ValueError(f"amax_history_len must be >= 1, got {self.amax_history_len}")
+        _check_fp8_formats(self)
 
 
 @dataclass(frozen=True)
@@ -345,9 +447,31 @@ class CurrentScaling:
     fwd_format: str = "e4m3"
     bwd_format: str = "e5m2"
 
+    def __post_init__(self) -> None:
+        _check_bool("power_2_scale", self.power_2_scale)
+        _check_fp8_formats(self)
+
+
+def _fp8_recipe(recipe: object) -> DelayedScaling | CurrentScaling:
+    """A recipe object from ``"delayed"``, ``"current"``, None (delayed) or a recipe object."""
+    if isinstance(recipe, (DelayedScaling, CurrentScaling)):
+        return recipe
+    if recipe is None or recipe == "delayed":
+        return DelayedScaling()
+    if recipe == "current":
+        return CurrentScaling()
+    if isinstance(recipe, str):
+        raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {recipe!r}")
+    raise TypeError(
+        f"fp8_recipe must be 'delayed', 'current', a DelayedScaling or a CurrentScaling, got {recipe!r}"
+    )
+
 
 class TensorScale:
     """The FP8 scaling state of one tensor slot (one GEMM operand of one layer).
+
+    The amax history is a ring buffer of ``amax_history_len`` entries that starts small and
+    grows with the steps taken, so a long window costs memory only once it fills.
 
     >>> ts = TensorScale(448.0, DelayedScaling(amax_history_len=2))
     >>> float(ts.scale_for(np.array([2.0, -7.0], np.float32)))   # no history yet
@@ -360,12 +484,16 @@ class TensorScale:
     448.0
     """
 
+    _FIRST_HISTORY = 16  # entries allocated at first; doubled as the steps fill them
+
     def __init__(self, fp8_max: float, recipe: DelayedScaling | CurrentScaling) -> None:
-        self.fp8_max = float(fp8_max)
+        if not isinstance(recipe, (DelayedScaling, CurrentScaling)):
+            raise TypeError(f"recipe must be a DelayedScaling or a CurrentScaling, got {recipe!r}")
+        self.fp8_max = float(_check_fp8_max(fp8_max))
         self.recipe = recipe
         self.scale = np.float32(1.0)
-        n = recipe.amax_history_len if isinstance(recipe, DelayedScaling) else 1
-        self.history = np.zeros(n, dtype=np.float32)
+        self._length = recipe.amax_history_len if isinstance(recipe, DelayedScaling) else 1
+        self.history = np.zeros(min(self._length, self._FIRST_HISTORY), dtype=np.float32)
         self._pos = 0  # where the next amax is written (a ring buffer)
         self._pending = False
 
@@ -393,9 +521,18 @@ class TensorScale:
         else:
             amax = self.history[self._pos]
         self.scale = delayed_scale(amax, self.scale, self.fp8_max, self.recipe.margin)
+        self._advance()
+        self._pending = False
+
+    def _advance(self) -> None:
+        """Move to the next slot, growing the buffer (with empty slots) until it has L of them."""
+        n = len(self.history)
+        if self._pos + 1 == n and n < self._length:
+            grown = np.zeros(min(2 * n, self._length), dtype=np.float32)
+            grown[:n] = self.history
+            self.history = grown
         self._pos = (self._pos + 1) % len(self.history)
         self.history[self._pos] = 0.0  # the slot of the oldest amax is reused
-        self._pending = False
 
 
 # =============================================================================================
@@ -509,7 +646,7 @@ class _LowPolicy(_FP32Policy):
         self.low = get_format(fmt)
         self.name = self.low.name
         self.round = _rounder(self.low)
-        self.matmul = _accumulator_matmul(accumulator, self.low) if accumulator else _default_matmul
+        self.matmul = _accumulator_matmul(accumulator, self.low) if accumulator is not None else _default_matmul
 
     def gemm(self, a, sa, b, sb):
         return self.matmul(a, b, self.low, self.low)
@@ -547,7 +684,7 @@ class _FP8Policy(_FP32Policy):
         self.states: dict[tuple, TensorScale] = {}
         # FP8 GEMMs accumulate in FP32 (an accumulator model may replace that).
         self.matmul = (
-            _accumulator_matmul(accumulator, self.fwd, self.bwd) if accumulator else _default_matmul
+            _accumulator_matmul(accumulator, self.fwd, self.bwd) if accumulator is not None else _default_matmul
         )
 
     def _state(self, slot: tuple, fmt: Format) -> TensorScale:
@@ -633,34 +770,51 @@ PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
 def make_policy(
     precision: str,
     accumulator: str | None = None,
-    fp8_recipe: DelayedScaling | CurrentScaling | None = None,
+    fp8_recipe: DelayedScaling | CurrentScaling | str | None = None,
     seed: int = 0,
 ):
-    """The policy object of a precision name."""
+    """The policy object of a precision name (``accumulator``: None for the default FP32 sums,
+    or a model of :mod:`fpemu.accumulator`; ``fp8_recipe`` as in :func:`run`)."""
+    if not isinstance(precision, str):
+        raise TypeError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    recipe = _fp8_recipe(fp8_recipe)
+    seed = _check_int("seed", seed, 0)
     p = precision.strip().lower()
+    if p not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    if accumulator is not None and p in ("fp32", "mxfp8", "nvfp4"):
+        raise ValueError(f"--accumulator applies to fp16, bf16 and fp8, not {p}"
+                         + (" (block-scaled GEMMs)" if p != "fp32" else ""))
     if p == "fp32":
-        if accumulator:
-            raise ValueError("--accumulator applies to fp16, bf16 and fp8, not fp32")
         return _FP32Policy()
     if p in ("fp16", "bf16"):
         return _LowPolicy(p, accumulator)
     if p == "fp8":
-        return _FP8Policy(fp8_recipe or DelayedScaling(), accumulator)
-    if p in ("mxfp8", "nvfp4"):
-        if accumulator:
-            raise ValueError(f"--accumulator does not apply to {p} (block-scaled GEMMs)")
-        if not _mx_available():
-            raise ValueError(f"{p} needs fpemu.mx, which is not available")
-        return _BlockPolicy(p, seed)
-    raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+        return _FP8Policy(recipe, accumulator)
+    if not _mx_available():
+        raise ValueError(f"{p} needs fpemu.mx, which is not available")
+    return _BlockPolicy(p, seed)
 
 
 # =============================================================================================
 # The default task and the network
 # =============================================================================================
+# What training allocates follows from the task's sizes: arrays of at most this many values
+# (256 MiB of FP32 each) and at most this many hidden layers. Larger tasks are refused before
+# anything is allocated.
+TASK_LIMITS = {"max_values": 2**26, "max_depth": 1024}
+_EVAL_ROWS = 4096  # training examples the final training loss is measured on
+
+
 @dataclass(frozen=True)
 class Task:
-    """A generated multi-label classification problem and the network trained on it."""
+    """A generated multi-label classification problem and the network trained on it.
+
+    Checked on construction: 2-D data with matching rows and columns (``widths[0]`` features,
+    ``widths[-1]`` labels), finite FP32 values (the arrays are stored as FP32), labels in
+    [0, 1], ``1 <= batch_size <= len(x_train)``, a finite FP32 ``lr >= 0`` and ``momentum >= 0``
+    (torch's rules), and sizes within :data:`TASK_LIMITS`.
+    """
 
     x_train: np.ndarray
     y_train: np.ndarray  # 0/1 labels, float32, one column per label
@@ -671,6 +825,84 @@ class Task:
     lr: float
     optimizer: str = "sgd"
     momentum: float = 0.9
+
+    def __post_init__(self) -> None:
+        for name in ("x_train", "y_train", "x_test", "y_test"):
+            object.__setattr__(self, name, _data_array(name, getattr(self, name)))
+        object.__setattr__(self, "widths", _check_widths(self.widths))
+        self._check_shapes()
+        batch, lr, momentum = _check_training(len(self.x_train), self.batch_size, self.lr, self.optimizer, self.momentum)
+        object.__setattr__(self, "batch_size", batch)
+        object.__setattr__(self, "lr", lr)
+        object.__setattr__(self, "momentum", momentum)
+        _check_network_size(self.widths, batch, len(self.x_train), len(self.x_test))
+
+    def _check_shapes(self) -> None:
+        n_in, n_out = self.widths[0], self.widths[-1]
+        for x, y, part in ((self.x_train, self.y_train, "train"), (self.x_test, self.y_test, "test")):
+            if x.shape[0] != y.shape[0]:
+                raise ValueError(f"x_{part} has {x.shape[0]} rows but y_{part} has {y.shape[0]}")
+            if x.shape[1] != n_in or y.shape[1] != n_out:
+                raise ValueError(
+                    f"x_{part} and y_{part} must have widths[0] = {n_in} and widths[-1] = {n_out} "
+                    f"columns, got {x.shape[1]} and {y.shape[1]}"
+                )
+        if np.any((self.y_train < 0) | (self.y_train > 1)) or np.any((self.y_test < 0) | (self.y_test > 1)):
+            raise ValueError("labels (y_train, y_test) must lie in [0, 1]")
+
+
+def _data_array(name: str, value: object) -> np.ndarray:
+    """A 2-D array of finite FP32 values with at least one row."""
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a 2-D array of numbers") from None
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a 2-D array of real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(f"{name} must be a 2-D array with at least one row, got shape {arr.shape}")
+    with np.errstate(over="ignore"):  # beyond FP32's range: Inf, refused just below
+        arr = np.asarray(arr, dtype=np.float32)
+    bad = int(np.count_nonzero(~np.isfinite(arr)))
+    if bad:
+        raise ValueError(f"{name} has {bad} values that are NaN, Inf or beyond float32's range")
+    return arr
+
+
+def _check_widths(widths: object) -> tuple[int, ...]:
+    if not isinstance(widths, (tuple, list)) or len(widths) < 2:
+        raise TypeError(f"widths must be a tuple of at least two layer widths, got {widths!r}")
+    out = tuple(_check_int("every width", w, 1) for w in widths)
+    if len(out) - 2 > TASK_LIMITS["max_depth"]:
+        raise ValueError(f"at most {TASK_LIMITS['max_depth']} hidden layers, got {len(out) - 2}")
+    return out
+
+
+def _check_training(n_train: int, batch_size: object, lr: object, optimizer: object, momentum: object) -> tuple[int, float, float]:
+    """batch_size, lr and momentum checked (torch.optim's rules, in FP32), the optimizer name."""
+    batch = _check_int("batch_size", batch_size, 1)
+    if batch > n_train:
+        raise ValueError(f"batch_size ({batch}) cannot exceed the {n_train} training examples")
+    finite_nonneg = lambda v: bool(np.isfinite(v) and v >= 0)  # noqa: E731
+    _check_float32("lr", lr, finite_nonneg, "a finite float32 number >= 0")
+    _check_float32("momentum", momentum, finite_nonneg, "a finite float32 number >= 0")
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    return batch, float(lr), float(momentum)  # as given; the optimizer rounds them to FP32
+
+
+def _check_network_size(widths: tuple[int, ...], batch_size: int, n_train: int, n_test: int) -> None:
+    """Weights, and the activations of a batch or an evaluation, within TASK_LIMITS."""
+    limit = TASK_LIMITS["max_values"]
+    weights = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+    if weights > limit:
+        raise ValueError(f"the network would have {weights} weights; the limit is {limit} (2**26)")
+    rows = max(batch_size, min(n_train, _EVAL_ROWS), n_test)
+    if rows * sum(widths) > limit:
+        raise ValueError(
+            f"{rows} examples through layers of widths {sum(widths)} in all would need "
+            f"{rows * sum(widths)} activations; the limit is {limit} (2**26)"
+        )
 
 
 def make_task(
@@ -695,31 +927,57 @@ def make_task(
     own random code of ``n_labels`` bits; an example is a centre plus ``noise * N(0, I)`` and its
     labels are its centre's code. The task can be fitted almost perfectly, so the loss keeps
     falling and the gradients keep shrinking: the regime in which FP16 runs out of range.
+    Every size is a positive integer (``depth``, the number of hidden layers, may be 0) and the
+    arrays they imply are bounded by :data:`TASK_LIMITS`: nonsense is refused before any data
+    is drawn.
 
     >>> t = make_task(0)
     >>> t.x_train.shape, t.y_train.shape, t.widths
     ((16384, 32), (16384, 128), (32, 64, 64, 64, 64, 128))
     """
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    seed = _check_int("seed", seed, 0)
+    sizes = {k: _check_int(k, v, 1) for k, v in dict(
+        n_features=n_features, n_clusters=n_clusters, n_labels=n_labels, hidden=hidden, n_train=n_train, n_test=n_test
+    ).items()}
+    depth = _check_int("depth", depth, 0, TASK_LIMITS["max_depth"])
+    _check_float32("noise", noise, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    batch_size, _, _ = _check_training(n_train, batch_size, lr, optimizer, momentum)
+    _check_data_size(**sizes)
+    widths = (n_features,) + (hidden,) * depth + (n_labels,)
+    _check_network_size(widths, batch_size, n_train, n_test)
     rng = np.random.default_rng([seed, 0x7A5C])
     n = n_train + n_test
     centres = rng.standard_normal((n_clusters, n_features))
     codes = rng.integers(0, 2, (n_clusters, n_labels)).astype(np.float32)
     cluster = rng.integers(0, n_clusters, n)
-    x = (centres[cluster] + noise * rng.standard_normal((n, n_features))).astype(np.float32)
+    with np.errstate(over="ignore"):  # a huge noise overflows FP32: refused just below
+        x = (centres[cluster] + float(noise) * rng.standard_normal((n, n_features))).astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError(f"noise = {noise!r} puts examples beyond float32's range (about 3.4e38)")
     y = codes[cluster]
     return Task(
         x_train=x[:n_train],
         y_train=y[:n_train],
         x_test=x[n_train:],
         y_test=y[n_train:],
-        widths=(n_features,) + (hidden,) * depth + (n_labels,),
+        widths=widths,
         batch_size=batch_size,
         lr=lr,
         optimizer=optimizer,
         momentum=momentum,
     )
+
+
+def _check_data_size(*, n_features: int, n_clusters: int, n_labels: int, n_train: int, n_test: int, **_) -> None:
+    """The generated arrays (examples and cluster tables) within TASK_LIMITS."""
+    limit = TASK_LIMITS["max_values"]
+    for rows, what in ((n_train + n_test, "(n_train + n_test)"), (n_clusters, "n_clusters")):
+        values = rows * (n_features + n_labels)
+        if values > limit:
+            raise ValueError(
+                f"the task would hold {what} x (n_features + n_labels) = {values} values; "
+                f"the limit is {limit} (2**26)"
+            )
 
 
 def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
@@ -912,7 +1170,15 @@ DEFAULT_STEPS = 600
 _HIST_EVERY = 10  # steps between samples of the gradient exponent histogram
 
 
+MAX_STEPS = 10**6  # a run records 5 numbers per step; a million steps is hours of training
+
+
 def _make_scaler(loss_scale: str, init_scale: float | None, **kw) -> GradScaler:
+    """The scaler of a loss-scaling name. Every scaler argument is checked, used or not: a
+    nonsense value is an error even where it would be ignored."""
+    if init_scale is not None:
+        _check_scale("init_scale", init_scale)
+    GradScaler(**kw)  # checks growth_factor, backoff_factor and growth_interval
     if loss_scale == "none":
         return GradScaler(enabled=False)
     if loss_scale == "static":
@@ -920,6 +1186,46 @@ def _make_scaler(loss_scale: str, init_scale: float | None, **kw) -> GradScaler:
     if loss_scale == "dynamic":
         return GradScaler(init_scale=2.0**16 if init_scale is None else init_scale, **kw)
     raise ValueError(f"unknown loss scaling {loss_scale!r}; choose from {', '.join(LOSS_SCALES)}")
+
+
+@dataclass
+class _RunSetup:
+    """Everything a run needs, checked and built before training starts."""
+
+    policy: object
+    scaler: GradScaler
+    loss_scale: str
+    task: Task
+    steps: int
+    seed: int
+    accumulator: str | None
+    eval_every: int
+    progress: Callable[[int, int], None] | None
+
+
+def _setup(
+    precision, loss_scale, steps, seed, accumulator, *, init_scale=None, growth_factor=2.0,
+    backoff_factor=0.5, growth_interval=2000, fp8_recipe="delayed", task=None, eval_every=0,
+    progress=None,
+) -> _RunSetup:
+    """Check every argument of :func:`run` and build the run's objects (no training yet)."""
+    steps = _check_int("steps", steps, 1, MAX_STEPS)
+    seed = _check_int("seed", seed, 0)
+    eval_every = _check_int("eval_every", eval_every, 0)
+    _check_callable("progress", progress, optional=True)
+    if task is not None and not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (see make_task) or None, got {task!r}")
+    if not isinstance(loss_scale, str):
+        raise TypeError(f"loss_scale must be one of {', '.join(LOSS_SCALES)}, got {loss_scale!r}")
+    policy = make_policy(precision, accumulator, fp8_recipe, seed)
+    if policy.name == "fp32":
+        loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
+    scaler = _make_scaler(
+        loss_scale, init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
+        growth_interval=growth_interval,
+    )
+    label = accumulator if accumulator is None or isinstance(accumulator, str) else accumulator.name
+    return _RunSetup(policy, scaler, loss_scale, task or make_task(seed), steps, seed, label, eval_every, progress)
 
 
 def run(
@@ -943,37 +1249,31 @@ def run(
     ``init_scale`` is the static factor (default 1024) or the dynamic initial scale (default
     2**16). ``fp8_recipe`` is ``"delayed"``, ``"current"`` or a recipe object.
     ``eval_every`` > 0 also records the test loss every that many steps. The ``"fp32"``
-    baseline never scales its loss (``loss_scale`` is ignored there).
+    baseline never scales its loss (``loss_scale`` is ignored there). ``steps`` is at most
+    :data:`MAX_STEPS`, ``seed`` a non-negative integer; every argument is checked before
+    training starts (a ValueError or TypeError naming it).
+
+    A diverging run is not an error: its Inf/NaN losses are recorded as they are (IEEE
+    arithmetic, no warnings).
 
     >>> h = run("fp32", steps=2); h.loss_scale, h.skipped.tolist()
     ('none', [False, False])
     """
+    setup = _setup(**locals())
     with single_threaded_blas():
-        return _train(**locals())
+        return _train(setup)
 
 
-def _train(
-    precision, loss_scale, steps, seed, accumulator, *, init_scale, growth_factor, backoff_factor,
-    growth_interval, fp8_recipe, task, eval_every, progress
-) -> History:
-    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    if isinstance(fp8_recipe, str):
-        recipes = {"delayed": DelayedScaling(), "current": CurrentScaling()}
-        if fp8_recipe not in recipes:
-            raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {fp8_recipe!r}")
-        fp8_recipe = recipes[fp8_recipe]
-    policy = make_policy(precision, accumulator, fp8_recipe, seed)
-    if policy.name == "fp32":
-        loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
-    scaler = _make_scaler(
-        loss_scale,
-        init_scale,
-        growth_factor=growth_factor,
-        backoff_factor=backoff_factor,
-        growth_interval=growth_interval,
-    )
-    task = task or make_task(seed)
+def _train(setup: _RunSetup) -> History:
+    # Overflow to Inf (and Inf - Inf = NaN after it) is what the scaler detects, and a run that
+    # diverges records Inf/NaN losses: IEEE results, not errors, so no warnings.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _train_loop(setup)
+
+
+def _train_loop(setup: _RunSetup) -> History:
+    policy, scaler, task, steps, seed = setup.policy, setup.scaler, setup.task, setup.steps, setup.seed
+    eval_every, progress = setup.eval_every, setup.progress
     params = init_params(task.widths, seed)
     rng = np.random.default_rng([seed, 0xBA7C])
     sgd = _optimizer(task, params)
@@ -998,12 +1298,10 @@ def _train(
         x, y = task.x_train[idx], task.y_train[idx]
 
         stats = _CastStats(hist=np.zeros_like(hist) if step % _HIST_EVERY == 0 else None)
-        # Overflow to Inf (and Inf - Inf = NaN after it) is what the scaler detects: no warnings.
-        with np.errstate(over="ignore", invalid="ignore"):
-            logits, cache = _forward(params, x, policy)
-            loss, sig = _bce_loss(logits, y)
-            scales[step] = scaler.get_scale()
-            grads = _backward(params, cache, sig, y, scaler.get_scale(), policy, stats)
+        logits, cache = _forward(params, x, policy)
+        loss, sig = _bce_loss(logits, y)
+        scales[step] = scaler.get_scale()
+        grads = _backward(params, cache, sig, y, scaler.get_scale(), policy, stats)
         # Weight gradients arrive in the low format; unscaling and the update are FP32.
         skipped[step] = not scaler.step(sgd, grads)
         scaler.update()
@@ -1023,13 +1321,13 @@ def _train(
             progress(step + 1, steps)
     elapsed = time.perf_counter() - t0
     # The loss being minimised, on a fixed part of the training set; accuracy on held-out data.
-    n_eval = min(len(task.x_train), 4096)
+    n_eval = min(len(task.x_train), _EVAL_ROWS)
     final_loss, _ = _evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
     test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
     return History(
         precision=policy.name,
-        loss_scale=loss_scale,
-        accumulator=accumulator,
+        loss_scale=setup.loss_scale,
+        accumulator=setup.accumulator,
         seed=seed,
         steps=steps,
         low_format=policy.low.name if policy.low is not None else None,
@@ -1051,42 +1349,47 @@ def _train(
 
 @contextlib.contextmanager
 def single_threaded_blas():
-    """Run NumPy's OpenBLAS on one thread inside the block (a no-op when that is not possible).
+    """Run every OpenBLAS loaded in this process on one thread inside the block (a no-op where
+    none can be found).
 
     The network's matrices are small (1024 x 64): splitting them over threads gains nothing and,
-    on a busy machine, OpenBLAS's spinning threads made a step up to 100x slower.
+    on a busy machine, OpenBLAS's spinning threads made a step up to 100x slower. The thread
+    count also decides which kernel OpenBLAS picks (on AVX-512 machines a direct small-matrix
+    kernel runs only single-threaded), and so the last bit of the sums: code that must match a
+    run bit for bit computes under this same context. Every OpenBLAS is pinned, not just the
+    first found, in case another library (torch on some platforms) brings its own.
     """
-    lib = None
+    controls = _openblas_thread_controls()
+    before = [int(get()) for get, _ in controls]
+    for _, put in controls:
+        put(1)
+    try:
+        yield
+    finally:
+        for (_, put), n in zip(controls, before):
+            put(n)
+
+
+def _openblas_thread_controls() -> list[tuple[Callable[[], int], Callable[[int], None]]]:
+    """(get_num_threads, set_num_threads) of every OpenBLAS mapped into this process."""
     try:
         import ctypes
 
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+        controls = []
         for path in sorted(paths):
-            cand = ctypes.CDLL(path)
-            for prefix in ("scipy_openblas_", "openblas_"):
-                for suffix in ("64_", ""):
-                    get = getattr(cand, f"{prefix}get_num_threads{suffix}", None)
-                    put = getattr(cand, f"{prefix}set_num_threads{suffix}", None)
-                    if get is not None and put is not None:
-                        lib = (get, put)
-                        break
-                if lib:
+            lib = ctypes.CDLL(path)
+            names = [(f"{prefix}get_num_threads{suffix}", f"{prefix}set_num_threads{suffix}")
+                     for prefix in ("scipy_openblas_", "openblas_") for suffix in ("64_", "")]
+            for get_name, put_name in names:
+                get, put = getattr(lib, get_name, None), getattr(lib, put_name, None)
+                if get is not None and put is not None:
+                    controls.append((get, put))
                     break
-            if lib:
-                break
-    except (OSError, AttributeError):
-        lib = None
-    if lib is None:
-        yield
-        return
-    get, put = lib
-    before = int(get())
-    put(1)
-    try:
-        yield
-    finally:
-        put(before)
+        return controls
+    except (OSError, AttributeError):  # no /proc (not Linux), or a library that will not load
+        return []
 
 
 # =============================================================================================
@@ -1109,14 +1412,39 @@ def compare(
     progress: Callable[[str, int, int], None] | None = None,
     **kw,
 ) -> list[History]:
-    """Run several (precision, loss scaling) pairs on the same task, same seed."""
-    task = make_task(seed)
-    out = []
+    """Run several (precision, loss scaling) pairs on the same task, same seed.
+
+    ``kw`` goes to :func:`run` (``task=`` replaces the default task). Every run is checked
+    before the first one trains, so a bad pair fails at once, not after the others' training.
+    """
+    setups = _compare_setups(steps, seed, accumulator, runs, progress, **kw)
+    with single_threaded_blas():
+        return [_train(setup) for setup in setups]
+
+
+def _compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_RunSetup]:
+    """The checked setups of :func:`compare`'s runs (the fp32 baseline takes no accumulator)."""
+    _check_callable("progress", progress, optional=True)
+    runs = _check_runs(runs)
+    task = kw.pop("task", None)
+    if task is None:
+        task = make_task(seed)
+    setups = []
     for precision, ls in runs:
         cb = None if progress is None else (lambda i, n, _l=f"{precision}+{ls}": progress(_l, i, n))
-        acc = accumulator if precision != "fp32" else None
-        out.append(run(precision, ls, steps, seed, acc, task=task, progress=cb, **kw))
-    return out
+        acc = accumulator if precision.strip().lower() != "fp32" else None
+        setups.append(_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **kw))
+    return setups
+
+
+def _check_runs(runs: object) -> list[tuple[str, str]]:
+    """A non-empty list of (precision, loss scaling) pairs of names."""
+    pairs = list(runs) if isinstance(runs, (list, tuple)) else None
+    if not pairs or not all(
+        isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(v, str) for v in r) for r in pairs
+    ):
+        raise TypeError(f"runs must be a non-empty list of (precision, loss scaling) pairs, got {runs!r}")
+    return [tuple(r) for r in pairs]
 
 
 def summary_table(histories: Sequence[History]) -> str:
@@ -1125,6 +1453,7 @@ def summary_table(histories: Sequence[History]) -> str:
     >>> print(summary_table([run("fp32", steps=1)]).splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
     run  final loss  accuracy  skipped  underflow  overflow  final scale  time (s)
     """
+    histories = _check_histories(histories)
     head = ("run", "final loss", "accuracy", "skipped", "underflow", "overflow", "final scale", "time (s)")
     rows = []
     for h in histories:
@@ -1161,11 +1490,45 @@ def _pyplot():
     return plt
 
 
+def _check_histories(histories: object, allow_empty: bool = True) -> list[History]:
+    if not isinstance(histories, (list, tuple)) or not all(isinstance(h, History) for h in histories):
+        raise TypeError(f"histories must be a list of History objects (from run or compare), got {histories!r}")
+    if not histories and not allow_empty:
+        raise ValueError("no histories to plot")
+    return list(histories)
+
+
+PLOT_FILES = ("loss.png", "loss_scale.png", "grad_hist.png")
+
+
+def _plot_directory(directory: str | Path) -> Path:
+    """Create ``directory`` (and its parents) and make sure the PNGs of :func:`plot` can be
+    written there, without writing them: an OSError naming the path otherwise. The ``train``
+    command calls it before training, so a bad path fails in a second, not after the runs."""
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory", str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in PLOT_FILES:
+        if (out / name).is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(out / name))
+    with tempfile.TemporaryFile(dir=out):  # PermissionError (naming out) if it is not writable
+        pass
+    return out
+
+
 def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
     """Write ``loss.png``, ``loss_scale.png`` and ``grad_hist.png`` into ``directory``."""
+    histories = _check_histories(histories, allow_empty=False)
     plt = _pyplot()
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _plot_directory(directory)
+    # A diverged run's Inf/NaN losses are drawn as gaps, without floating-point warnings.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _draw(plt, histories, out)
+
+
+def _draw(plt, histories: list[History], out: Path) -> list[Path]:
+    """The three figures of :func:`plot`, written into ``out``."""
     written = []
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -1259,29 +1622,82 @@ def _progress_bar(stream) -> Callable[[str, int, int], None]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """``fpemu train``: one run, or the comparison (the default with no arguments)."""
-    if args.plot:
-        _pyplot()  # fail before training, not after
-    progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
-    kw = dict(
-        init_scale=args.init_scale,
-        growth_interval=args.growth_interval,
-        fp8_recipe=args.fp8_recipe,
-    )
-    if args.compare or args.precision is None:
-        histories = compare(args.steps, args.seed, args.accumulator, progress=progress, **kw)
-    else:
-        ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
-        cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
-        histories = [run(args.precision, ls, args.steps, args.seed, args.accumulator, progress=cb, **kw)]
+    """``fpemu train``: one run, or the comparison (the default with no arguments).
+
+    Everything that can fail is checked before training (it takes ~30 s): the arguments, and
+    that the ``--json`` file and the ``--plot`` directory can be written.
+    """
+    setups = _cli_setups(args)
+    _check_outputs(args)
+    with single_threaded_blas():
+        histories = [_train(setup) for setup in setups]
     print(summary_table(histories))
     if args.json:
         payload = {"steps": args.steps, "seed": args.seed, "runs": [h.to_dict() for h in histories]}
-        Path(args.json).write_text(json.dumps(payload, indent=1))
+        # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
+        Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
     if args.plot:
         for path in plot(histories, args.plot):
             print(f"wrote {path}")
     return 0
+
+
+def _cli_setups(args: argparse.Namespace) -> list[_RunSetup]:
+    """The checked runs the command line asks for (ValueError/TypeError: a usage error)."""
+    if args.precision is None and args.loss_scale is not None:
+        raise ValueError("--loss-scale sets the loss scaling of a single run: give --precision too")
+    if args.compare and args.precision is not None:
+        raise ValueError("--compare runs the default comparison: leave out --precision")
+    progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
+    kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, fp8_recipe=args.fp8_recipe)
+    if args.precision is None:
+        return _compare_setups(args.steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw)
+    ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
+    cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
+    return [_setup(args.precision, ls, args.steps, args.seed, args.accumulator, progress=cb, **kw)]
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail now, naming the path, if --json or --plot could not be written after training."""
+    from .cli import RunError
+
+    if args.plot:
+        try:
+            _pyplot()
+        except ValueError as exc:  # matplotlib missing: the user can install it
+            raise RunError(str(exc)) from None
+    for option, path, check in (("--json", args.json, _check_json_file), ("--plot", args.plot, _plot_directory)):
+        if not path:
+            continue
+        try:
+            check(path)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else path
+            raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
+
+
+def _check_json_file(path: str) -> None:
+    """Open ``path`` for appending (creating nothing that was not there): an OSError naming
+    it if it is a directory, its directory is missing, or it is not writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(p))
+    existed = p.exists()
+    with open(p, "a"):
+        pass
+    if not existed:
+        p.unlink()
+
+
+def _finite_or_null(value: object) -> object:
+    """``value`` with every non-finite float replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:

@@ -96,7 +96,7 @@ def test_disabled_scaler_and_static_scaler():
 
 
 def test_scaler_matches_torch_gradscaler():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.3")  # torch.amp.GradScaler("cpu") is 2.3+
     kw = dict(init_scale=1000.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=3)
     ts = torch.amp.GradScaler("cpu", **kw)
     p = torch.nn.Parameter(torch.zeros(4))
@@ -249,9 +249,61 @@ def _plain_numpy_training(task: T.Task, seed: int, steps: int) -> list[float]:
 def test_fp32_policy_equals_plain_numpy():
     task = T.make_task(3, n_train=4096, batch_size=256)
     h = T.run("fp32", steps=20, seed=3, task=task)
-    ref = _plain_numpy_training(task, 3, 20)
+    # run() computes on one BLAS thread, and OpenBLAS's thread count picks its kernel (on
+    # AVX-512 a direct small-matrix kernel runs only single-threaded), so the last bit of the
+    # sums: the reference is computed under the same setting, or it differs by an ulp on
+    # machines where OPENBLAS_NUM_THREADS is not 1.
+    with T.single_threaded_blas():
+        ref = _plain_numpy_training(task, 3, 20)
     assert np.array_equal(np.asarray(h.loss, F32).view(np.uint32), np.asarray(ref, F32).view(np.uint32))
     assert h.loss[-1] < h.loss[0]
+
+
+def test_single_threaded_blas_pins_every_openblas_and_restores():
+    controls = T._openblas_thread_controls()
+    if not controls:
+        pytest.skip("no OpenBLAS loaded in this process: nothing to pin")
+    before = [int(get()) for get, _ in controls]
+    with T.single_threaded_blas():
+        assert [int(get()) for get, _ in controls] == [1] * len(controls)
+    assert [int(get()) for get, _ in controls] == before
+
+
+_RUN_IN_SUBPROCESS = """
+import sys, numpy as np
+if sys.argv[1] == "torch":
+    import torch  # noqa: F401  (its libraries are loaded next to numpy's OpenBLAS)
+from fpemu import train as T
+task = T.make_task(3, n_train=2048, batch_size=256, hidden=32, depth=2)
+h = T.run("fp32", steps=8, seed=3, task=task)
+print(" ".join(str(int(v)) for v in np.asarray(h.loss, np.float32).view(np.uint32)))
+"""
+
+
+def test_runs_do_not_depend_on_the_blas_thread_setting():
+    """run() pins BLAS itself: the same bits whatever OPENBLAS_NUM_THREADS says, with torch
+    imported or not."""
+    import os
+    import subprocess
+    import sys
+
+    variants = [("1", "plain"), ("2", "plain"), (None, "plain")]
+    try:
+        import torch  # noqa: F401
+
+        variants.append(("2", "torch"))
+    except ImportError:
+        pass
+    outputs = set()
+    for threads, extra in variants:
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+        if threads is not None:
+            env["OPENBLAS_NUM_THREADS"] = threads
+        done = subprocess.run([sys.executable, "-c", _RUN_IN_SUBPROCESS, extra], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.add(done.stdout.strip())
+    assert len(outputs) == 1 and len(outputs.pop().split()) == 8
 
 
 # ---- the default task's claims (fixed seed 0, 600 steps) --------------------------------------

@@ -1,0 +1,197 @@
+"""``fpemu train`` and ``fpemu gemm-error`` with bad arguments and bad output paths, through the
+real entry point ``fpemu.cli.main``: the right exit status (2: a bad argument value, 1: a run
+that cannot finish, such as an unwritable file), exactly one ``fpemu: error:`` line naming the
+file where there is one, no traceback, no warning, and nothing trained or written first."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from fpemu import train as T
+from fpemu.cli import main
+
+
+@pytest.fixture(autouse=True)
+def no_training(monkeypatch):
+    """Every case here must fail before training starts (training takes ~30 s)."""
+
+    def trained(setup):
+        raise AssertionError("training started before the arguments and paths were checked")
+
+    monkeypatch.setattr(T, "_train_loop", trained)
+
+
+def fails(argv: list[str], status: int, capsys, *, names: str | None = None, says: str = "") -> str:
+    """Run ``fpemu <argv>``; check the status and the one error line; return that line."""
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err  # also: no warning and no traceback
+    line = lines[0]
+    assert line.startswith("fpemu: error:") and "Traceback" not in line and "internal error" not in line
+    if names is not None:
+        assert names in line, line
+    assert says in line, line
+    return line
+
+
+# ---- train: bad values (usage errors, 2) --------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["--steps", "0"], "steps must be an integer in 1..1000000, got 0"),
+        (["--steps", "-3"], "steps must be"),
+        (["--steps", "1000000000000"], "got 1000000000000"),
+        (["--steps", "1.5"], "invalid int value"),
+        (["--seed", "-1"], "seed must be an integer >= 0"),
+        (["--init-scale", "1e39"], "init_scale must be a positive number whose float32 value"),
+        (["-p", "fp16", "--init-scale", "1e39"], "init_scale must be"),
+        (["-p", "fp16", "--loss-scale", "static", "--init-scale", "1e39"], "init_scale must be"),
+        (["--init-scale", "nan"], "init_scale must be"),
+        (["--init-scale", "-inf"], "init_scale must be"),
+        (["--init-scale", "0"], "init_scale must be"),
+        (["--init-scale", "-1024"], "init_scale must be"),
+        (["--init-scale", "1e-45"], "init_scale must be"),
+        (["--init-scale", "big"], "invalid float value"),
+        (["--growth-interval", "0"], "growth_interval must be an integer >= 1"),
+        (["--growth-interval", "-5"], "growth_interval must be"),
+        (["-p", "fp32", "--accumulator", "h100"], "not fp32"),
+        (["-p", "fp16", "--accumulator", "nope"], "unknown accumulator 'nope'"),
+        (["-p", "bf16", "--accumulator", "v100"], "v100 (volta) has no bf16 inputs"),
+        (["--accumulator", "nope"], "unknown accumulator 'nope'"),
+        (["-p", "nvfp4", "--accumulator", "h100"], "not nvfp4"),
+        (["--loss-scale", "static"], "--loss-scale sets the loss scaling of a single run"),
+        (["--compare", "-p", "fp16"], "--compare runs the default comparison"),
+        (["-p", "fp17"], "invalid choice: 'fp17'"),
+        (["--fp8-recipe", "later"], "invalid choice: 'later'"),
+        (["--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_train_bad_values_are_usage_errors(argv, says, capsys, tmp_path):
+    out = tmp_path / "h.json"
+    fails(["train", *argv, "--json", str(out)], 2, capsys, says=says)
+    assert not out.exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("argv", [[], ["-p", "fp16", "--accumulator", "v100", "--loss-scale", "none"],
+                                  ["-p", "fp8", "--fp8-recipe", "current", "--steps", "1000000"]])
+def test_valid_arguments_reach_training(argv, monkeypatch, tmp_path):
+    """The control: when everything checks out, training is reached (and stopped there), and
+    a --json path that was only probed is not left behind."""
+    monkeypatch.setenv("FPEMU_TRACEBACK", "1")  # let the stub's AssertionError through
+    target = tmp_path / "h.json"
+    with pytest.raises(AssertionError, match="training started"):
+        main(["train", *argv, "--json", str(target)])
+    assert not target.exists()
+
+
+# ---- train: output paths (failed runs, 1) -------------------------------------------------------
+def test_json_path_is_a_directory(tmp_path, capsys):
+    line = fails(["train", "--json", str(tmp_path)], 1, capsys, names=str(tmp_path))
+    assert "--json" in line and "is a directory" in line
+
+
+def test_json_path_in_a_missing_directory(tmp_path, capsys):
+    target = tmp_path / "missing" / "h.json"
+    line = fails(["train", "--json", str(target)], 1, capsys, names=str(target))
+    assert "No such file or directory" in line
+    assert not (tmp_path / "missing").exists()
+
+
+def test_json_path_below_a_file(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    target = tmp_path / "f" / "h.json"
+    fails(["train", "--json", str(target)], 1, capsys, names=str(target), says="Not a directory")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_json_path_not_writable(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        fails(["train", "--json", str(locked / "h.json")], 1, capsys, names=str(locked / "h.json"),
+              says="Permission denied")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_json_check_leaves_an_existing_file_alone(tmp_path, capsys):
+    target = tmp_path / "h.json"
+    target.write_text("old")
+    fails(["train", "--json", str(target), "--steps", "0"], 2, capsys)  # bad value: nothing touched
+    assert target.read_text() == "old"
+
+
+def test_plot_path_is_a_file(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "plot.png"
+    target.write_text("x")
+    line = fails(["train", "--plot", str(target)], 1, capsys, names=str(target))
+    assert "--plot" in line and "not a directory" in line
+
+
+def test_plot_path_below_a_file(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "f").write_text("x")
+    target = tmp_path / "f" / "img"
+    fails(["train", "--plot", str(target)], 1, capsys, names=str(tmp_path / "f"))
+
+
+def test_plot_file_inside_is_a_directory(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    (tmp_path / "img" / "loss.png").mkdir(parents=True)
+    fails(["train", "--plot", str(tmp_path / "img")], 1, capsys, names=str(tmp_path / "img" / "loss.png"),
+          says="is a directory")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_plot_directory_not_writable(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        fails(["train", "--plot", str(locked)], 1, capsys, names=str(locked), says="Permission denied")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    fails(["train", "--plot", str(tmp_path / "img")], 1, capsys, says="--plot needs matplotlib")
+
+
+# ---- gemm-error ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["--k", "-5"], "k must be a positive integer, got -5"),
+        (["--k", "0"], "k must be a positive integer, got 0"),
+        (["--k", "1000000000000"], "A (m x k) would hold 64000000000000 values; the limit is 67108864"),
+        (["--k", "1048576", "--m", "128", "--n", "128"], "A (m x k)"),
+        (["--k", "262144", "--m", "256", "--n", "256"], "products is too many to emulate"),
+        (["--m", "0"], "m must be a positive integer"),
+        (["--n", "-1"], "n must be a positive integer"),
+        (["--k", "1.5"], "invalid int value"),
+        (["--seed", "-1"], "seed must be a non-negative integer"),
+        (["--promote", "0"], "promote must be a positive integer"),
+        (["--promote", "-128"], "promote must be a positive integer"),
+        (["--accumulator", "nope"], "unknown accumulator 'nope'"),
+        (["--accumulator", "v100"], "v100 (volta) has no e4m3 inputs"),
+        (["--inputs", "e9m9"], "unknown format 'e9m9'"),
+        (["--inputs", "e4m3,e5m2,fp16"], "inputs must be a format name or a pair"),
+        (["--inputs", "fp16,bf16"], "does not multiply fp16 by bf16"),
+        (["--distribution", "cauchy"], "invalid choice: 'cauchy'"),
+    ],
+)
+def test_gemm_error_bad_arguments(argv, says, capsys):
+    fails(["gemm-error", *argv], 2, capsys, says=says)
+
+
+def test_gemm_error_small_run_is_clean(capsys):
+    assert main(["gemm-error", "--k", "64", "--m", "2", "--n", "2", "--promote", "16"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "promoted to fp32 every 16" in captured.out
