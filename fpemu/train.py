@@ -148,15 +148,21 @@ def unscale_grads(
     """
     # torch: scale.double().reciprocal().float(); a scale backed off to 0 gives Inf.
     _check_float32("scale", scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
-    if not isinstance(grads, (list, tuple)):
-        raise TypeError(f"grads must be a list or tuple of arrays, got {type(grads).__name__}")
     inv = _reciprocal(scale)
-    with np.errstate(over="ignore"):  # FP32 casts: what overflows is Inf, which is then found
-        grads32 = [np.asarray(g, dtype=np.float32) for g in grads]
+    grads32 = _fp32_grads(grads)
     found_inf = any(not bool(np.isfinite(g).all()) for g in grads32)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN results are torch's too
         out = [g * inv for g in grads32]
     return out, found_inf
+
+
+def _fp32_grads(grads: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Gradients as FP32 arrays (no copy of FP32 ones); a value beyond FP32's range is Inf
+    there, without a warning: the scaler's check is what finds it."""
+    if not isinstance(grads, (list, tuple)):
+        raise TypeError(f"grads must be a list or tuple of arrays, got {type(grads).__name__}")
+    with np.errstate(over="ignore"):
+        return [np.asarray(g, dtype=np.float32) for g in grads]
 
 
 class GradScaler:
@@ -217,7 +223,7 @@ class GradScaler:
     def unscale(self, grads: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Unscale gradients (new arrays) and record whether any is non-finite."""
         if not self.enabled:
-            return [np.asarray(g, dtype=np.float32) for g in grads]
+            return _fp32_grads(grads)
         if self._found_inf is not None:
             raise RuntimeError("unscale() has already been called since the last update()")
         self._unscaled, self._found_inf = unscale_grads(grads, float(self._scale))
@@ -231,7 +237,7 @@ class GradScaler:
         """
         _check_callable("apply", apply)
         if not self.enabled:
-            apply([np.asarray(g, dtype=np.float32) for g in grads])
+            apply(_fp32_grads(grads))
             return True
         if self._found_inf is None:
             self.unscale(grads)
@@ -499,7 +505,8 @@ class TensorScale:
 
     def scale_for(self, x: np.ndarray, record: bool = True) -> np.float32:
         """The scale to cast ``x`` with now; with ``record`` its amax enters the history."""
-        amax = np.float32(np.max(np.abs(x))) if x.size else np.float32(0.0)
+        x = np.asarray(x)
+        amax = _as_float32("amax", np.max(np.abs(x))) if x.size else np.float32(0.0)
         if isinstance(self.recipe, CurrentScaling):
             return current_scale(amax, self.fp8_max, self.recipe.power_2_scale)
         if record:
@@ -894,15 +901,20 @@ def _check_training(n_train: int, batch_size: object, lr: object, optimizer: obj
 def _check_network_size(widths: tuple[int, ...], batch_size: int, n_train: int, n_test: int) -> None:
     """Weights, and the activations of a batch or an evaluation, within TASK_LIMITS."""
     limit = TASK_LIMITS["max_values"]
-    weights = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
-    if weights > limit:
-        raise ValueError(f"the network would have {weights} weights; the limit is {limit} (2**26)")
+    _check_weight_count(widths)
     rows = max(batch_size, min(n_train, _EVAL_ROWS), n_test)
     if rows * sum(widths) > limit:
         raise ValueError(
             f"{rows} examples through layers of widths {sum(widths)} in all would need "
             f"{rows * sum(widths)} activations; the limit is {limit} (2**26)"
         )
+
+
+def _check_weight_count(widths: tuple[int, ...]) -> None:
+    limit = TASK_LIMITS["max_values"]
+    weights = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+    if weights > limit:
+        raise ValueError(f"the network would have {weights} weights; the limit is {limit} (2**26)")
 
 
 def make_task(
@@ -990,6 +1002,9 @@ def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
     >>> [p.shape for p in init_params((4, 3, 2), 0)]
     [(4, 3), (3,), (3, 2), (2,)]
     """
+    widths = _check_widths(widths)
+    seed = _check_int("seed", seed, 0)
+    _check_weight_count(widths)
     rng = np.random.default_rng([seed, 0x1417])
     params = []
     for fan_in, fan_out in zip(widths[:-1], widths[1:]):

@@ -226,6 +226,9 @@ def test_task_checks_its_arrays(tiny):
         (lambda: T.unscale_grads([np.ones(2, F32)], -1.0), ValueError, "scale must be a finite float32 number >= 0"),
         (lambda: T.unscale_grads([np.ones(2, F32)], float("nan")), ValueError, "scale must be"),
         (lambda: T.unscale_grads(np.ones(2, F32), 1.0), TypeError, "grads must be a list or tuple"),
+        (lambda: T.init_params((4, 0), 0), ValueError, "every width must be"),
+        (lambda: T.init_params((4, 3), -1), ValueError, "seed must be"),
+        (lambda: T.init_params((10**6, 10**6), 0), ValueError, "the network would have 1000000000000 weights"),
         (lambda: T.summary_table([1]), TypeError, "histories must be a list of History objects"),
         (lambda: T.summary_table(None), TypeError, "histories"),
         (lambda: T.plot([], "unused"), ValueError, "no histories to plot"),
@@ -274,6 +277,11 @@ def test_no_warning_escapes_the_scaling_functions():
         assert T.delayed_scale(1e39, 7.0, 448.0) == 7.0  # an amax beyond FP32 is Inf: scale kept
         assert T.delayed_scale(3e38, 7.0, 448.0, margin=127) == 0.0  # underflow, as TE's FP32 rule
         assert T.current_scale(1e39, 448.0) == 1.0
+        assert T.GradScaler(enabled=False).unscale([np.array([1e39])])[0][0] == np.inf
+        ts = T.TensorScale(448.0, T.DelayedScaling())
+        ts.scale_for(np.array([1e39, 2.0]))  # float64 beyond FP32: amax Inf, the scale is kept
+        ts.update()
+        assert ts.scale == 1.0
         s = T.GradScaler(init_scale=3e38, growth_interval=1)
         s.unscale([np.ones(1, F32)])
         s.update()
