@@ -1369,8 +1369,9 @@ def single_threaded_blas():
 
     The network's matrices are small (1024 x 64): splitting them over threads gains nothing and,
     on a busy machine, OpenBLAS's spinning threads made a step up to 100x slower. The thread
-    count also decides which kernel OpenBLAS picks (on AVX-512 machines a direct small-matrix
-    kernel runs only single-threaded), and so the last bit of the sums: code that must match a
+    count also decides which kernel OpenBLAS picks (on AVX-512 machines its "direct" sgemm,
+    which sums in another order, is skipped for mid-sized products when more than one thread
+    may run), and so the last bit of the sums: code that must match a
     run bit for bit computes under this same context. Every OpenBLAS is pinned, not just the
     first found, in case another library (torch on some platforms) brings its own.
     """

@@ -261,3 +261,11 @@ def test_gemm_error_smallest_sizes_and_normwise():
     assert r["shape"] == (1, 1) and r["max"] == 0.0 and r["normwise"] == 0.0  # one exact product
     assert _normwise(np.array([1.0]), np.array([0.0])) == np.inf  # 0 exact, got not: infinitely off
     assert _normwise(np.zeros(2), np.zeros(2)) == 0.0
+
+
+def test_narrow_float_operands():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.array([[1.5, 2.25]], dtype=ml_dtypes.bfloat16)
+    b = np.array([[2.0], [4.0]], dtype=ml_dtypes.float8_e4m3fn)
+    assert gemm(a, b, inputs="bf16", accumulator="a100")[0, 0] == 12.0
+    assert dot(np.array([1.5, 2.25], np.float16), np.array([2.0, 4.0], np.float16), inputs="fp16", accumulator="v100") == 12.0

@@ -250,8 +250,8 @@ def test_fp32_policy_equals_plain_numpy():
     task = T.make_task(3, n_train=4096, batch_size=256)
     h = T.run("fp32", steps=20, seed=3, task=task)
     # run() computes on one BLAS thread, and OpenBLAS's thread count picks its kernel (on
-    # AVX-512 a direct small-matrix kernel runs only single-threaded), so the last bit of the
-    # sums: the reference is computed under the same setting, or it differs by an ulp on
+    # AVX-512 its "direct" sgemm, which sums in another order, is skipped for mid-sized
+    # products when more than one thread may run), so the last bit of the sums: the reference is computed under the same setting, or it differs by an ulp on
     # machines where OPENBLAS_NUM_THREADS is not 1.
     with T.single_threaded_blas():
         ref = _plain_numpy_training(task, 3, 20)
