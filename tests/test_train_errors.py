@@ -298,3 +298,14 @@ def test_a_diverging_run_records_inf_and_nan_without_warnings(tiny, tmp_path):
         T.plot(runs, tmp_path / "img")
     assert not np.isfinite(runs[0].loss).all() and "nan" in table.lower()
     assert {p.name for p in (tmp_path / "img").iterdir()} == set(T.PLOT_FILES)
+
+
+def test_json_of_a_diverged_run_is_strict_json():
+    """`fpemu train --json` writes strict JSON: non-finite values of a diverged run are null."""
+    import json
+
+    h = T.run("fp32", steps=6, task=T.make_task(0, **{**TINY, "lr": 1e30}))
+    data = json.loads(json.dumps(T._finite_or_null(h.to_dict()), allow_nan=False))
+    losses = data["history"]["loss"]
+    assert losses[0] == float(h.loss[0]) and None in losses
+    assert [v is None for v in losses] == [not np.isfinite(v) for v in h.loss]
