@@ -210,6 +210,7 @@ def random_cases(fmt: str | Format, dtype: Any = np.float32, n: int = 20000, see
     """
     fmt = get_format(fmt)
     dtype = np.dtype(dtype)
+    _check_size("n", n, 0)
     rng = np.random.default_rng(seed)
     n_bits = n // 2
     uint = _UINT_OF[dtype]
@@ -223,6 +224,19 @@ def random_cases(fmt: str | Format, dtype: Any = np.float32, n: int = 20000, see
     x = np.concatenate([bits, values])
     tags = np.array(["random bits"] * n_bits + ["random value"] * (n - n_bits), dtype=object)
     return x, tags
+
+
+#: Most values one call draws (random cases, matrix elements): beyond it a size is a typo,
+#: refused before any allocation.
+MAX_VALUES = 1 << 24
+
+
+def _check_size(name: str, value: int, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if not low <= value <= MAX_VALUES:
+        raise ValueError(f"{name} must be in {low}..{MAX_VALUES:,}, got {value:,}")
+    return int(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,6 +624,9 @@ def matmul_inputs(inputs: str, m: int, k: int, n: int, seed: int = 0) -> tuple[n
     """
     from .codec import quantize
 
+    for name, size in (("m", m), ("k", k), ("n", n)):
+        _check_size(name, size, 1)
+    _check_size("m * k + k * n", m * k + k * n, 1)  # the matrices drawn
     rng = np.random.default_rng(seed)
     fmt = get_format(inputs)
     span = min(8, fmt.emax - 1)
@@ -646,6 +663,7 @@ def compare_matmul(
     """
     from .accumulator import gemm, get_accumulator
 
+    _check_size("m * n", m * n, 1)
     A, B = matmul_inputs(inputs, m, k, n, seed)
     with np.errstate(over="ignore", invalid="ignore"):  # a device's float64 beyond fp32 becomes Inf, as on the device
         want = np.asarray(run_matmul(A, B, inputs), dtype=np.float32)

@@ -4,6 +4,7 @@ there is one, and never shows a traceback or an internal error (issue 9)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -192,3 +193,28 @@ def test_vectors_output_that_cannot_be_written(capsys, files, tmp_path, where, s
     if status == 1:
         assert str(target) in err
     assert not (tmp_path / "v.txt").exists() and list(files["dir"].iterdir()) == []
+
+
+# ---- the library refuses absurd sizes before allocating ----------------------------------------
+@pytest.mark.parametrize("call,says", [
+    (lambda: __import__("fpemu.crosscheck").crosscheck.random_cases("e4m3", n=10**12), "n must be in 0..16,777,216"),
+    (lambda: __import__("fpemu.crosscheck").crosscheck.random_cases("e4m3", n=-2), "got -2"),
+    (lambda: __import__("fpemu.crosscheck").crosscheck.matmul_inputs("fp16", 10**6, 10**6, 8), "m * k + k * n"),
+    (lambda: __import__("fpemu.crosscheck").crosscheck.compare_matmul(None, "h100", "fp16", k=16, m=10**5, n=10**5), "m * n"),
+    (lambda: __import__("fpemu.crosscheck").crosscheck.run_crosscheck(["numpy"], n_random=10**9), "n (random cases per cast)"),
+    (lambda: __import__("fpemu.fit").fit.probe(None, "fp16", max_k=10**6), "max_k must be an integer in 8..1024"),
+    (lambda: __import__("fpemu.vectors").vectors.cast_vectors("e4m3", "random", 10**12), "n = 1,000,000,000,000 is too large"),
+    (lambda: __import__("fpemu.vectors").vectors.block_vectors("mxfp4", "random", 10**9), "block elements per file"),
+    (lambda: __import__("fpemu.vectors").vectors.dot_vectors("fp16", "h100", k=10**7), "k = 10,000,000 is too large"),
+])  # fmt: skip
+def test_library_sizes_are_bounded(call, says):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=re.escape(says)):
+            call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20

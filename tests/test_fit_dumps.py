@@ -195,12 +195,12 @@ def test_batched_search_memory_does_not_grow_with_the_models(monkeypatch):
         return real(p, *args, **kwargs)
 
     monkeypatch.setattr(fitmod, "_batch_model", spy)
-    monkeypatch.setattr(fitmod, "_BATCH_VALUES", 1 << 16)
-    v = dot_vectors("fp16", "h100", k=64, n=300)
+    monkeypatch.setattr(fitmod, "_BATCH_VALUES", 1 << 15)
+    v = dot_vectors("fp16", "h100", k=32, n=200)
     dump = Dump("h", "fp16", *(v[k].view(np.float32).astype(np.float64) for k in ("a", "b", "c")), {"fp32": v["d_fp32"]})
-    result = fit(dump)
+    result = fit(dump, screen=(64, 128))
     assert "h100" in result.presets
-    assert max(sizes) <= max(1 << 16, 300 * 64)  # one model's rows at most, whatever the search size
+    assert max(sizes) <= max(1 << 15, 200 * 32)  # one model's rows at most, whatever the search size
 
 
 # ---- probe with a broken device ---------------------------------------------------------------

@@ -58,18 +58,13 @@ def _reachable(bounds: np.ndarray, dtype: np.dtype) -> set:
     open interval with a dtype float strictly inside (bf16's value after the largest, 2^128,
     is beyond float32)."""
     big = float(np.finfo(dtype).max)
-    keys = {-1}
-    for i, b in enumerate(bounds.tolist()):
-        if abs(b) <= big:
-            keys.add(2 * i + 1)
-    lows = [-np.inf] + bounds.tolist()
-    highs = bounds.tolist() + [np.inf]
+    on = 2 * np.flatnonzero(np.abs(bounds) <= big) + 1
+    lows = np.concatenate([[-np.inf], bounds])
+    highs = np.concatenate([bounds, [np.inf]])
     with np.errstate(over="ignore"):
-        for i, (lo, hi) in enumerate(zip(lows, highs)):
-            first = np.nextafter(np.asarray(lo, dtype=dtype), dtype.type(np.inf))  # smallest float above lo
-            if np.isfinite(first) and float(first) < hi:
-                keys.add(2 * i)
-    return keys
+        first = np.nextafter(lows.astype(dtype), dtype.type(np.inf)).astype(np.float64)  # smallest float above
+    inside = 2 * np.flatnonzero(np.isfinite(first) & (first < highs))
+    return {-1} | set(on.tolist()) | set(inside.tolist())
 
 
 def _nan_classes(x: np.ndarray, fmt: str) -> set:
