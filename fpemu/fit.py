@@ -110,7 +110,9 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     if not head:
         raise DumpError(f"{path}: the file is empty")
     if not head.startswith(b"PK"):
-        raise DumpError(f"{path}: not an .npz archive (no zip signature; {_DUMP_LAYOUT})")
+        text = path.suffix.lower() in (".csv", ".json")
+        hint = "; fit reads .npz files: write the vectors with --out NAME.npz" if text else f"; {_DUMP_LAYOUT}"
+        raise DumpError(f"{path}: not an .npz archive (no zip signature{hint})")
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: np.asarray(z[k]) for k in z.files}
@@ -162,17 +164,11 @@ def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
     if not path.exists():
         raise FileNotFoundError(errno.ENOENT, "no such dump file", str(path))
     arrays = _read_npz(path)
-    source = "--inputs"
-    if inputs is not None:
-        inputs = get_format(inputs).name
-    elif (inputs := _meta_inputs(arrays)) is not None:
-        source = "the file's metadata"
-    else:
-        inputs, source = infer_inputs(path), "the file name"
     missing = sorted({"a", "b", "c"} - set(arrays))
     if missing or not {"d_fp32", "d_fp16"} & set(arrays):
         lacks = missing + ([] if {"d_fp32", "d_fp16"} & set(arrays) else ["d_fp32 or d_fp16"])
         raise DumpError(f"{path}: lacks {', '.join(lacks)} (it has {', '.join(sorted(arrays)) or 'no arrays'}; {_DUMP_LAYOUT})")
+    inputs, source = _dump_inputs(path, arrays, inputs)
     bits = {k: _bit_patterns(arrays, k, path, inputs) for k in ("a", "b", "c", "d_fp32", "d_fp16") if k in arrays}
     _check_shapes(bits, path)
     _check_finite(bits, path)
@@ -181,6 +177,19 @@ def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
                 {k[2:]: bits[k] for k in ("d_fp32", "d_fp16") if k in bits})  # fmt: skip
     _check_inputs(dump, str(path), source)
     return dump
+
+
+def _dump_inputs(path: Path, arrays: dict[str, np.ndarray], inputs: str | None) -> tuple[str, str]:
+    """(input format, where it came from): --inputs, else the file's metadata, else its name."""
+    if inputs is not None:
+        return get_format(inputs).name, "--inputs"
+    recorded = _meta_inputs(arrays)
+    if recorded is not None:
+        try:
+            return get_format(recorded).name, "the file's metadata"
+        except (ValueError, TypeError):
+            raise DumpError(f"{path}: its metadata names inputs {recorded!r}, not a format; pass --inputs") from None
+    return infer_inputs(path), "the file name"
 
 
 def _check_shapes(bits: dict[str, np.ndarray], path: Path) -> None:
