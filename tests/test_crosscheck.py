@@ -309,3 +309,20 @@ def test_torch_cpu_matmul_rows_report_counts_not_verdicts():
         assert r.cases == 64 * 64 and 0 <= r.identical <= r.cases, r
         assert (r.status == "identical") == (r.identical == r.cases), r
         assert r.status in ("identical", "differs"), r
+
+
+def test_a_backend_that_raises_gives_an_unsupported_row():
+    """A build without some conversion (torch raises RuntimeError) is a row, not a crash."""
+
+    class Broken(NumpyBackend):
+        name = "broken"
+
+        def cast(self, x, fmt):
+            raise RuntimeError("\"to_fp16\" not implemented for 'Float'\nmore detail")
+
+    from fpemu.crosscheck import backend_rows
+
+    rows = backend_rows(Broken(), ["fp16"], n_random=10)
+    assert [(r.operation, r.status) for r in rows] == [("decode", "identical"), ("cast f32", "unsupported"),
+                                                       ("cast f64", "unsupported")]  # fmt: skip
+    assert rows[1].note == "broken raised: \"to_fp16\" not implemented for 'Float'"
