@@ -167,7 +167,7 @@ def test_float32_and_float64_give_the_exact_quotients_codes(x, combo, seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt, rounding, rule", COMBOS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(x=wide_blocks(), seed=st.integers(0, 2**32 - 1))
 def test_float32_and_float64_give_the_exact_quotients_codes_long(fmt, rounding, rule, x, seed):
     check(x, fmt, rounding, rule, seed)
