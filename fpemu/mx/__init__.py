@@ -1,0 +1,81 @@
+"""Micro-scaling block formats: OCP MX (MXFP8, MXFP6, MXFP4, MXINT8) and NVIDIA NVFP4.
+
+A block format stores a tensor as narrow *element codes* plus one shared *scale code* per block
+of ``k`` consecutive elements (along one axis). The value of element ``i`` of a block is
+``scale * element_value(code_i)``.
+
+* OCP MX v1.0: ``k = 32``, the scale is E8M0 (a power of two, ``2**(code - 127)``; 0xFF is NaN),
+  elements are E4M3, E5M2, E3M2, E2M3, E2M1 or INT8 (two's complement with an implicit 2**-6).
+* NVFP4: ``k = 16`` E2M1 elements, a UE4M3 block scale (an E4M3 value used for positive numbers)
+  and an FP32 per-tensor scale, computed with TransformerEngine's float32 arithmetic by default.
+
+>>> q = quantize([500.0, -3.0, 0.1, 0.001, 1.0], "mxfp8_e4m3")
+>>> hex(int(q.scales[0])), [hex(int(c)) for c in q.codes]
+('0x7f', ['0x7e', '0xc4', '0x1d', '0x1', '0x38'])
+>>> q.dequantize().tolist()
+[448.0, -3.0, 0.1015625, 0.001953125, 1.0]
+>>> r = quantize([500.0, -3.0, 0.1, 0.001, 1.0], "mxfp8_e4m3", scale_rounding="rceil")
+>>> hex(int(r.scales[0])), r.dequantize().tolist()
+('0x80', [512.0, -3.0, 0.1015625, 0.0, 1.0])
+
+Every element conversion goes through :func:`fpemu.encode` (RNE, saturating, as the OCP spec
+requires); scale codes are computed with integer operations on the IEEE bit patterns, and the
+division by a power-of-two scale is an exact multiplication. Quantization never loops per
+block: the whole pipeline runs on cache-sized chunks of many blocks at once (matmul loops over
+K-blocks, each one vectorised over all rows and columns).
+
+Layout conventions (documented in ``docs/mx.md``):
+
+* blocks run along ``axis``; a length that is not a multiple of the block size ends in one
+  shorter block (as if padded with zeros, which never change a block's amax; the padding is
+  never materialised, so the cost follows the data and not the block size);
+* ``codes`` has the shape of the input; ``scales`` has the input's shape with the block axis
+  (or axes, for 16x16 tiles) divided by the block size, rounded up;
+* :meth:`BlockArray.pack` packs two FP4 codes per byte (element ``2i`` in the low nibble) and
+  four FP6 codes per three bytes (a little-endian bit stream: element ``4i`` in bits 0-5 of
+  byte ``3i``).
+
+No floating-point warning escapes a public function: every overflow or invalid operation inside
+is deliberate (saturation, NaN blocks) and handled explicitly.
+
+The package, one job per module; each imports only from the modules listed before it:
+
+* ``formats``: :class:`BlockFormat` and the registry of block formats (data);
+* ``inputs``: input arrays as float32/float64, element rounding names, the RNG;
+* ``layout``: block sizes and axes checked, block axes moved last, regions of equal tiles;
+* ``elements``: scaled values to element codes, and the value of every code;
+* ``mx_scales``: the MX E8M0 scale rules (floor, rceil, ceil, even);
+* ``nvfp4_scales``: NVFP4's per-tensor and block scales (TransformerEngine, torchao);
+* ``packing``: FP4/FP6 codes packed into bytes and back;
+* ``array``: :class:`BlockArray` and :func:`dequantize`;
+* ``mx_quantization`` and ``nvfp4_quantization``: the two quantization pipelines;
+* ``quantization``: :func:`quantize`, which checks its options and runs one of them;
+* ``dot_products``: exact :func:`dot` and :func:`matmul`;
+* ``cli``: :func:`describe` and the ``fpemu mx`` command.
+"""
+
+from __future__ import annotations
+
+from .array import BlockArray, dequantize
+from .cli import cmd_mx as cmd_mx, describe as describe, register_cli  # public, not in __all__
+from .dot_products import dot, matmul
+from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
+from .mx_scales import SCALE_ROUNDINGS
+from .packing import pack_codes, unpack, unpack_codes
+from .quantization import quantize
+
+__all__ = [
+    "BlockFormat",
+    "BlockArray",
+    "BLOCK_FORMATS",
+    "SCALE_ROUNDINGS",
+    "get_block_format",
+    "quantize",
+    "dequantize",
+    "pack_codes",
+    "unpack_codes",
+    "unpack",
+    "dot",
+    "matmul",
+    "register_cli",
+]

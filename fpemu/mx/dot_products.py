@@ -1,0 +1,217 @@
+"""Exact block dot products: :func:`matmul` and :func:`dot` of block arrays, the OCP
+Dot/DotGeneral model (each K-block summed exactly, rounded once to float32)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..accumulator import _round_to_odd_sum
+from ..codec import decode
+from .array import BlockArray
+from .elements import _element_table, _int_table
+from .mx_scales import _pow2_from_e8m0, _rn32_product
+
+
+# ---- dot products -------------------------------------------------------------------------------
+
+
+def _k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
+    """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
+    for each of its rows (by index, so the cost follows the rows, not the tile size)."""
+    axes, block = q.axes, q.block_shape
+    if len(axes) == 1:
+        if axes[0] != k_axis:
+            raise ValueError(
+                f"operand must be blocked along its K axis ({k_axis}), got axis={axes[0]}"
+            )
+        return q.scales.astype(np.int64)
+    other = 1 - k_axis
+    rows = np.arange(q.shape[other]) // block[axes.index(other)]
+    return q.scales.take(rows, axis=other).astype(np.int64)
+
+
+def _k_block(q: BlockArray, k_axis: int) -> int:
+    return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
+
+
+#: K elements per exact partial sum: products below 2**48, so 2**14 of them stay below 2**62.
+_K_PART = 1 << 14
+
+
+def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """sum_k ia[m, k] * ib[k, n], exact, as float64 rounded to odd.
+
+    ia and ib are integers below 2**32 in magnitude. ia is split into 16-bit halves so every
+    product is below 2**48; K is summed 2**14 at a time so no int64 sum overflows, and the
+    parts are carried into three limbs (top * 2**48 + mid * 2**16 + low) that hold any K up to
+    2**31. Rounding to odd at 53 bits followed by one rounding to float32 equals a single
+    rounding of the exact sum (Boldo and Melquiond), so no double rounding creeps in.
+    """
+    m, n = ia.shape[0], ib.shape[1]
+    top, mid, low = (np.zeros((m, n), np.int64) for _ in range(3))
+    for s in range(0, max(ia.shape[1], 1), _K_PART):
+        a, b = ia[:, s : s + _K_PART], ib[s : s + _K_PART]
+        hi, lo = (a >> 16) @ b, (a & 0xFFFF) @ b  # the part's sum is hi * 2**16 + lo
+        hi += lo >> 16  # carry so that 0 <= lo < 2**16 (arithmetic shift keeps the sign)
+        low += lo & 0xFFFF
+        mid += hi & 0xFFFFFFFF
+        top += hi >> 32
+    mid += low >> 16
+    top += mid >> 32
+    rest = ((mid & 0xFFFFFFFF) << 16) | (low & 0xFFFF)  # below 2**48: exact in float64
+    return _round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
+
+
+def _check_matmul(a: BlockArray, b: BlockArray) -> int:
+    """The K block size shared by A (M, K) and B (K, N), after checking both operands."""
+    for q in (a, b):
+        if not isinstance(q, BlockArray):
+            raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
+    if a.format.is_nvfp4 != b.format.is_nvfp4:
+        raise ValueError("cannot mix MX and NVFP4 operands")
+    if a.codes.ndim != 2 or b.codes.ndim != 2:
+        raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
+    bs = _k_block(a, 1)
+    if bs < 1 or bs != _k_block(b, 0):
+        raise ValueError(
+            f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
+            f"B {b.block_size} on axis {b.axis}"
+        )
+    return bs
+
+
+class _Operand:
+    """One matmul operand's integer elements and per-(row, K-block) scales.
+
+    ``ints(ks)``: element values * 2**int_shift (times the UE4M3 scale * 2**9 for NVFP4) of
+    the K slice ks, ``bad(ks)``: whether a row holds a non-finite element there; ``exp`` the
+    power of two of each block's scale (E8M0) or -9 (NVFP4, whose scales are folded into the
+    integers), ``nan_scale`` where the scale is NaN.
+    """
+
+    def __init__(self, q: BlockArray, k_axis: int) -> None:
+        self.q, self.k_axis = q, k_axis
+        self.table, self.finite = _int_table(q.format)
+        s = _k_scales(q, k_axis)
+        if k_axis == 0:
+            s = s.T  # (N, nb): rows of B's transpose
+        self.scales = s
+        if q.format.is_nvfp4:
+            self.nan_scale = s == 0x7F
+            ue4m3 = np.ldexp(decode(np.arange(128), "ue4m3"), 9)  # integers times 2**-9
+            self.fold = np.where(self.nan_scale, 0, ue4m3[np.minimum(s, 0x7E)]).astype(np.int64)
+            self.exp = np.full(s.shape, -9, np.int64)
+        else:
+            self.nan_scale = s == 255
+            self.fold = None
+            self.exp = s - 127
+
+    def codes(self, ks: slice) -> np.ndarray:
+        """(rows, k) element codes of the K slice ks as indices."""
+        codes = self.q.codes[:, ks] if self.k_axis == 1 else self.q.codes[ks, :].T
+        return codes.astype(np.intp)
+
+    def ints(self, j: int, ks: slice) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, k) integers of K-block j and whether each row is non-finite there."""
+        c = self.codes(ks)
+        ints = self.table[c]
+        if self.fold is not None:
+            ints = ints * self.fold[:, j, None]
+        bad = ~self.finite[c].all(axis=1) | self.nan_scale[:, j]
+        return ints, bad
+
+    def values(self, j: int, ks: slice) -> np.ndarray:
+        """(rows, k) float64 values of MX K-block j (exact; NaN rows where the scale is)."""
+        v = _element_table(self.q.format, np.float64)[self.codes(ks)]
+        return v * _pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
+
+
+def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
+    """C = A @ B for block-scaled A (M, K) blocked along K and B (K, N) blocked along K.
+
+    The OCP Dot/DotGeneral model: for every K-block, the sum of the element products is formed
+    *exactly* (integer arithmetic on the scaled significands), multiplied by both scales and
+    rounded once to float32; the per-block results are then added in float32 in block order
+    (block 0 first). NVFP4: the two UE4M3 block scales are folded into the exact integer sum;
+    the result is finally multiplied by ``fp32(global_scale_a * global_scale_b)`` in float32
+    (rounded exactly instead where that product leaves float32's normal range). Blocks holding
+    NaN/Inf (scale or element) are computed with float64 arithmetic instead so they propagate
+    NaN/Inf as IEEE arithmetic would.
+
+    >>> from fpemu.mx import quantize
+    >>> A = quantize(np.ones((2, 32)), "mxfp8_e4m3")
+    >>> B = quantize(np.full((32, 3), 0.5), "mxfp8_e4m3", axis=0)
+    >>> matmul(A, B).tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    """
+    bs = _check_matmul(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    opa, opb = _Operand(a, 1), _Operand(b, 0)
+    shift = a.format.int_shift + b.format.int_shift
+    acc = np.zeros((m, n), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(-(-k // bs)):
+            ks = slice(j * bs, min((j + 1) * bs, k))
+            ia, bad_a = opa.ints(j, ks)
+            ib, bad_b = opb.ints(j, ks)
+            exact = _exact_sums_odd(ia, ib.T)
+            e = opa.exp[:, j, None] + opb.exp[None, :, j] - shift
+            block = np.ldexp(exact, e.astype(np.int32)).astype(np.float32)
+            special = bad_a[:, None] | bad_b[None, :]
+            if special.any():
+                block = np.where(special, _special_block(opa, opb, j, ks), block)
+            acc = acc + block
+        if a.format.is_nvfp4:
+            acc = _apply_global_scales(acc, a.global_scale, b.global_scale)
+    return acc
+
+
+def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice) -> np.ndarray:
+    """float32 of K-block j's product in float64 (only read where a NaN/Inf takes part, so
+    the result is NaN or +-Inf there whatever the rounding of the finite terms)."""
+    if opa.q.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
+        return np.full((opa.q.shape[0], opb.q.shape[1]), np.nan, np.float32)
+    return (opa.values(j, ks) @ opb.values(j, ks).T).astype(np.float32)
+
+
+def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.ndarray:
+    """acc * fp32(ga * gb), as a GEMM's float32 alpha does; where that alpha overflows or is
+    subnormal (it would turn finite results into Inf or lose bits), acc * ga * gb rounded once."""
+    alpha = np.float32(ga) * np.float32(gb)
+    if np.isfinite(alpha) and alpha >= np.finfo(np.float32).tiny:
+        return acc * alpha
+    p = acc.astype(np.float64) * float(ga)  # 24 x 24 bits: exact
+    finite = np.isfinite(p)
+    out = _rn32_product(np.where(finite, p, 0.0), float(gb))
+    out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
+    return out
+
+
+def dot(a: BlockArray, b: BlockArray) -> np.float32:
+    """The OCP Dot of two 1-D block arrays (see :func:`matmul` for the arithmetic).
+
+    >>> from fpemu.mx import quantize
+    >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
+    >>> float(dot(x, y))
+    3.5
+    """
+    for q in (a, b):
+        if not isinstance(q, BlockArray):
+            raise TypeError(f"dot takes BlockArrays, got {type(q).__name__}")
+        if q.codes.ndim != 1:
+            raise ValueError(f"dot takes 1-D block arrays, got shape {q.shape}")
+    if a.shape != b.shape:
+        raise ValueError(f"dot needs equal lengths, got {a.shape[0]} and {b.shape[0]}")
+    return np.float32(matmul(_as_row(a), _as_column(b))[0, 0])
+
+
+def _as_row(q: BlockArray) -> BlockArray:
+    return BlockArray(q.codes[None, :], q.scales[None, :], q.format, 1, q.block_size,
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+
+
+def _as_column(q: BlockArray) -> BlockArray:
+    return BlockArray(q.codes[:, None], q.scales[:, None], q.format, 0, q.block_size,
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)

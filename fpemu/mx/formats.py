@@ -1,0 +1,102 @@
+"""The block formats: :class:`BlockFormat` and the registry of MX and NVFP4 formats (data).
+
+Each block format pairs an element format and a scale format of :mod:`fpemu.formats` with a
+default block size; :func:`get_block_format` looks one up by name or alias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..formats import Format, get_format
+
+
+# ---- the formats ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BlockFormat:
+    """One block format: its element type, scale type and default block size.
+
+    Attributes:
+        name: canonical name (``mxfp8_e4m3`` ...).
+        element: the element :class:`~fpemu.formats.Format`, or None for MXINT8.
+        scale: the scale format (``e8m0`` for MX, ``ue4m3`` for NVFP4).
+        block_size: default number of elements per block.
+        emax: exponent of the element format's largest power of two (OCP ``emax_elem``).
+        max_value: the largest element magnitude.
+        mantissa_bits: element precision in fraction bits (INT8: 6 below the leading bit).
+        bits: element width in bits (how densely :meth:`BlockArray.pack` stores it).
+
+    >>> get_block_format("MXFP4").element.name, get_block_format("mxfp4").emax
+    ('e2m1', 2)
+    """
+
+    name: str
+    element: Format | None
+    scale: Format
+    block_size: int
+    emax: int
+    max_value: float
+    mantissa_bits: int
+    bits: int
+
+    @property
+    def is_nvfp4(self) -> bool:
+        return self.scale.name == "ue4m3"
+
+    @property
+    def is_int(self) -> bool:
+        return self.element is None
+
+    @property
+    def int_shift(self) -> int:
+        """k such that every element value is an integer multiple of 2**-k."""
+        if self.element is None:
+            return 6
+        return self.element.mantissa_bits - self.element.emin
+
+
+def _block_formats() -> dict[str, BlockFormat]:
+    e8m0, ue4m3 = get_format("e8m0"), get_format("ue4m3")
+    table: dict[str, BlockFormat] = {}
+    for name, elem in [
+        ("mxfp8_e4m3", "e4m3"),
+        ("mxfp8_e5m2", "e5m2"),
+        ("mxfp6_e3m2", "e3m2"),
+        ("mxfp6_e2m3", "e2m3"),
+        ("mxfp4", "e2m1"),
+    ]:
+        f = get_format(elem)
+        table[name] = BlockFormat(name, f, e8m0, 32, f.emax, f.max, f.mantissa_bits, f.bits)
+    table["mxint8"] = BlockFormat("mxint8", None, e8m0, 32, 0, 127 / 64, 6, 8)
+    f = get_format("e2m1")
+    table["nvfp4"] = BlockFormat("nvfp4", f, ue4m3, 16, f.emax, f.max, f.mantissa_bits, 4)
+    return table
+
+
+BLOCK_FORMATS: dict[str, BlockFormat] = _block_formats()
+_BLOCK_ALIASES = {
+    "mxfp8": "mxfp8_e4m3", "mxfp8e4m3": "mxfp8_e4m3", "mxfp8e5m2": "mxfp8_e5m2",
+    "mxfp6e3m2": "mxfp6_e3m2", "mxfp6e2m3": "mxfp6_e2m3", "mxfp4_e2m1": "mxfp4",
+    "mxfp4e2m1": "mxfp4",
+}  # fmt: skip
+
+
+def get_block_format(fmt: str | BlockFormat) -> BlockFormat:
+    """Look a block format up by name (case-insensitive).
+
+    >>> get_block_format("nvfp4").block_size
+    16
+    >>> get_block_format("mxfp5")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown block format 'mxfp5'; choose one of mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4
+    """
+    if isinstance(fmt, BlockFormat):
+        return fmt
+    if not isinstance(fmt, str):
+        raise TypeError(f"a block format is a name such as 'mxfp4', got {type(fmt).__name__}")
+    key = fmt.strip().lower().replace("-", "_")
+    key = _BLOCK_ALIASES.get(key, key)
+    if key not in BLOCK_FORMATS:
+        raise ValueError(f"unknown block format {fmt!r}; choose one of {', '.join(BLOCK_FORMATS)}")
+    return BLOCK_FORMATS[key]

@@ -1,0 +1,67 @@
+"""What quantize accepts: input arrays as float32 or float64, element rounding names, the RNG."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codec import ROUNDING_MODES, integers_to_float64
+
+
+def _canonical_rounding(rounding: Any) -> str:
+    """The codec's canonical name of an element rounding mode (checked even for empty input)."""
+    if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
+        raise ValueError(
+            f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
+        )
+    return ROUNDING_MODES[rounding.lower()]
+
+
+def _generator(rounding: str, rng: Any) -> Any:
+    """One Generator for all chunks, so chunked stochastic rounding draws fresh bits."""
+    if rounding == "stochastic":
+        return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return rng
+
+
+# ---- input --------------------------------------------------------------------------------
+def _as_float_array(x: Any) -> np.ndarray:
+    """x as float32 (float16/float32 and ml_dtypes' narrow floats, all widened exactly) or
+    float64 (float64, integers, Python numbers), in native byte order.
+
+    Integers beyond 2**53 become float64 rounded *to odd*, so the single later rounding into
+    an element format (at most 24 bits) equals the rounding of the integer itself.
+    """
+    arr = np.asarray(x)
+    if not arr.dtype.isnative:  # the scale arithmetic reads the bit patterns in native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype.itemsize > 8:
+            raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
+        return arr if arr.dtype.itemsize >= 4 else arr.astype(np.float32)
+    if kind in "iu":
+        return integers_to_float64(arr)
+    if kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
+        try:  # ml_dtypes' bfloat16, float8_*, ... widen to float32 exactly
+            return arr.astype(np.float32)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"cannot quantize {arr.dtype} input: pass real numbers (a float or integer array)")
+
+
+def _float32_for_nvfp4(arr: np.ndarray) -> np.ndarray:
+    """NVFP4's recipes compute in float32: float64 input is rounded to float32 (RNE), and a
+    finite value that would become Inf is refused rather than quantized as if it were Inf."""
+    if arr.dtype == np.float64:
+        too_big = np.isfinite(arr) & (np.abs(arr) >= 2.0**128 - 2.0**103)  # RNE -> Inf from here
+        if too_big.any():
+            example = float(arr[too_big].reshape(-1)[0])
+            raise ValueError(
+                f"nvfp4 computes in float32, and {int(too_big.sum())} finite input value(s) such "
+                f"as {example:g} lie beyond float32's range (max 3.4028235e+38): scale the input "
+                "down (or clip it) first"
+            )
+    with np.errstate(under="ignore"):
+        return arr.astype(np.float32, copy=False)

@@ -1,0 +1,63 @@
+"""MX quantization: blocks of an array to E8M0 scale codes and element codes, region by
+region, chunk by chunk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
+from .formats import BlockFormat
+from .inputs import _generator
+from .layout import (
+    _moved,
+    _nblocks,
+    _output_rows,
+    _region_rows,
+    _regions,
+    _row_chunks,
+    _store_rows,
+    _unmoved,
+)
+from .mx_scales import _amax_bits, _mx_scale_codes, _pow2_from_e8m0
+
+
+# ---- quantize -------------------------------------------------------------------------------
+def _quantize_mx_rows(
+    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, rng: Any,
+    out: np.ndarray,
+) -> np.ndarray:
+    """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
+    scales = _mx_scale_codes(_amax_bits(rows), rows.dtype, bf, scale_rounding, inf)
+    nan_blocks = scales == 255
+    inv = _pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = rows * inv[:, None]  # exact down to the working precision's subnormals
+    if rounding in _TINY_MATTERS:
+        _restore_underflow(y, rows)
+    out[...] = _encode_elements(y, bf, rounding, rng)
+    if nan_blocks.any():
+        out[nan_blocks] = _nan_fill(bf)
+    return scales
+
+
+def _quantize_mx(
+    arr: np.ndarray, bf: BlockFormat, axes: tuple[int, ...], block: tuple[int, ...],
+    scale_rounding: str, inf: str, rounding: str, rng: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, scales) in the input's layout, region by region, chunk by chunk."""
+    xm = _moved(arr, axes)
+    lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
+    codes_m = np.empty(xm.shape, np.uint8)
+    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
+    rng = _generator(rounding, rng)
+    for r in _regions(lengths, block):
+        rows = _region_rows(xm, r)
+        out, scratch = _output_rows(codes_m, r)
+        scales = np.empty(rows.shape[0], np.uint8)
+        for sl in _row_chunks(*rows.shape):
+            scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, rng, out[sl])
+        _store_rows(codes_m, r, out, scratch)
+        scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
+    return _unmoved(codes_m, axes), _unmoved(scales_m, axes)

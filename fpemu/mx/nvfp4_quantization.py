@@ -1,0 +1,114 @@
+"""NVFP4 quantization: the tensor amax, then each region's UE4M3 block scales and E2M1
+codes, in float32 as TransformerEngine or torchao compute them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codec import encode
+from ..formats import get_format
+from .array import BlockArray
+from .formats import BlockFormat
+from .inputs import _float32_for_nvfp4, _generator
+from .layout import (
+    _moved,
+    _nblocks,
+    _output_rows,
+    _region_rows,
+    _regions,
+    _row_chunks,
+    _store_rows,
+    _unmoved,
+)
+from .mx_scales import _amax_bits
+from .nvfp4_scales import _nvfp4_block_scales, _nvfp4_decode_scale, _tensor_amax
+
+
+def _global_amax_argument(global_amax: Any) -> np.float32:
+    """A caller's tensor amax: a finite number > 0 that float32 represents (an Inf, NaN, 0 or
+    negative amax would silently give all-Inf, all-NaN or all-zero tensors)."""
+    if np.ndim(global_amax) != 0 or isinstance(global_amax, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"global_amax must be a single number, got {global_amax!r}")
+    try:
+        value = float(global_amax)
+    except (TypeError, ValueError):
+        raise TypeError(f"global_amax must be a number, got {global_amax!r}") from None
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"global_amax must be a finite number > 0, got {value}")
+    with np.errstate(over="ignore", under="ignore"):
+        amax = np.float32(value)
+    if not np.isfinite(amax) or amax == 0:
+        raise ValueError(f"global_amax {value} is outside float32's range, in which NVFP4 "
+                         "computes its scales")
+    return amax
+
+
+def _quantize_nvfp4(
+    arr: np.ndarray,
+    bf: BlockFormat,
+    axes: tuple[int, ...],
+    block: tuple[int, ...],
+    rounding: str,
+    rng: Any,
+    variant: str,
+    global_amax: Any,
+) -> BlockArray:
+    """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
+    if variant not in ("te", "torchao"):
+        raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
+    given = None if global_amax is None else _global_amax_argument(global_amax)
+    xm = _moved(_float32_for_nvfp4(arr), axes)
+    lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
+    regions = _regions(lengths, block)
+    rows = [_region_rows(xm, r) for r in regions]
+    bmax = [_block_amax_bits(rr) for rr in rows]
+    measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
+    amax = np.uint32(measured).view(np.float32) if given is None else given
+    codes_m = np.empty(xm.shape, np.uint8)
+    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
+    rng = _generator(rounding, rng)
+    for r, rr, bm in zip(regions, rows, bmax):
+        out, scratch = _output_rows(codes_m, r)
+        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, rng, out, bf)
+        _store_rows(codes_m, r, out, scratch)
+        scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
+    return BlockArray(
+        codes=_unmoved(codes_m, axes),
+        scales=_unmoved(scales_m, axes),
+        format=bf,
+        axis=axes[0] if len(axes) == 1 else axes,
+        block_size=block[0] if len(block) == 1 else block,
+        global_scale=_nvfp4_decode_scale(amax, variant),
+        global_amax=np.float32(amax),
+        variant=variant,
+    )
+
+
+def _block_amax_bits(rows: np.ndarray) -> np.ndarray:
+    """Per-block magnitude maxima of float32 rows as uint32 patterns, chunk by chunk."""
+    bmax = np.empty(rows.shape[0], np.uint32)
+    for sl in _row_chunks(*rows.shape):
+        bmax[sl] = _amax_bits(rows[sl])
+    return bmax
+
+
+def _nvfp4_region(
+    rows: np.ndarray, bamax: np.ndarray, variant: str, amax: np.float32, rounding: str,
+    rng: Any, out: np.ndarray, bf: BlockFormat,
+) -> np.ndarray:
+    """Scale codes of one region's blocks (rows); the element codes go into out."""
+    scales, mult = _nvfp4_block_scales(bamax, variant, amax)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for sl in _row_chunks(*rows.shape):
+            # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
+            # encode: 6 is representable, so clamping before rounding and saturating after it
+            # agree for every rounding mode (and NaN stays NaN either way).
+            y = rows[sl] * mult[sl, None]
+            out[sl] = encode(y, bf.element, rounding=rounding, overflow="saturate", nan="zero", rng=rng)
+    nan_blocks = np.isnan(bamax)
+    if nan_blocks.any():
+        scales[nan_blocks] = get_format("ue4m3").nan_code
+        out[nan_blocks] = 0
+    return scales.astype(np.uint8)

@@ -1,0 +1,79 @@
+"""NVFP4's two-level scaling: the FP32 per-tensor scale and the UE4M3 block scales, in
+TransformerEngine's or torchao's float32 arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..codec import decode, encode
+from ..formats import get_format
+
+
+_FLT_MAX = np.float32(np.finfo(np.float32).max)
+
+
+# ---- NVFP4 --------------------------------------------------------------------------------------
+def _tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.uint32:
+    """max |x| (as a float32 pattern) over some block rows with NaNs ignored (CUDA's fmaxf
+    reductions skip NaN), from the rows and their per-block magnitude maxima."""
+    inf = np.uint32(0x7F800000)
+    nan_blocks = bmax > inf
+    if nan_blocks.any():
+        part = np.bitwise_and(rows[nan_blocks].view(np.uint32), np.uint32(0x7FFFFFFF))
+        bmax = np.concatenate([bmax[~nan_blocks], np.where(part > inf, 0, part).ravel()])
+    return np.uint32(bmax.max(initial=np.uint32(0)))
+
+
+def _te_s_enc(amax: np.float32) -> np.float32:
+    """TransformerEngine's S_enc = fmin(2688 / amax, FLT_MAX); 1 when amax is 0 or S_enc is 0
+    (amax = Inf)."""
+    f32 = np.float32
+    with np.errstate(divide="ignore", over="ignore"):
+        s_enc = np.fmin(f32(2688.0) / amax, _FLT_MAX)
+    return f32(1.0) if (amax == 0 or s_enc == 0) else f32(s_enc)
+
+
+def _torchao_pts(amax: np.float32) -> np.float32:
+    """torchao's per-tensor scale amax / 2688; 1 where that is 0 or not finite (torchao would
+    divide by zero)."""
+    with np.errstate(over="ignore", under="ignore"):
+        pts = np.float32(amax / np.float32(2688.0))
+    return pts if (pts != 0 and np.isfinite(pts)) else np.float32(1.0)
+
+
+def _nvfp4_decode_scale(amax: np.float32, variant: str) -> np.float32:
+    """The per-tensor decode scale a tensor of this amax is encoded with."""
+    if variant == "te":
+        return np.float32(np.float32(1.0) / _te_s_enc(amax))
+    return _torchao_pts(amax)
+
+
+def _te_amax_is_degenerate(amax: np.float32) -> bool:
+    """Whether TransformerEngine's S_enc is not 2688 / amax (amax 0 or Inf, or so small that
+    2688 / amax overflows and S_enc is clamped to FLT_MAX)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return bool(amax == 0 or not np.isfinite(amax) or not np.isfinite(np.float32(2688.0) / amax))
+
+
+def _nvfp4_block_scales(
+    bamax: np.ndarray, variant: str, amax: np.float32
+) -> tuple[np.ndarray, np.ndarray]:
+    """(UE4M3 scale codes, float32 multiplier for the elements) per block, from block amaxes."""
+    f32 = np.float32
+    ue4m3 = get_format("ue4m3")
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if variant == "te":
+            # Step 2: block scale = e4m3_rne(min(amax_b * (S_enc * (1/6)), 448)).
+            s_enc = _te_s_enc(amax)
+            scales = encode(np.minimum(bamax * f32(s_enc * f32(f32(1.0) / f32(6.0))), f32(448.0)), ue4m3)
+            # Step 3: enc = min(1 / (fp32(scale) * (1 / S_enc)), FLT_MAX).
+            s_dec = f32(f32(1.0) / s_enc)
+            mult = np.minimum(f32(1.0) / (decode(scales, ue4m3, dtype=np.float32) * s_dec), _FLT_MAX)
+        else:
+            # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
+            # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
+            # data * ((1 / pts) / scale), clamped to +-6 (by the saturating encode).
+            pts = _torchao_pts(amax)
+            scales = encode(np.clip((bamax / f32(6.0)) / pts, f32(2.0**-6), f32(448.0)), ue4m3)
+            mult = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
+    return scales, mult
