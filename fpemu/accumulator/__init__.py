@@ -1,0 +1,60 @@
+"""Simulated matrix-multiply accumulators: how tensor cores (and plain loops) add products.
+
+A matrix-multiply unit does not add ``a[0]*b[0] + ... + a[K-1]*b[K-1] + c`` the way an IEEE
+loop does. NVIDIA tensor cores take a block of ``n`` exact products and the accumulator ``c``,
+align them all to the largest exponent ``E`` with ``F`` fraction bits, truncate every term
+toward zero, add the truncated terms exactly and round the sum once (toward zero for fp32
+output). Longer dot products repeat this block by block (the rounded result is the next
+block's ``c``). :class:`Accumulator` holds the parameters of such a model; the named presets of
+:func:`get_accumulator` come from the published parameters of each architecture (see
+``docs/accumulator.md``), and reproduce real GPU dumps bit for bit.
+
+>>> acc = get_accumulator("v100", "fp16")
+>>> acc.block, acc.frac_bits, acc.out_rounding
+(4, 23, 'rz')
+>>> float(dot([1.0], [1.0], -(1 - 2**-24), inputs="fp16", accumulator="v100")[()]) == 2**-23
+True
+>>> float(dot([1.0], [1.0], -(1 - 2**-24), inputs="fp16", accumulator="a100")[()]) == 2**-24
+True
+
+How the numbers are kept exact: every input of these formats is an fp32 value, so a product
+is exact in float64 (at most 48 significant bits, exponent within +-300). Scaling it by
+``2**(F-E)`` is exact, the float-to-int64 cast truncates it toward zero, and the int64 terms add
+exactly, so the block model has no rounding error of its own; it is vectorised over all output
+elements and loops only over k. The IEEE models use an error-free two-sum and round-to-odd
+(53 >= 24 + 2 bits, so the one rounding that follows is correct); the exact model uses a long
+fixed-point accumulator in int64 limbs.
+
+The package, bottom up (data flows one way, each module imports only those before it):
+``model`` (the :class:`Accumulator` parameters and their checks), ``presets`` (the GPU and IEEE
+tables as data: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
+and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
+``products``, one module per kind of model, ``block``, ``sequential``, ``pairwise``, ``exact``,
+and ``run``, which drives a model over all of K with promotion), ``matmul`` (:func:`dot` and
+:func:`gemm`: operands checked and rounded, handed to the kernels), ``error``
+(:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``).
+"""
+
+from .cli import register_cli
+from .error import gemm_error
+from .lookup import accumulator_names, get_accumulator
+from .matmul import dot, gemm
+from .model import Accumulator
+
+# Still reachable as fpemu.accumulator.<name>, as in the single module this package replaces:
+# public names outside __all__, and the private helpers that other fpemu modules (mx:
+# _round_to_odd_sum; fit: _exponent, _pow2) and the tests import from here.
+from .cli import cmd_gemm_error  # noqa: F401
+from .error import GEMM_ERROR_LIMITS, _check_gemm_error_sizes, _normwise  # noqa: F401
+from .kernels.rounding import _exponent, _pow2, _round, _round_to_odd_sum, _target  # noqa: F401
+from .model import Kind, OutRounding, TermRounding  # noqa: F401
+
+__all__ = [
+    "Accumulator",
+    "get_accumulator",
+    "accumulator_names",
+    "dot",
+    "gemm",
+    "gemm_error",
+    "register_cli",
+]

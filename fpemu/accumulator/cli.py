@@ -1,0 +1,39 @@
+"""The ``fpemu gemm-error`` command (registered by :mod:`fpemu.cli` through
+:func:`register_cli`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .error import gemm_error
+
+
+def cmd_gemm_error(args: argparse.Namespace) -> int:
+    """Print the relative error of an emulated GEMM against the exact product."""
+    inputs = tuple(args.inputs.split(",")) if "," in args.inputs else args.inputs
+    r = gemm_error(
+        inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
+        seed=args.seed, distribution=args.distribution,
+    )
+    how = f"promoted to fp32 every {args.promote}" if args.promote else "no promotion"
+    print(
+        f"{r['accumulator']}: {r['shape'][0]}x{args.k} @ {args.k}x{r['shape'][1]} {r['inputs']} "
+        f"({args.distribution} inputs, {how})"
+    )
+    print(f"relative error vs exact: max {r['max']:.3e} ({100 * r['max']:.3f}%), mean {r['mean']:.3e}")
+    print(f"normwise ||C - C_exact||_F / ||C_exact||_F: {r['normwise']:.3e}")
+    return 0
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``fpemu gemm-error``."""
+    p = subparsers.add_parser("gemm-error", help="relative error of an emulated GEMM vs the exact product")
+    p.add_argument("--inputs", default="e4m3", help="input format, or two for A,B: e4m3,e5m2 (default e4m3)")
+    p.add_argument("--accumulator", default="h100", help="accumulator model (default h100)")
+    p.add_argument("--k", type=int, default=4096, help="inner dimension K (default 4096)")
+    p.add_argument("--m", type=int, default=64, help="rows of A (default 64)")
+    p.add_argument("--n", type=int, default=64, help="columns of B (default 64)")
+    p.add_argument("--promote", type=int, default=None, help="promote to an fp32 accumulator every N products")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--distribution", default="uniform", choices=("uniform", "normal"), help="input distribution")
+    p.set_defaults(func=cmd_gemm_error)

@@ -1,0 +1,73 @@
+"""Products: a source of (value, exponent) blocks for every output element, and the rule
+for Inf and NaN products and accumulators (every model shares it)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...formats import Format
+from .rounding import _exponent
+
+
+def _flush_inputs(v: np.ndarray, fmt: Format) -> np.ndarray:
+    return np.where(np.abs(v) < fmt.min_normal, np.copysign(0.0, v), v)
+
+
+class _Products:
+    """Exact products for R output elements, handed out one k at a time.
+
+    ``value(k)`` is the float64 product for every element (exact; non-finite products are
+    replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
+    (int16; _NO_EXPONENT for zero products). Both are computed on demand, so a GEMM never
+    holds more than a few (R,) arrays: R is kept cache-sized by the caller.
+    """
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format, outer: bool, flush: bool):
+        # gemm: a (M, K), b (K, N), element (i, j) uses a[i, k] * b[k, j];
+        # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
+        if flush:
+            a, b = _flush_inputs(a, fa), _flush_inputs(b, fb)
+        self.outer = outer
+        self.nonfinite = not (np.isfinite(a).all() and np.isfinite(b).all())
+        # k-major copies: one k is a contiguous row.
+        self.a_raw = np.ascontiguousarray(a.T)
+        self.b_raw = np.ascontiguousarray(b if outer else b.T)
+        self.a = np.where(np.isfinite(self.a_raw), self.a_raw, 0.0) if self.nonfinite else self.a_raw
+        self.b = np.where(np.isfinite(self.b_raw), self.b_raw, 0.0) if self.nonfinite else self.b_raw
+        self.ea = _exponent(self.a_raw, fa.emin).astype(np.int16)
+        self.eb = _exponent(self.b_raw, fb.emin).astype(np.int16)
+        self.K = self.a.shape[0]
+        self.R = a.shape[0] * b.shape[1] if outer else a.shape[0]
+
+    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op) -> np.ndarray:
+        if self.outer:
+            return op(x[k][:, None], y[k][None, :]).reshape(-1)
+        return op(x[k], y[k])
+
+    def value(self, k: int) -> np.ndarray:
+        return self._pair(self.a, self.b, k, np.multiply)
+
+    def exponent(self, k: int) -> np.ndarray:
+        return self._pair(self.ea, self.eb, k, np.add)
+
+    def values(self, k0: int, k1: int) -> np.ndarray:
+        """Products k0..k1-1 stacked, shape (k1 - k0, R)."""
+        return np.stack([self.value(k) for k in range(k0, k1)]) if k1 > k0 else np.zeros((0, self.R))
+
+    def special(self, k0: int, k1: int) -> np.ndarray:
+        total = np.zeros(self.R)
+        with np.errstate(invalid="ignore"):
+            for k in range(k0, k1):
+                total += self._pair(self.a_raw, self.b_raw, k, np.multiply)
+        return total
+
+
+def _with_specials(prods: _Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """Where a product or c is Inf/NaN, the answer is their float64 sum (NaN for NaN inputs,
+    Inf*0 and Inf-Inf; otherwise the Inf)."""
+    bad_c = ~np.isfinite(c)
+    if not (prods.nonfinite or bad_c.any()):
+        return result
+    with np.errstate(invalid="ignore"):
+        s = prods.special(k0, k1) + c
+    return np.where(np.isfinite(s), result, s)

@@ -1,0 +1,88 @@
+"""Exact float64 helpers every model shares: rounding targets and rounding, powers of two,
+model exponents, and the round-to-odd sum that makes one later rounding correct."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...codec import quantize
+from ...formats import Format, get_format
+
+# A zero or non-finite input gets this exponent so that its (zero) product never sets E.
+_NO_EXPONENT = -4000
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A rounding target: the format results are rounded to (fp32 with fewer fraction bits
+    is a Format of its own), the rounding mode ("rz" or "rne"), and whether subnormal results
+    flush to zero."""
+
+    format: Format
+    mode: str
+    flush: bool = False
+
+    @property
+    def emin(self) -> int:
+        return self.format.emin
+
+
+def _target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False) -> _Target:
+    f = get_format(fmt)
+    if frac_bits is not None and frac_bits != f.mantissa_bits:
+        f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
+    return _Target(f, mode, flush)
+
+
+def _pow2(e: np.ndarray) -> np.ndarray:
+    """2.0**e for integer arrays with -1022 <= e <= 1023, built from the float64 bit pattern."""
+    return ((np.asarray(e, dtype=np.int64) + 1023) << 52).view(np.float64)
+
+
+def _exponent(v: np.ndarray, emin: int) -> np.ndarray:
+    """floor(log2|v|) clamped below at emin (a subnormal uses its format's emin); zero and
+    non-finite values get _NO_EXPONENT. int32."""
+    _, e = np.frexp(v)
+    ex = np.maximum(e.astype(np.int32) - 1, emin)
+    return np.where(np.isfinite(v) & (v != 0), ex, _NO_EXPONENT).astype(np.int32)
+
+
+_ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
+
+
+def _round(v: np.ndarray, t: _Target) -> np.ndarray:
+    """Round float64 values (exact inputs) to the target with the codec; IEEE overflow
+    (RNE -> Inf, RZ -> largest finite); a zero keeps its sign.
+
+    >>> _round(np.array([1 + 2**-23 + 2**-24, -3.0]), _target("fp16", "rne")).tolist()
+    [1.0, -3.0]
+    """
+    r = quantize(np.asarray(v, dtype=np.float64), t.format, rounding=_ROUNDING_NAMES[t.mode])
+    if t.flush:
+        r = np.where(np.abs(r) < np.ldexp(1.0, t.emin), np.copysign(0.0, v), r)
+    return np.where(np.isfinite(v), r, v)
+
+
+def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + y rounded to odd at float64 precision (53 bits), from an error-free two-sum.
+
+    Round-to-odd keeps a sticky bit in the last place, so a later rounding to at most 51 bits
+    equals the correct rounding of the exact sum.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
+        s = x + y
+        yy = s - x
+        err = (x - (s - yy)) + (y - yy)
+    bits = s.view(np.int64)
+    inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
+    # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
+    step = np.where((err > 0) == (s > 0), 1, -1)
+    return np.where(inexact, (bits + step).view(np.float64), s)
+
+
+def _add(x: np.ndarray, y: np.ndarray, t: _Target) -> np.ndarray:
+    """round(x + y) to the target, exactly (x, y exact float64 values)."""
+    return _round(_round_to_odd_sum(x, y), t)

@@ -1,0 +1,48 @@
+"""A model over all of K: the step of the model's kind, and DeepSeek-V3's promotion of
+partial results to an fp32 accumulator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...formats import get_format
+from ..model import Accumulator
+from .block import _run_block
+from .exact import _exact_sum
+from .pairwise import _run_pairwise
+from .products import _Products, _with_specials
+from .rounding import _add, _round, _target
+from .sequential import _run_sequential
+
+
+def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
+    """The model over all of K; float64 result values in the output format."""
+    K = prods.K
+    if acc.kind == "exact":
+        value = _exact_sum(prods, 0, K, c)
+        return _with_specials(prods, 0, K, c, _round(value, _target(out, "rne")) + 0.0)
+    if acc.kind == "block":
+        t = _target("fp16", "rne") if out == "fp16" else _target("fp32", acc.out_rounding, acc.out_frac_bits)
+        c_emin = get_format("fp16" if out == "fp16" else "fp32").emin
+        step = lambda k0, k1, c0: _run_block(prods, k0, k1, c0, acc, t, c_emin)  # noqa: E731
+    else:
+        t = _target(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
+        if acc.kind == "sequential":
+            step = lambda k0, k1, c0: _run_sequential(prods, k0, k1, c0, t)  # noqa: E731
+        else:
+            step = lambda k0, k1, c0: _run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
+    if acc.promote is None:
+        result = step(0, K, c)
+    else:
+        # DeepSeek-V3: each interval starts from a zero accumulator in the unit; its result is
+        # added to the fp32 register accumulator on the CUDA cores (RNE).
+        fp32 = _target("fp32", "rne")
+        result = _round(c, fp32)
+        for s in range(0, K, acc.promote):
+            partial = step(s, min(s + acc.promote, K), np.zeros(prods.R))
+            finite = np.where(np.isfinite(result), result, 0.0)
+            total = _add(finite, np.where(np.isfinite(partial), partial, 0.0), fp32)
+            with np.errstate(invalid="ignore"):
+                naive = result + partial
+            result = np.where(np.isfinite(naive), total, naive)
+    return result

@@ -1,0 +1,142 @@
+"""The public products :func:`dot` and :func:`gemm`: operands checked and rounded to their
+formats, ``c`` and the output format read, the model looked up, the work cut into cache-sized
+row chunks and handed to the kernels, the result converted to the output format."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..codec import quantize
+from ..formats import Format, get_format
+from .kernels.products import _Products
+from .kernels.run import _run
+from .lookup import _input_formats, get_accumulator
+from .model import Accumulator
+
+_OUTS = ("fp32", "fp16", "bf16")
+
+
+def _real_array(x, what: str) -> np.ndarray:
+    """x as an ndarray of real numbers (float, integer or ml_dtypes' narrow floats), unchanged."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise ValueError(f"{what} is not a rectangular array of numbers ({exc})") from None
+    kind = arr.dtype.kind
+    narrow_float = kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None
+    if kind in "fiu" or narrow_float:
+        return arr
+    what_kind = {"O": "Python objects (dtype object; convert to float64 or int64 first)",
+                 "b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}
+    raise TypeError(f"{what} must be an array of real numbers, got {what_kind.get(kind, f'dtype {arr.dtype}')}")
+
+
+def _prepare(x, fmt: Format, what: str) -> np.ndarray:
+    """x rounded (RNE) to the input format, as float64 (exact: these formats fit in fp32).
+
+    The codec rounds integers beyond 2**53 once, from their exact value: a cast to float64
+    first would round them twice.
+    """
+    return np.asarray(quantize(_real_array(x, what), fmt), dtype=np.float64)
+
+
+def _check_out(out: str) -> str:
+    name = get_format(out).name
+    if name not in _OUTS:
+        raise ValueError(f"out must be one of {', '.join(_OUTS)}, got {out!r}")
+    return name
+
+
+def _prepare_c(c, shape: tuple[int, ...], out: str) -> np.ndarray:
+    """c as float64 of the result's shape, in fp32 (fp16 when the output is fp16: the unit's
+    accumulator operand has the output's type)."""
+    if c is None:
+        return np.zeros(shape)
+    arr = _real_array(c, "c")
+    try:
+        arr = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
+    return np.asarray(quantize(arr, "fp16" if out == "fp16" else "fp32"), dtype=np.float64)
+
+
+def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
+    """Final conversion to the output format (float32 array holding its values)."""
+    if acc.kind in ("sequential", "pairwise") and get_format(acc.acc_format).name != out:
+        result = quantize(result, out)
+    elif out == "bf16":
+        result = quantize(result, "bf16")  # block models: fp32 result, RNE epilogue to bf16
+    result = np.where(np.isnan(result), np.nan, result)
+    return result.astype(np.float32)
+
+
+def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
+    """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c.
+
+    a and b (shape (..., K)) are quantized to ``inputs`` with RNE first (a no-op for values
+    already in the format); c (shape (...), default 0) is taken in fp32, or in fp16 when
+    ``out="fp16"`` (rounded RNE, as the unit's accumulator operand has the output's type).
+    Returns float32 values that are exactly in the ``out`` format.
+
+    >>> dot([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]], [1 + 2**-22 + 2**-23],
+    ...     inputs="fp16", accumulator="v100").tolist()
+    [5.0]
+    """
+    fa, fb = _input_formats(inputs)
+    acc = get_accumulator(accumulator, (fa, fb))
+    out = _check_out(out)
+    a_arr, b_arr = _prepare(a, fa, "a"), _prepare(b, fb, "b")
+    if a_arr.ndim == 0 or a_arr.shape != b_arr.shape:
+        raise ValueError(f"a and b must have the same shape (..., K), got {a_arr.shape} and {b_arr.shape}")
+    shape = a_arr.shape[:-1]
+    K = a_arr.shape[-1]
+    R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
+    c_arr = _prepare_c(c, shape, out).reshape(R)
+    prods = _Products(a_arr.reshape(R, K), b_arr.reshape(R, K), fa, fb, False, acc.flush_subnormals)
+    return _finish(_run(prods, c_arr, acc, out), acc, out).reshape(shape)
+
+
+def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
+    """Rows of A per pass: about 2**16 output elements (each (R,) array stays in cache), fewer
+    when the model holds many products per element at once (pairwise trees, long limbs)."""
+    held = 1
+    if acc.kind == "pairwise":
+        held = max(K if acc.block is None else acc.block, 1)
+    elif acc.kind == "exact":
+        held = 16  # limbs of the long accumulator
+    return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
+
+
+def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
+    """C = A @ B (+ C) as the chosen matrix unit computes it.
+
+    A (M, K) and B (K, N) are quantized to ``inputs`` (one format or a pair: format of A,
+    format of B) with RNE first; fp32 operands meant as TF32 on hardware are truncated (RZ),
+    so quantize them with ``rounding="rz"`` yourself to mimic that. ``c`` broadcasts to
+    (M, N). ``accumulator`` is a name (see :func:`get_accumulator`) or an Accumulator;
+    ``out`` is "fp32", "fp16" or "bf16" (bf16: the fp32 result rounded RNE, as an epilogue
+    would). Returns a float32 (M, N) array of values in the ``out`` format.
+
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]]); B = np.array([[0.5, 0.0], [0.25, 1.0]])
+    >>> gemm(A, B, inputs="fp16", accumulator="h100").tolist()
+    [[1.0, 2.0], [2.5, 4.0]]
+    """
+    fa, fb = _input_formats(inputs)
+    acc = get_accumulator(accumulator, (fa, fb))
+    out = _check_out(out)
+    A, B = _prepare(a, fa, "a"), _prepare(b, fb, "b")
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"gemm needs A (M, K) and B (K, N), got shapes {A.shape} and {B.shape}")
+    M, K = A.shape
+    N = B.shape[1]
+    C = _prepare_c(c, (M, N), out)
+    result = np.empty((M, N), dtype=np.float32)
+    # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
+    rows = _chunk_rows(acc, K, N)
+    for i in range(0, M, rows):
+        prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals)
+        part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
+        result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
+    return result
