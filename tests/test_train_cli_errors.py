@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
-from fpemu import train as T
 from fpemu.cli import main
 
 
@@ -22,7 +20,7 @@ def no_training(monkeypatch):
     def trained(setup):
         raise AssertionError("training started before the arguments and paths were checked")
 
-    monkeypatch.setattr(T, "_train_loop", trained)
+    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where _train looks it up
 
 
 def fails(argv: list[str], status: int, capsys, *, names: str | None = None, says: str = "") -> str:

@@ -27,7 +27,7 @@ def no_training(monkeypatch):
     def trained(setup):
         raise AssertionError("training started before the arguments were checked")
 
-    monkeypatch.setattr(T, "_train_loop", trained)
+    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where _train looks it up
 
 
 # ---- run ----------------------------------------------------------------------------------------

@@ -1,0 +1,65 @@
+"""Argument checks: every public entry point refuses nonsense with a ValueError or TypeError
+that names the parameter, before any work starts (no traceback from deep inside training)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+
+def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    """``value`` as an int in ``lo .. hi``; a bool or a float is refused, not truncated."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value}")
+    return int(value)
+
+
+def _as_float32(name: str, value: object) -> np.float32:
+    """A real number as FP32, the precision the training state is kept in. A value beyond
+    FP32's range becomes Inf (without a warning) so that the caller's check refuses it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        wide = float(value)
+    except OverflowError:  # a Python int beyond float64
+        wide = math.inf if value > 0 else -math.inf
+    with np.errstate(over="ignore"):
+        return np.float32(wide)
+
+
+def _check_float32(name: str, value: object, ok: Callable[[np.float32], bool], what: str) -> np.float32:
+    """``value`` as FP32 if ``ok`` of it holds (``what`` says what that means), else ValueError."""
+    v = _as_float32(name, value)
+    if not ok(v):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def _check_scale(name: str, value: object) -> np.float32:
+    """A loss scale: FP32, finite and positive, with a finite FP32 reciprocal (unscaling
+    multiplies by it), that is between about 2.9e-39 and 3.4e38."""
+    return _check_float32(
+        name, value, lambda v: bool(np.isfinite(v) and v > 0 and np.isfinite(_reciprocal(v))),
+        "a positive number whose float32 value and reciprocal are finite (about 2.9e-39 to 3.4e38)",
+    )
+
+
+def _reciprocal(scale: float) -> np.float32:
+    """``fp32(1/scale)``, the reciprocal computed in double and rounded once, as torch does."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.float32(np.float64(1.0) / np.float64(scale))
+
+
+def _check_callable(name: str, value: object, optional: bool = False) -> None:
+    if not (callable(value) or (optional and value is None)):
+        raise TypeError(f"{name} must be {'None or ' if optional else ''}a function, got {value!r}")
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")

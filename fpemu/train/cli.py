@@ -1,0 +1,138 @@
+"""The ``fpemu train`` command: its arguments, the checks of its output paths before training,
+the table, the JSON file and the plots."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .blas import single_threaded_blas
+from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _RunSetup, _setup, _train
+from .plots import _plot_directory, _pyplot, plot
+from .policies import PRECISIONS
+from .report import summary_table
+from .scalers import LOSS_SCALES
+
+
+def _progress_bar(stream) -> Callable[[str, int, int], None]:
+    def show(label: str, i: int, n: int) -> None:
+        if i % 10 and i != n:
+            return
+        width = 30
+        filled = int(width * i / n)
+        stream.write(f"\r{label:<14} [{'#' * filled}{'.' * (width - filled)}] {i}/{n}")
+        if i == n:
+            stream.write("\r" + " " * (width + 30) + "\r")
+        stream.flush()
+
+    return show
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``fpemu train``: one run, or the comparison (the default with no arguments).
+
+    Everything that can fail is checked before training (it takes ~30 s): the arguments, and
+    that the ``--json`` file and the ``--plot`` directory can be written.
+    """
+    setups = _cli_setups(args)
+    _check_outputs(args)
+    with single_threaded_blas():
+        histories = [_train(setup) for setup in setups]
+    print(summary_table(histories))
+    if args.json:
+        payload = {"steps": args.steps, "seed": args.seed, "runs": [h.to_dict() for h in histories]}
+        # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
+        Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
+    if args.plot:
+        for path in plot(histories, args.plot):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cli_setups(args: argparse.Namespace) -> list[_RunSetup]:
+    """The checked runs the command line asks for (ValueError/TypeError: a usage error)."""
+    if args.precision is None and args.loss_scale is not None:
+        raise ValueError("--loss-scale sets the loss scaling of a single run: give --precision too")
+    if args.compare and args.precision is not None:
+        raise ValueError("--compare runs the default comparison: leave out --precision")
+    progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
+    kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, fp8_recipe=args.fp8_recipe)
+    if args.precision is None:
+        return _compare_setups(args.steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw)
+    ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
+    cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
+    return [_setup(args.precision, ls, args.steps, args.seed, args.accumulator, progress=cb, **kw)]
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail now, naming the path, if --json or --plot could not be written after training."""
+    from ..cli import RunError
+
+    if args.plot:
+        try:
+            _pyplot()
+        except ValueError as exc:  # matplotlib missing: the user can install it
+            raise RunError(str(exc)) from None
+    for option, path, check in (("--json", args.json, _check_json_file), ("--plot", args.plot, _plot_directory)):
+        if not path:
+            continue
+        try:
+            check(path)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else path
+            raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
+
+
+def _check_json_file(path: str) -> None:
+    """Open ``path`` for appending (creating nothing that was not there): an OSError naming
+    it if it is a directory, its directory is missing, or it is not writable."""
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(p))
+    existed = p.exists()
+    with open(p, "a"):
+        pass
+    if not existed:
+        p.unlink()
+
+
+def _finite_or_null(value: object) -> object:
+    """``value`` with every non-finite float replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` subcommand."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a small network in emulated mixed precision (default: compare policies)",
+        description="Train a deep narrow MLP on a generated task with emulated precision. "
+        "Without --precision it compares fp32, fp16 without and with dynamic loss scaling, "
+        "bf16 and fp8.",
+    )
+    p.add_argument("--precision", "-p", choices=PRECISIONS, default=None, help="one run in this precision")
+    p.add_argument("--loss-scale", choices=LOSS_SCALES, default=None,
+                   help="loss scaling of a single run (default: dynamic for fp16, else none)")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data, initialisation and batches")
+    p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
+    p.add_argument("--init-scale", type=float, default=None,
+                   help="static loss scale (default 1024) or initial dynamic scale (default 65536)")
+    p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler growth interval")
+    p.add_argument("--fp8-recipe", choices=("delayed", "current"), default="delayed",
+                   help="fp8 per-tensor scaling recipe (default delayed)")
+    p.add_argument("--compare", action="store_true", help="compare the policies (the default)")
+    p.add_argument("--json", metavar="FILE", help="write the summaries and per-step histories")
+    p.add_argument("--plot", metavar="DIR", help="write loss, loss-scale and gradient-histogram PNGs")
+    p.set_defaults(func=cmd_train)

@@ -1,0 +1,238 @@
+"""The training loop: :func:`run` trains one precision policy and records its :class:`History`;
+:func:`compare` runs several on the same task."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .blas import single_threaded_blas
+from .checks import _check_callable, _check_int
+from .history import History
+from .network import _backward, _bce_loss, _evaluate, _forward, init_params
+from .optimizers import _optimizer
+from .policies import make_policy
+from .recipes import CurrentScaling, DelayedScaling
+from .scalers import LOSS_SCALES, GradScaler, _make_scaler
+from .stats import _HIST_HI, _HIST_LO, _CastStats
+from .task import _EVAL_ROWS, Task, make_task
+
+DEFAULT_STEPS = 600
+_HIST_EVERY = 10  # steps between samples of the gradient exponent histogram
+
+
+MAX_STEPS = 10**6  # a run records 5 numbers per step; a million steps is hours of training
+
+
+@dataclass
+class _RunSetup:
+    """Everything a run needs, checked and built before training starts."""
+
+    policy: object
+    scaler: GradScaler
+    loss_scale: str
+    task: Task
+    steps: int
+    seed: int
+    accumulator: str | None
+    eval_every: int
+    progress: Callable[[int, int], None] | None
+
+
+def _setup(
+    precision, loss_scale, steps, seed, accumulator, *, init_scale=None, growth_factor=2.0,
+    backoff_factor=0.5, growth_interval=2000, fp8_recipe="delayed", task=None, eval_every=0,
+    progress=None,
+) -> _RunSetup:
+    """Check every argument of :func:`run` and build the run's objects (no training yet)."""
+    steps = _check_int("steps", steps, 1, MAX_STEPS)
+    seed = _check_int("seed", seed, 0)
+    eval_every = _check_int("eval_every", eval_every, 0)
+    _check_callable("progress", progress, optional=True)
+    if task is not None and not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (see make_task) or None, got {task!r}")
+    if not isinstance(loss_scale, str):
+        raise TypeError(f"loss_scale must be one of {', '.join(LOSS_SCALES)}, got {loss_scale!r}")
+    policy = make_policy(precision, accumulator, fp8_recipe, seed)
+    if policy.name == "fp32":
+        loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
+    scaler = _make_scaler(
+        loss_scale, init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
+        growth_interval=growth_interval,
+    )
+    label = accumulator if accumulator is None or isinstance(accumulator, str) else accumulator.name
+    return _RunSetup(policy, scaler, loss_scale, task or make_task(seed), steps, seed, label, eval_every, progress)
+
+
+def run(
+    precision: str = "fp16",
+    loss_scale: str = "dynamic",
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    accumulator: str | None = None,
+    *,
+    init_scale: float | None = None,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 2000,
+    fp8_recipe: DelayedScaling | CurrentScaling | str = "delayed",
+    task: Task | None = None,
+    eval_every: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> History:
+    """Train the default task's network in one precision policy and record every step.
+
+    ``init_scale`` is the static factor (default 1024) or the dynamic initial scale (default
+    2**16). ``fp8_recipe`` is ``"delayed"``, ``"current"`` or a recipe object.
+    ``eval_every`` > 0 also records the test loss every that many steps. The ``"fp32"``
+    baseline never scales its loss (``loss_scale`` is ignored there). ``steps`` is at most
+    :data:`MAX_STEPS`, ``seed`` a non-negative integer; every argument is checked before
+    training starts (a ValueError or TypeError naming it).
+
+    A diverging run is not an error: its Inf/NaN losses are recorded as they are (IEEE
+    arithmetic, no warnings).
+
+    >>> h = run("fp32", steps=2); h.loss_scale, h.skipped.tolist()
+    ('none', [False, False])
+    """
+    setup = _setup(**locals())
+    with single_threaded_blas():
+        return _train(setup)
+
+
+def _train(setup: _RunSetup) -> History:
+    # Overflow to Inf (and Inf - Inf = NaN after it) is what the scaler detects, and a run that
+    # diverges records Inf/NaN losses: IEEE results, not errors, so no warnings.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _train_loop(setup)
+
+
+def _train_loop(setup: _RunSetup) -> History:
+    policy, scaler, task, steps, seed = setup.policy, setup.scaler, setup.task, setup.steps, setup.seed
+    eval_every, progress = setup.eval_every, setup.progress
+    params = init_params(task.widths, seed)
+    rng = np.random.default_rng([seed, 0xBA7C])
+    sgd = _optimizer(task, params)
+
+    n_train, bs = len(task.x_train), task.batch_size
+    losses = np.zeros(steps)
+    scales = np.zeros(steps)
+    skipped = np.zeros(steps, dtype=bool)
+    under = np.zeros(steps)
+    over = np.zeros(steps)
+    hist = np.zeros(_HIST_HI - _HIST_LO + 1, dtype=np.int64)
+    totals = [0, 0, 0]
+    test_curve = []
+    order = rng.permutation(n_train)
+    cursor = 0
+    t0 = time.perf_counter()
+    for step in range(steps):
+        if cursor + bs > n_train:
+            order, cursor = rng.permutation(n_train), 0
+        idx = order[cursor : cursor + bs]
+        cursor += bs
+        x, y = task.x_train[idx], task.y_train[idx]
+
+        stats = _CastStats(hist=np.zeros_like(hist) if step % _HIST_EVERY == 0 else None)
+        logits, cache = _forward(params, x, policy)
+        loss, sig = _bce_loss(logits, y)
+        scales[step] = scaler.get_scale()
+        grads = _backward(params, cache, sig, y, scaler.get_scale(), policy, stats)
+        # Weight gradients arrive in the low format; unscaling and the update are FP32.
+        skipped[step] = not scaler.step(sgd, grads)
+        scaler.update()
+        policy.end_step()
+
+        losses[step] = loss
+        under[step] = stats.underflow / stats.nonzero if stats.nonzero else 0.0
+        over[step] = stats.overflow / stats.nonzero if stats.nonzero else 0.0
+        totals[0] += stats.nonzero
+        totals[1] += stats.underflow
+        totals[2] += stats.overflow
+        if stats.hist is not None:
+            hist += stats.hist
+        if eval_every and (step + 1) % eval_every == 0:
+            test_curve.append((step + 1, *_evaluate(params, task.x_test, task.y_test, policy)))
+        if progress is not None:
+            progress(step + 1, steps)
+    elapsed = time.perf_counter() - t0
+    # The loss being minimised, on a fixed part of the training set; accuracy on held-out data.
+    n_eval = min(len(task.x_train), _EVAL_ROWS)
+    final_loss, _ = _evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
+    test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
+    return History(
+        precision=policy.name,
+        loss_scale=setup.loss_scale,
+        accumulator=setup.accumulator,
+        seed=seed,
+        steps=steps,
+        low_format=policy.low.name if policy.low is not None else None,
+        loss=losses,
+        scale=scales,
+        skipped=skipped,
+        underflow=under,
+        overflow=over,
+        grad_exponent_hist=hist,
+        final_loss=final_loss,
+        final_accuracy=final_acc,
+        time_s=elapsed,
+        underflow_count=totals[1],
+        overflow_count=totals[2],
+        nonzero_count=totals[0],
+        test_curve=test_curve,
+    )
+
+
+COMPARE_RUNS: tuple[tuple[str, str], ...] = (
+    ("fp32", "none"),
+    ("fp16", "none"),
+    ("fp16", "dynamic"),
+    ("bf16", "none"),
+    ("fp8", "none"),
+)
+
+
+def compare(
+    steps: int = DEFAULT_STEPS,
+    seed: int = 0,
+    accumulator: str | None = None,
+    runs: Sequence[tuple[str, str]] = COMPARE_RUNS,
+    progress: Callable[[str, int, int], None] | None = None,
+    **kw,
+) -> list[History]:
+    """Run several (precision, loss scaling) pairs on the same task, same seed.
+
+    ``kw`` goes to :func:`run` (``task=`` replaces the default task). Every run is checked
+    before the first one trains, so a bad pair fails at once, not after the others' training.
+    """
+    setups = _compare_setups(steps, seed, accumulator, runs, progress, **kw)
+    with single_threaded_blas():
+        return [_train(setup) for setup in setups]
+
+
+def _compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_RunSetup]:
+    """The checked setups of :func:`compare`'s runs (the fp32 baseline takes no accumulator)."""
+    _check_callable("progress", progress, optional=True)
+    runs = _check_runs(runs)
+    task = kw.pop("task", None)
+    if task is None:
+        task = make_task(seed)
+    setups = []
+    for precision, ls in runs:
+        cb = None if progress is None else (lambda i, n, _l=f"{precision}+{ls}": progress(_l, i, n))
+        acc = accumulator if precision.strip().lower() != "fp32" else None
+        setups.append(_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **kw))
+    return setups
+
+
+def _check_runs(runs: object) -> list[tuple[str, str]]:
+    """A non-empty list of (precision, loss scaling) pairs of names."""
+    pairs = list(runs) if isinstance(runs, (list, tuple)) else None
+    if not pairs or not all(
+        isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(v, str) for v in r) for r in pairs
+    ):
+        raise TypeError(f"runs must be a non-empty list of (precision, loss scaling) pairs, got {runs!r}")
+    return [tuple(r) for r in pairs]

@@ -1,0 +1,90 @@
+"""The network: a ReLU multilayer perceptron with its forward and backward passes written out
+in NumPy, every GEMM through a precision policy; binary cross-entropy loss."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .checks import _check_int
+from .task import _check_weight_count, _check_widths
+
+
+def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
+    """``[W1, b1, W2, b2, ...]`` in FP32, with PyTorch's default ``nn.Linear`` initialisation.
+
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` for weights and biases (Kaiming-uniform with
+    ``a = sqrt(5)``): a weight variance of ``1/(3 fan_in)``, so each ReLU layer multiplies the
+    size of the backward signal by about ``sqrt(1/6)``.
+
+    >>> [p.shape for p in init_params((4, 3, 2), 0)]
+    [(4, 3), (3,), (3, 2), (2,)]
+    """
+    widths = _check_widths(widths)
+    seed = _check_int("seed", seed, 0)
+    _check_weight_count(widths)
+    rng = np.random.default_rng([seed, 0x1417])
+    params = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
+    return params
+
+
+def _forward(params, x, policy, record=True):
+    """Logits and the per-layer cache (GEMM operands as cast, and ReLU masks)."""
+    n_layers = len(params) // 2
+    cache = []
+    a = x
+    for l in range(n_layers):
+        w, b = params[2 * l], params[2 * l + 1]
+        qa, sa = policy.cast_fwd(a, ("x", l), record)
+        qw, sw = policy.cast_fwd(w, ("w", l), record)
+        z = policy.out_fwd(policy.gemm(qa, sa, qw, sw) + b)
+        if l < n_layers - 1:
+            mask = z > 0
+            a = np.where(mask, z, np.float32(0.0))
+        else:
+            mask = None
+        cache.append((qa, sa, qw, sw, mask))
+    return z, cache
+
+
+def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray]:
+    """Mean binary cross-entropy with logits over every element (FP32), and ``sigmoid(logits)``.
+
+    This is ``torch.nn.BCEWithLogitsLoss()`` with its default ``reduction="mean"``: the average
+    over batch *and* labels.
+    """
+    per = np.maximum(logits, np.float32(0.0)) - logits * y + np.log1p(np.exp(-np.abs(logits)))
+    # sigmoid through tanh: no exp overflow and no subnormal intermediates.
+    sig = np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * logits)
+    return np.float32(per.mean(dtype=np.float32)), sig
+
+
+def _backward(params, cache, sig, y, loss_scale, policy, stats):
+    """Gradients of ``loss * loss_scale`` w.r.t. ``[W1, b1, ...]``, as the low format holds them."""
+    n_layers = len(params) // 2
+    # d(mean BCE)/dlogits = (sigmoid - y) / (batch * labels), times the loss scale (FP32).
+    dz = (sig - y) * np.float32(loss_scale / y.size)
+    grads: list[np.ndarray] = [None] * len(params)  # type: ignore[list-item]
+    for l in range(n_layers - 1, -1, -1):
+        qa, sa, qw, sw, mask = cache[l]
+        if mask is not None:
+            dz = np.where(mask, dz, np.float32(0.0))
+        qd, sd = policy.cast_grad(dz, ("dy", l), stats)
+        grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats)
+        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(qd, sd), stats)
+        if l > 0:
+            dz = policy.gemm(qd, sd, qw.T, sw)
+    return grads
+
+
+def _evaluate(params, x: np.ndarray, y: np.ndarray, policy) -> tuple[float, float]:
+    """Loss and label accuracy of the master weights on ``(x, y)``, forward in the policy's
+    precision."""
+    logits, _ = _forward(params, x, policy, record=False)
+    loss, _ = _bce_loss(logits, y)
+    return float(loss), float(np.mean((logits > 0) == (y > 0.5)))

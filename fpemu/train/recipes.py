@@ -1,0 +1,210 @@
+"""FP8 per-tensor scaling (TransformerEngine recipes): the delayed and current scaling rules,
+their recipe objects, and :class:`TensorScale`, the scaling state of one tensor slot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats import get_format
+from .checks import _as_float32, _check_bool, _check_float32, _check_int
+
+_FLT_MAX = np.float32(np.finfo(np.float32).max)
+
+
+def _check_fp8_max(fp8_max: object) -> np.float32:
+    return _check_float32("fp8_max", fp8_max, lambda v: bool(np.isfinite(v) and v > 0), "a finite float32 number > 0")
+
+
+def _check_margin(margin: object) -> int:
+    # 2**margin must be a finite FP32 number, or every scale would be 0.
+    return _check_int("margin", margin, 0, 127)
+
+
+def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0) -> np.float32:
+    """TransformerEngine's delayed-scaling rule for one tensor, in FP32.
+
+    ``scale = (fp8_max / amax) / 2**margin``; the old scale is kept when ``amax`` is non-finite
+    or ``<= 0`` (an amax beyond FP32's range is Inf in FP32); an infinite scale becomes FLT_MAX.
+    ``old_scale`` must be a finite FP32 number >= 0, ``fp8_max`` a positive one, ``margin`` in
+    0..127.
+
+    >>> float(delayed_scale(3.5, 1.0, 448.0)), float(delayed_scale(3.5, 1.0, 448.0, margin=1))
+    (128.0, 64.0)
+    >>> float(delayed_scale(0.0, 7.0, 448.0)), float(delayed_scale(np.nan, 7.0, 448.0))
+    (7.0, 7.0)
+    >>> bool(delayed_scale(1e-45, 1.0, 448.0) == np.finfo(np.float32).max)
+    True
+    """
+    amax32 = _as_float32("amax", amax)
+    # >= 0: with a large margin the rule itself can underflow to 0 (as TE's would).
+    old = _check_float32("old_scale", old_scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    fp8_max32 = _check_fp8_max(fp8_max)
+    margin = _check_margin(margin)
+    if not (np.isfinite(amax32) and amax32 > 0):
+        return old
+    with np.errstate(over="ignore", divide="ignore"):
+        sf = (fp8_max32 / amax32) / np.float32(2.0**margin)
+    if np.isinf(sf):
+        return _FLT_MAX
+    return np.float32(sf)
+
+
+def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> np.float32:
+    """TransformerEngine's current-scaling rule: ``fp8_max / amax`` of this very tensor.
+
+    An amax of 0, Inf or NaN gives 1 (an amax beyond FP32's range is Inf in FP32); an infinite
+    scale becomes FLT_MAX; with ``power_2_scale`` the scale is rounded down to a power of two
+    (its FP32 mantissa bits cleared). ``amax`` is an absolute maximum: a negative one is refused.
+
+    >>> float(current_scale(3.5, 448.0)), float(current_scale(3.0, 448.0, power_2_scale=True))
+    (128.0, 128.0)
+    >>> float(current_scale(0.0, 448.0)), float(current_scale(np.inf, 448.0))
+    (1.0, 1.0)
+    """
+    amax32 = _as_float32("amax", amax)
+    fp8_max32 = _check_fp8_max(fp8_max)
+    _check_bool("power_2_scale", power_2_scale)
+    if amax32 < 0:
+        raise ValueError(f"amax is an absolute maximum and cannot be negative, got {amax!r}")
+    if not np.isfinite(amax32) or amax32 == 0:
+        return np.float32(1.0)
+    with np.errstate(over="ignore"):
+        sf = fp8_max32 / amax32
+    if np.isinf(sf):
+        sf = _FLT_MAX
+    if power_2_scale:
+        bits = np.array(sf, dtype=np.float32).view(np.uint32) & np.uint32(0xFF800000)
+        sf = bits.view(np.float32)[()]
+    return np.float32(sf)
+
+
+def _check_fp8_formats(recipe: DelayedScaling | CurrentScaling) -> None:
+    """The recipe's formats must be known names (a cast to an unknown one cannot start)."""
+    for field in ("fwd_format", "bwd_format"):
+        get_format(getattr(recipe, field))
+
+
+@dataclass(frozen=True)
+class DelayedScaling:
+    """TransformerEngine ``DelayedScaling`` (HYBRID format: E4M3 forward, E5M2 backward).
+
+    The scale used at step ``t`` comes from the amaxes of steps ``t-L .. t-1``
+    (``L = amax_history_len``): the maximum of that window (``"max"``) or only step ``t-1``
+    (``"most_recent"``). Before any history exists the scale is 1. ``margin`` is in 0..127
+    (``2**margin`` must be a finite FP32 number).
+    """
+
+    margin: int = 0
+    amax_history_len: int = 1024
+    amax_compute_algo: str = "max"
+    fwd_format: str = "e4m3"
+    bwd_format: str = "e5m2"
+
+    def __post_init__(self) -> None:
+        _check_margin(self.margin)
+        # No upper bound: the history grows with the steps actually taken, not with L.
+        _check_int("amax_history_len", self.amax_history_len, 1)
+        if self.amax_compute_algo not in ("max", "most_recent"):
+            raise ValueError(
+                f"amax_compute_algo must be 'max' or 'most_recent', got {self.amax_compute_algo!r}"
+            )
+        _check_fp8_formats(self)
+
+
+@dataclass(frozen=True)
+class CurrentScaling:
+    """TransformerEngine ``Float8CurrentScaling``: each tensor scaled by its own amax."""
+
+    power_2_scale: bool = False
+    fwd_format: str = "e4m3"
+    bwd_format: str = "e5m2"
+
+    def __post_init__(self) -> None:
+        _check_bool("power_2_scale", self.power_2_scale)
+        _check_fp8_formats(self)
+
+
+def _fp8_recipe(recipe: object) -> DelayedScaling | CurrentScaling:
+    """A recipe object from ``"delayed"``, ``"current"``, None (delayed) or a recipe object."""
+    if isinstance(recipe, (DelayedScaling, CurrentScaling)):
+        return recipe
+    if recipe is None or recipe == "delayed":
+        return DelayedScaling()
+    if recipe == "current":
+        return CurrentScaling()
+    if isinstance(recipe, str):
+        raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {recipe!r}")
+    raise TypeError(
+        f"fp8_recipe must be 'delayed', 'current', a DelayedScaling or a CurrentScaling, got {recipe!r}"
+    )
+
+
+class TensorScale:
+    """The FP8 scaling state of one tensor slot (one GEMM operand of one layer).
+
+    The amax history is a ring buffer of ``amax_history_len`` entries that starts small and
+    grows with the steps taken, so a long window costs memory only once it fills.
+
+    >>> ts = TensorScale(448.0, DelayedScaling(amax_history_len=2))
+    >>> float(ts.scale_for(np.array([2.0, -7.0], np.float32)))   # no history yet
+    1.0
+    >>> ts.update(); float(ts.scale)
+    64.0
+    >>> _ = ts.scale_for(np.array([1.0], np.float32)); ts.update(); float(ts.scale)  # max(7, 1)
+    64.0
+    >>> _ = ts.scale_for(np.array([1.0], np.float32)); ts.update(); float(ts.scale)  # 7 left
+    448.0
+    """
+
+    _FIRST_HISTORY = 16  # entries allocated at first; doubled as the steps fill them
+
+    def __init__(self, fp8_max: float, recipe: DelayedScaling | CurrentScaling) -> None:
+        if not isinstance(recipe, (DelayedScaling, CurrentScaling)):
+            raise TypeError(f"recipe must be a DelayedScaling or a CurrentScaling, got {recipe!r}")
+        self.fp8_max = float(_check_fp8_max(fp8_max))
+        self.recipe = recipe
+        self.scale = np.float32(1.0)
+        self._length = recipe.amax_history_len if isinstance(recipe, DelayedScaling) else 1
+        self.history = np.zeros(min(self._length, self._FIRST_HISTORY), dtype=np.float32)
+        self._pos = 0  # where the next amax is written (a ring buffer)
+        self._pending = False
+
+    def scale_for(self, x: np.ndarray, record: bool = True) -> np.float32:
+        """The scale to cast ``x`` with now; with ``record`` its amax enters the history."""
+        x = np.asarray(x)
+        amax = _as_float32("amax", np.max(np.abs(x))) if x.size else np.float32(0.0)
+        if isinstance(self.recipe, CurrentScaling):
+            return current_scale(amax, self.fp8_max, self.recipe.power_2_scale)
+        if record:
+            # One amax per step and slot: a second cast in the same step keeps the larger.
+            if self._pending:
+                prev = self.history[self._pos]
+                self.history[self._pos] = amax if not (amax <= prev) else prev
+            else:
+                self.history[self._pos] = amax
+            self._pending = True
+        return self.scale
+
+    def update(self) -> None:
+        """End of step: derive the next scale from the history and advance the window."""
+        if isinstance(self.recipe, CurrentScaling) or not self._pending:
+            return
+        if self.recipe.amax_compute_algo == "max":
+            amax = np.max(self.history)  # NaN propagates, so a NaN keeps the old scale
+        else:
+            amax = self.history[self._pos]
+        self.scale = delayed_scale(amax, self.scale, self.fp8_max, self.recipe.margin)
+        self._advance()
+        self._pending = False
+
+    def _advance(self) -> None:
+        """Move to the next slot, growing the buffer (with empty slots) until it has L of them."""
+        n = len(self.history)
+        if self._pos + 1 == n and n < self._length:
+            grown = np.zeros(min(2 * n, self._length), dtype=np.float32)
+            grown[:n] = self.history
+            self.history = grown
+        self._pos = (self._pos + 1) % len(self.history)
+        self.history[self._pos] = 0.0  # the slot of the oldest amax is reused
