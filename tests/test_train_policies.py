@@ -1,0 +1,60 @@
+"""Tests of fpemu.train.policies: the FP8 cast (saturation and counts), the block-scaled
+policies against fpemu.mx, and GEMMs through an accumulator model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fpemu
+from fpemu import train as T
+
+F32 = np.float32
+
+
+# ---- FP8 casts -------------------------------------------------------------------------------
+def test_fp8_cast_saturates_and_counts():
+    pol = T.make_policy("fp8", fp8_recipe=T.CurrentScaling())
+    stats = T._CastStats()
+    g = np.array([1.0, -3.0, 1e-30], F32)
+    q, (inv, fmt) = pol.cast_grad(g, ("dy", 0), stats)
+    assert fmt.name == "e5m2" and inv == F32(1.0) / T.current_scale(3.0, 57344.0)
+    assert stats.underflow == 1 and stats.nonzero == 3  # 1e-30 * scale still below E5M2
+    # Delayed scaling with a stale (too large) scale saturates instead of overflowing.
+    pol = T.make_policy("fp8")
+    st = pol._state(("dy", 0), pol.bwd)
+    st.scale = F32(2.0**20)
+    stats = T._CastStats()
+    q, _ = pol.cast_grad(np.array([1.0, 1e-3], F32), ("dy", 0), stats)
+    assert q.tolist() == [57344.0, 1024.0] and stats.overflow == 1
+
+
+# ---- block-scaled operands and accumulator models ---------------------------------------------
+def test_block_format_policies():
+    pytest.importorskip("fpemu.mx")
+    task = T.make_task(0, n_train=512, batch_size=64, hidden=32, depth=1, n_labels=32)
+    for p, low in (("mxfp8", "e4m3"), ("nvfp4", "e2m1")):
+        h = T.run(p, "none", 3, 0, task=task)
+        assert np.all(np.isfinite(h.loss)) and h.low_format == low
+        assert h.nonzero_count > 0
+    pol = T.make_policy("mxfp8")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 64)).astype(F32), rng.standard_normal((64, 4)).astype(F32)
+    # Each operand is quantized in blocks of 32 along K: compare with fpemu.mx directly.
+    qa = fpemu.mx.quantize(a, "mxfp8_e4m3", axis=1, scale_rounding="rceil").dequantize()
+    qb = fpemu.mx.quantize(b, "mxfp8_e4m3", axis=0, scale_rounding="rceil").dequantize()
+    assert np.array_equal(pol.gemm(a, False, b, False), np.asarray(qa, F32) @ np.asarray(qb, F32))
+    with pytest.raises(ValueError, match="accumulator"):
+        T.run("mxfp8", steps=1, task=task, accumulator="h100")
+
+
+def test_accumulator_path():
+    pytest.importorskip("fpemu.accumulator")
+    task = T.make_task(0, n_train=512, batch_size=64, hidden=16, depth=2)
+    a = T.run("fp16", "dynamic", 3, 0, task=task, accumulator="fp32")
+    b = T.run("fp16", "dynamic", 3, 0, task=task)
+    assert np.all(np.isfinite(a.loss)) and a.accumulator == "fp32"
+    # Sequential FP32 accumulation differs from BLAS's sums by rounding only.
+    assert np.allclose(a.loss, b.loss, rtol=1e-4)
+    with pytest.raises(ValueError):
+        T.run("fp16", steps=1, task=task, accumulator="no-such-unit")
