@@ -1,0 +1,89 @@
+"""Tests of the container (fpemu.mx.array): a BlockArray built from parts is checked, every
+part in range or refused with a clear error (issue 9, item 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fpemu import mx
+
+f32 = np.float32
+
+
+def test_blockarray_from_parts_is_checked():
+    q = mx.quantize(np.arange(40.0), "mxfp4")
+    again = mx.BlockArray(mx.unpack(q.pack(), "mxfp4", 40), q.scales, q.format, 0, 32)
+    assert np.array_equal(again.dequantize(), q.dequantize())
+    with pytest.raises(ValueError, match="do not match"):
+        mx.BlockArray(q.codes, q.scales[:1], q.format, 0, 32)
+    with pytest.raises(TypeError):
+        mx.BlockArray(q.codes.astype(float), q.scales, q.format, 0, 32)
+
+
+# ---- item 4: BlockArray parts -----------------------------------------------------------------------
+def test_blockarray_scale_out_of_range():
+    with pytest.raises(ValueError, match="code 256 is out of range for E8M0"):
+        mx.BlockArray(np.zeros(4, np.uint8), np.full(1, 256), mx.get_block_format("mxfp4"), 0, 32)
+    with pytest.raises(ValueError, match="code -1 is out of range"):
+        mx.BlockArray(np.zeros(4, np.uint8), np.full(1, -1), "mxfp4", 0, 32)
+    with pytest.raises(ValueError, match="code 128 is out of range for UE4M3"):
+        mx.BlockArray(np.zeros(4, np.uint8), np.full(1, 128), "nvfp4", 0, 16, global_amax=1.0)
+
+
+@pytest.mark.parametrize("fmt, bad", [("mxfp4", 16), ("nvfp4", 16), ("mxfp6_e3m2", 64),
+                                      ("mxfp6_e2m3", 255), ("mxfp8_e4m3", 256), ("mxfp8_e5m2", -1),
+                                      ("mxint8", 256), ("mxint8", -129)])
+def test_blockarray_element_code_out_of_range(fmt, bad):
+    codes = np.zeros(4, np.int64)
+    codes[2] = bad
+    kw = {"global_amax": 1.0} if fmt == "nvfp4" else {}
+    with pytest.raises(ValueError, match=f"code {bad} is out of range for {fmt} elements"):
+        mx.BlockArray(codes, np.zeros(1, np.uint8), fmt, 0, 16, **kw)
+
+
+def test_blockarray_mxint8_accepts_int8_values():
+    q = mx.BlockArray(np.array([-128, -5, 3, 251], np.int64), np.full(1, 127), "mxint8", 0, 32)
+    assert q.codes.tolist() == [0x80, 0xFB, 0x03, 0xFB]
+    assert q.dequantize().tolist() == [-2.0, -5 / 64, 3 / 64, -5 / 64]
+
+
+def test_blockarray_accepts_a_format_name_and_negative_axis():
+    q = mx.BlockArray(np.array([[1, 2], [3, 4]]), np.full((2, 1), 127), "MXFP4", -1, 32)
+    assert q.format is mx.get_block_format("mxfp4") and q.axis == 1
+    assert q.dequantize().tolist() == [[0.5, 1.0], [1.5, 2.0]]
+    with pytest.raises(ValueError, match="unknown block format"):
+        mx.BlockArray(np.ones(2, np.uint8), np.ones(1, np.uint8), "mxfp5", 0, 32)
+    with pytest.raises(TypeError, match="block format"):
+        mx.BlockArray(np.ones(2, np.uint8), np.ones(1, np.uint8), 4, 0, 32)
+
+
+@pytest.mark.parametrize("bs", [0, -3, 2.5, "32", True, 2**31 + 1, (16, 0), (16, 16, 16), None])
+def test_blockarray_bad_block_size(bs):
+    with pytest.raises(ValueError, match="block"):
+        mx.BlockArray(np.ones((2, 2), np.uint8), np.ones((1, 1), np.uint8), "mxfp4", (0, 1), bs)
+
+
+@pytest.mark.parametrize("axis", [2, -3, 1.0, (0, 0), (0, 1)])
+def test_blockarray_bad_axis(axis):
+    with pytest.raises(ValueError, match="axis|axes"):
+        mx.BlockArray(np.ones((2, 2), np.uint8), np.ones((2, 1), np.uint8), "mxfp4", axis, 32)
+
+
+def test_blockarray_tensor_fields():
+    codes, s = np.ones(4, np.uint8), np.full(1, 0x38, np.uint8)
+    with pytest.raises(ValueError, match="needs global_amax"):
+        mx.BlockArray(codes, s, "nvfp4", 0, 16)
+    with pytest.raises(ValueError, match="NVFP4 tensors"):
+        mx.BlockArray(codes, np.ones(1, np.uint8), "mxfp4", 0, 32, global_scale=1.0)
+    with pytest.raises(ValueError, match="variant"):
+        mx.BlockArray(codes, s, "nvfp4", 0, 16, global_amax=1.0, variant="cudnn")
+    with pytest.raises(ValueError, match="global_scale must be"):
+        mx.BlockArray(codes, s, "nvfp4", 0, 16, global_scale=float("inf"), variant="torchao")
+    with pytest.raises(ValueError, match="global_amax must be"):
+        mx.BlockArray(codes, s, "nvfp4", 0, 16, global_amax=-1.0)
+    q = mx.BlockArray(codes, s, "nvfp4", 0, 16, global_amax=2688.0)
+    assert q.variant == "te" and q.global_scale == f32(1) / (f32(2688) / f32(2688))
+    assert q.dequantize().tolist() == [0.5 * 1.0] * 4  # code 1 = 0.5, scale 0x38 = 1.0
+    t = mx.BlockArray(codes, s, "nvfp4", 0, 16, global_scale=0.25, variant="torchao")
+    assert t.dequantize().tolist() == [0.125] * 4

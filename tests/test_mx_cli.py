@@ -1,0 +1,147 @@
+"""Tests of the ``fpemu mx`` command (fpemu.mx.cli): the report, files and value lists, one-line
+errors, huge block sizes, no warning printed (issue 9, items 5-7)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from fpemu import mx
+from fpemu.cli import main
+
+NV_X = np.array([100, -37, 5] + [0] * 13 + [0.001, -0.0004] + [0] * 14, np.float32)
+
+
+def run_cli(argv: list[str]) -> int:
+    """The ``fpemu mx`` subcommand through argparse, as fpemu.cli wires it (its main() also
+    loads the other feature modules, which this test should not depend on)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="fpemu")
+    mx.register_cli(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"fpemu: error: {exc}", file=__import__("sys").stderr)
+        return 2
+
+
+def test_cli_mx(capsys, tmp_path):
+    main = run_cli
+    assert main(["mx", "7,3,1,0.4,-0.24,0.26,5", "--format", "mxfp4"]) == 0
+    out = capsys.readouterr().out
+    assert "scale 0x7F" in out and "codes:  7 5 2 1 8 1 6" in out and "errors:" in out
+    f = tmp_path / "v.npy"
+    np.save(f, NV_X)
+    assert main(["mx", str(f), "--format", "nvfp4"]) == 0
+    out = capsys.readouterr().out
+    assert "block 1: scale 0x02" in out
+    assert main(["mx", "1,2", "--format", "mxfp9"]) == 2
+    assert "unknown block format" in capsys.readouterr().err
+
+
+# ---- item 5: command line files ----------------------------------------------------------------------
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["mx", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str, *parts: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fpemu: error: "), err
+    for p in parts:
+        assert p in lines[0], (p, err)
+
+
+def test_cli_complex_npy_is_refused_like_the_api(capsys, tmp_path):
+    f = tmp_path / "complex.npy"
+    np.save(f, np.array([1 + 2j, 3.0]))
+    code, out, err = cli(capsys, str(f))
+    with pytest.raises(TypeError) as api:
+        mx.quantize(np.array([1 + 2j, 3.0]), "mxfp8_e4m3")
+    assert code == 2 and not out
+    one_line_error(err, str(f), str(api.value))
+
+
+@pytest.mark.parametrize("make, status, text", [
+    (lambda p: None, 1, "No such file or directory"),
+    (lambda p: p.mkdir(), 1, "Is a directory"),
+    (lambda p: p.write_bytes(b"\x93NUMPY"), 1, "not a valid .npy file"),
+    (lambda p: np.save(p, np.array(["a", "b"])), 2, "cannot quantize"),
+    (lambda p: np.save(p, np.array([1, "a"], dtype=object), allow_pickle=True), 2, "Python objects"),
+    (lambda p: np.save(p, np.zeros(0)), 2, "no values"),
+])
+def test_cli_bad_npy_files(capsys, tmp_path, make, status, text):
+    f = tmp_path / "data.npy"
+    make(f)
+    code, out, err = cli(capsys, str(f))
+    assert code == status and not out
+    one_line_error(err, str(f), text)
+
+
+def test_cli_truncated_npy(capsys, tmp_path):
+    good = tmp_path / "good.npy"
+    np.save(good, np.arange(10, dtype=np.float32))
+    f = tmp_path / "cut.npy"
+    f.write_bytes(good.read_bytes()[:-7])
+    code, out, err = cli(capsys, str(f))
+    assert code == 1 and not out
+    one_line_error(err, str(f), "not a valid .npy file")
+
+
+def test_cli_text_files(capsys, tmp_path):
+    f = tmp_path / "v.txt"
+    f.write_text("7, 3\n1 0.4\n")
+    code, out, _ = cli(capsys, str(f), "-f", "mxfp4")
+    assert code == 0 and "codes:  7 5 2 1" in out
+    f.write_text("1 2 x")
+    code, _, err = cli(capsys, str(f))
+    assert code == 2
+    one_line_error(err, str(f), "neither a .npy file nor text of numbers")
+    f.write_bytes(bytes(range(256)))
+    code, _, err = cli(capsys, str(f))
+    assert code == 2
+    one_line_error(err, str(f))
+    code, _, err = cli(capsys, str(tmp_path / "missing.txt"))
+    assert code == 1
+    one_line_error(err, "missing.txt", "No such file")
+
+
+def test_cli_long_value_lists_are_values(capsys):
+    """A value list longer than a file name may be: not 'File name too long'."""
+    code, out, err = cli(capsys, ",".join(["1.5"] * 3000), "-f", "mxfp4")
+    assert code == 0 and not err and out.startswith("mxfp4: 3000 values, 94 blocks of 32")
+    code, _, err = cli(capsys, "1/3")
+    assert code == 2
+    one_line_error(err, "cannot read '1/3' as numbers or an existing file")
+
+
+def test_cli_float32_npy_is_quantized_as_float32(capsys, tmp_path):
+    f = tmp_path / "x.npy"
+    x = np.float32([7, 3, 1, 0.4])
+    np.save(f, x)
+    code, out, _ = cli(capsys, str(f))
+    q = mx.quantize(x, "mxfp8_e4m3")
+    assert code == 0 and "codes:  " + " ".join(f"{c:02X}" for c in q.codes) in out
+
+
+def test_cli_huge_block_size(capsys):
+    t0 = time.perf_counter()
+    code, out, _ = cli(capsys, "1,2,3", "-b", "1000000000")
+    assert code == 0 and "3 values, 1 block of 1000000000" in out
+    assert time.perf_counter() - t0 < 5
+    for bad in ("0", "-4", "3000000000"):
+        code, _, err = cli(capsys, "1,2,3", "-b", bad)
+        assert code == 2
+        one_line_error(err, "block size must be an integer from 1 to 2**31")
+
+
+def test_cli_huge_value_prints_no_warning(capfd):
+    assert main(["mx", "1e300,1"]) == 0
+    out, err = capfd.readouterr()
+    assert "Warning" not in err and not err
+    assert "values: 7.62233e+40 0" in out and "max |error| 1e+300, rms error 7.071e+299" in out
