@@ -10,6 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from fpemu import mx
 
+
 def test_fp4_nibble_order_matches_torch_float4_e2m1fn_x2():
     # PyTorch's float4_e2m1fn_x2 (and torchao pack_uint4, cuBLAS): element 2i in the low nibble.
     assert mx.pack_codes([0x1, 0x7, 0xA, 0x3], 4).tolist() == [0x71, 0x3A]

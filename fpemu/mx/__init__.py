@@ -57,7 +57,9 @@ The package, one job per module; each imports only from the modules listed befor
 from __future__ import annotations
 
 from .array import BlockArray, dequantize
-from .cli import cmd_mx as cmd_mx, describe as describe, register_cli  # public, not in __all__
+from .cli import cmd_mx as cmd_mx  # public names outside __all__, as before
+from .cli import describe as describe
+from .cli import register_cli
 from .dot_products import dot, matmul
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
 from .mx_scales import SCALE_ROUNDINGS

@@ -185,8 +185,6 @@ def _tensor_scalar(value: Any, name: str, allow_inf: bool) -> np.float32 | None:
 
 
 # ---- dequantize -----------------------------------------------------------------------------
-
-
 def _nvfp4_factors(q: BlockArray, s: np.ndarray) -> tuple[np.ndarray, np.float32]:
     """(per-block float32 factor, power of two applied after the element product) for NVFP4.
 

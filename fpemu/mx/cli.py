@@ -18,7 +18,6 @@ from .inputs import _as_float_array
 from .mx_scales import SCALE_ROUNDINGS
 from .quantization import quantize
 
-
 # ---- command line -------------------------------------------------------------------------------
 _NPY_MAGIC = b"\x93NUMPY"
 

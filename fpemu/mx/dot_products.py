@@ -13,8 +13,6 @@ from .mx_scales import _pow2_from_e8m0, _rn32_product
 
 
 # ---- dot products -------------------------------------------------------------------------------
-
-
 def _k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
     """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
     for each of its rows (by index, so the cost follows the rows, not the tile size)."""

@@ -10,7 +10,6 @@ import numpy as np
 from ..codec import decode, encode
 from .formats import BlockFormat
 
-
 # ---- element encoding -----------------------------------------------------------------------
 #: Roundings that tell a tiny nonzero value from zero (up/down by its sign, odd always): for
 #: them an element whose scaled value underflowed the working precision must stay nonzero.

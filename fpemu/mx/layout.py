@@ -15,7 +15,6 @@ import numpy as np
 
 from .formats import BlockFormat
 
-
 #: Largest block size (each axis) accepted: far beyond any real format (32, 16, 16x16) while
 #: keeping block offsets and the exact integer dot-product limbs well inside int64.
 _MAX_BLOCK = 1 << 31

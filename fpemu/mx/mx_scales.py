@@ -12,7 +12,6 @@ import numpy as np
 from ..accumulator import _round_to_odd_sum
 from .formats import BlockFormat
 
-
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).
 SCALE_ROUNDINGS = ("floor", "rceil", "ceil", "even")
 

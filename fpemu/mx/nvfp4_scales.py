@@ -8,7 +8,6 @@ import numpy as np
 from ..codec import decode, encode
 from ..formats import get_format
 
-
 _FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
