@@ -130,7 +130,7 @@ def build_parser() -> ArgumentParser:
 
 
 # The feature modules that add subcommands, each through its ``register_cli(subparsers)``.
-_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck")
+_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck", "fpemu.fit", "fpemu.probe", "fpemu.vectors")
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 

@@ -206,13 +206,13 @@ def test_probe_through_the_torch_matmul_path_with_a_fake_gpu(monkeypatch, capsys
     """The GPU path of `fpemu probe` (one R x K by K x R matmul per question, its diagonal read
     back) with torch's CUDA calls replaced by fpemu's H100 model."""
     torch = pytest.importorskip("torch")
-    from fpemu import crosscheck
+    from fpemu import backends
     from fpemu.accumulator import gemm
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake H100")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    monkeypatch.setattr(crosscheck, "_torch_matmul", lambda device: lambda A, B, i: gemm(A, B, inputs=i, accumulator="h100"))
+    monkeypatch.setattr(backends, "_torch_matmul", lambda device: lambda A, B, i: gemm(A, B, inputs=i, accumulator="h100"))
     assert cli.main(["probe", "--device", "cuda", "--inputs", "fp16,e4m3"]) == 0
     text = capsys.readouterr().out
     assert "probing Fake H100 (sm_90)" in text

@@ -185,7 +185,7 @@ def test_fp16_overflow_between_blocks_is_carried_as_inf():
 
 # ---- resource bounds --------------------------------------------------------------------------
 def test_batched_search_memory_does_not_grow_with_the_models(monkeypatch):
-    from fpemu import fit as fitmod
+    from fpemu.fit import kernel as fitmod
 
     sizes = []
     real = fitmod._batch_model

@@ -317,11 +317,11 @@ def test_suffix_is_case_insensitive_and_the_path_exact(tmp_path, capsys, name):
 
 
 def test_a_failed_check_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys, monkeypatch):
-    from fpemu import vectors
+    from fpemu.vectors import cli as vectors_cli
 
     out = tmp_path / "golden.npz"
     out.write_bytes(b"the old golden file")
-    monkeypatch.setattr(vectors, "_verify", lambda v: (10, 9))
+    monkeypatch.setattr(vectors_cli, "_verify", lambda v: (10, 9))
     assert cli.main(["vectors", "e4m3", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert err == f"fpemu: error: {out}: read back, 1 of 10 cases differ from fpemu (a writer bug); nothing written\n"
@@ -330,13 +330,13 @@ def test_a_failed_check_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys, m
 
 
 def test_an_error_while_writing_leaves_nothing(tmp_path, monkeypatch):
-    from fpemu import vectors
+    from fpemu.vectors import files as vectors_files
 
     def half_then_fail(v, path, ext):
         path.write_bytes(b"half a file")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(vectors, "_write", half_then_fail)
+    monkeypatch.setattr(vectors_files, "_write", half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         write_vectors(cast_vectors("e2m1", "edge", nan="zero"), tmp_path / "v.csv")
     assert not any(tmp_path.iterdir())

@@ -1,0 +1,206 @@
+"""Casts and decodes of a backend compared code for code with fpemu, and the search for the
+fpemu options that reproduce the backend (``torch saturates: overflow='saturate'``)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..backends import Backend
+from ..backends import NumpyBackend  # noqa: F401  (used by the doctests of compare_cast and compare_decode)
+from ..cases import _UINT_OF, edge_cases, random_cases
+from ..codec import decode, encode
+from ..formats import Format, get_format
+from .table import Row
+
+_SOURCE_TYPES = {"f32": np.float32, "f64": np.float64}
+
+
+_RAISES = -1  # fpemu's code where it raises (NaN into a format without NaN, nan='raise')
+
+
+def _fpemu_codes(x: np.ndarray, fmt: Format, options: dict) -> np.ndarray:
+    """fpemu's codes (right-aligned, int64) for x under options; -1 where fpemu raises.
+
+    The pseudo-option ``via_float32`` casts float64 input to float32 first, as backends that
+    convert through float32 do.
+    """
+    opts = dict(options)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _fpemu_codes_quiet(x, fmt, opts)
+
+
+def _fpemu_codes_quiet(x: np.ndarray, fmt: Format, opts: dict) -> np.ndarray:
+    if opts.pop("via_float32", False):
+        x = x.astype(np.float32)
+    try:
+        codes = encode(x, fmt, **opts)
+    except ValueError:
+        if fmt.has_nan or opts.get("nan") not in (None, "raise"):
+            raise
+        nan = np.isnan(x)
+        codes = encode(np.where(nan, 0, x), fmt, **opts)
+        return np.where(nan, _RAISES, (codes >> fmt.code_shift).astype(np.int64))
+    return (codes >> fmt.code_shift).astype(np.int64)
+
+
+def _option_grid(fmt: Format, source: str) -> list[dict]:
+    """Option combinations to try, simplest first (fewest non-default settings)."""
+    overflows = [None, "saturate", "saturate_propagate"]
+    overflows += ["inf"] if fmt.has_inf else []
+    overflows += ["nan"] if fmt.has_nan else []
+    nans = [None] + (["positive", "payload", "quiet_payload"] if fmt.nan == "ieee" else ["positive"] if fmt.has_nan and fmt.signed else [])
+    nans += [] if fmt.has_nan else ["zero", "ml_dtypes"] if fmt.signed else ["zero"]
+    # Casting float64 through float32 is a real backend behaviour (double rounding) except into
+    # fp32 itself, where it would be the cast under test.
+    vias = [False, True] if source == "f64" and fmt.name != "fp32" else [False]
+    grid = []
+    for rounding, overflow, nan, via in itertools.product(["nearest_even", "nearest_away"], overflows, nans, vias):
+        opts = {}
+        if rounding != "nearest_even":
+            opts["rounding"] = rounding
+        if overflow is not None:
+            opts["overflow"] = overflow
+        if nan is not None:
+            opts["nan"] = nan
+        if via:
+            opts["via_float32"] = True
+        grid.append(opts)
+    return sorted(grid, key=len)
+
+
+_EXPLAIN = {
+    ("overflow", "saturate"): "saturates",
+    ("overflow", "saturate_propagate"): "saturates finite overflow but keeps Inf",
+    ("overflow", "inf"): "overflows to Inf",
+    ("overflow", "nan"): "overflows to NaN",
+    ("rounding", "nearest_away"): "rounds ties away from zero",
+    ("nan", "positive"): "drops the NaN sign",
+    ("nan", "payload"): "keeps NaN payload bits",
+    ("nan", "quiet_payload"): "keeps NaN payload bits and sets the quiet bit",
+    ("nan", "zero"): "turns NaN into 0",
+    ("nan", "ml_dtypes"): "turns NaN into ml_dtypes' codes",
+    ("via_float32", True): "casts float64 through float32 (double rounding)",
+}
+
+
+def describe_options(backend: str, options: dict) -> str:
+    """Say what an option set means, e.g. "torch saturates: overflow='saturate'".
+
+    >>> describe_options("torch", {"overflow": "saturate"})
+    "torch saturates: overflow='saturate'"
+    >>> describe_options("ml_dtypes", {"via_float32": True})
+    'ml_dtypes casts float64 through float32 (double rounding): encode(x.astype(np.float32))'
+    """
+    if not options:
+        return "default options"
+    what = " and ".join(_EXPLAIN[(k, v)] for k, v in options.items())
+    args = ", ".join(f"{k}={v!r}" for k, v in options.items() if k != "via_float32")
+    if options.get("via_float32"):
+        args = f"encode(x.astype(np.float32){', ' + args if args else ''})"
+    return f"{backend} {what}: {args}"
+
+
+def _hex(value: Any, dtype: np.dtype) -> str:
+    width = dtype.itemsize * 2
+    return f"0x{int(np.asarray(value, dtype=dtype).view(_UINT_OF[dtype])):0{width}X}"
+
+
+def _code_text(code: int, fmt: Format) -> str:
+    if code == _RAISES:
+        return "raises"
+    return f"0x{int(code):0{max(1, (fmt.bits + 3) // 4)}X}"
+
+
+def _first_mismatch(x, tags, want, got, fmt: Format, backend: str) -> str:
+    bad = np.flatnonzero(want != got)
+    if bad.size == 0:
+        return ""
+    i = int(bad[0])
+    return f"{_hex(x[i], x.dtype)} ({tags[i]}): {backend} {_code_text(want[i], fmt)}, fpemu {_code_text(got[i], fmt)}"
+
+
+def _count_kinds(tags: np.ndarray, mask: np.ndarray) -> dict:
+    kinds, counts = np.unique(tags[mask].astype(str), return_counts=True)
+    return {str(k): int(c) for k, c in zip(kinds, counts)}
+
+
+def compare_cast(backend: Backend, fmt: str | Format, source: str = "f32", n_random: int = 20000, seed: int = 0) -> Row:
+    """Compare the backend's cast of edge cases and random data into fmt with fpemu.
+
+    >>> row = compare_cast(NumpyBackend(), "fp16", "f32", n_random=100)
+    >>> row.status, list(row.mismatches_by_kind)  # only NaN payloads differ from the defaults
+    ('reproduced', ['nan'])
+    >>> row.reproduced_by.split(": ")[0]
+    'numpy keeps NaN payload bits'
+    """
+    f = get_format(fmt)
+    dtype = np.dtype(_SOURCE_TYPES[source])
+    ex, et = edge_cases(f, dtype)
+    rx, rt = random_cases(f, dtype, n_random, seed)
+    x, tags = np.concatenate([ex, rx]), np.concatenate([et, rt])
+    want = backend.cast(x, f.name).astype(np.int64)
+    row = Row(f"cast {source}", f.name, backend.name, cases=int(x.size))
+    got = _fpemu_codes(x, f, {})
+    same = want == got
+    row.identical = int(same.sum())
+    if row.identical == row.cases:
+        return row
+    row.first_mismatch = _first_mismatch(x, tags, want, got, f, backend.name)
+    row.mismatches_by_kind = _count_kinds(tags, ~same)
+    best, best_same = {}, same
+    for opts in _option_grid(f, source)[1:]:
+        try:
+            trial = want == _fpemu_codes(x, f, opts)
+        except ValueError:
+            continue
+        if trial.sum() > best_same.sum():
+            best, best_same = opts, trial
+            if trial.all():
+                break
+    if best_same.all():
+        row.status, row.reproduced_by = "reproduced", describe_options(backend.name, best)
+    else:
+        row.status = "differs"
+        left = int((~best_same).sum())
+        kinds = ", ".join(f"{k} {v}" for k, v in _count_kinds(tags, ~best_same).items())
+        closest = describe_options(backend.name, best).split(": ", 1)[-1]
+        row.reproduced_by = "no option reproduces all"
+        row.note = f"closest: {closest} leaves {left} ({kinds})"
+        negative = int((~best_same & np.signbit(x) & ~np.isnan(x)).sum())
+        if negative:
+            row.note += f"; {negative} of them negative inputs"
+        if best:
+            got_best = _fpemu_codes(x, f, best)
+            row.note += "; first left: " + _first_mismatch(x, tags, want, got_best, f, backend.name)
+    return row
+
+
+def _all_codes(fmt: Format) -> np.ndarray:
+    return (np.arange(1 << fmt.bits, dtype=np.int64) << fmt.code_shift).astype(fmt.code_dtype)
+
+
+def compare_decode(backend: Backend, fmt: str | Format) -> Row:
+    """Compare the backend's value of every code of fmt with :func:`fpemu.decode`.
+
+    Values must agree bit for bit (so -0 differs from +0); any NaN matches any NaN.
+
+    >>> compare_decode(NumpyBackend(), "fp16").identical
+    65536
+    """
+    f = get_format(fmt)
+    codes = _all_codes(f)
+    want = backend.decode(codes, f.name)
+    with np.errstate(invalid="ignore"):
+        got = decode(codes, f)
+    both_nan = np.isnan(want) & np.isnan(got)
+    same = both_nan | (want.view(np.uint64) == got.view(np.uint64))
+    row = Row("decode", f.name, backend.name, cases=int(codes.size), identical=int(same.sum()))
+    if not same.all():
+        i = int(np.flatnonzero(~same)[0])
+        row.status = "differs"
+        row.first_mismatch = f"{_code_text(int(codes[i]), f)}: {backend.name} {want[i]!r}, fpemu {got[i]!r}"
+        row.reproduced_by = "(no decode options)"
+    return row

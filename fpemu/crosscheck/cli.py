@@ -1,0 +1,63 @@
+"""``fpemu crosscheck``: the table printed (and written as JSON with --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any, Sequence
+
+from ..backends import BACKENDS
+from ..formats import get_format
+from .run import MAX_RANDOM, run_crosscheck
+from .table import format_table, summary
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    """Print the cross-check table (and write it as JSON with --json)."""
+    from ..vectors import atomic_output, check_output_path
+
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()] if args.formats is not None else None
+    if formats == []:
+        raise ValueError("--formats names no format")
+    if args.json:
+        check_output_path(args.json)  # before a run of seconds, not after it
+    _check_formats_exist(backends, formats)
+    rows = run_crosscheck(backends, formats, args.n, args.seed)
+    print(format_table(rows))
+    print(f"\n{summary(rows)}")
+    if formats:
+        absent = [f for f in formats if get_format(f).name not in {r.format for r in rows}]
+        if absent:
+            print(f"no row for {', '.join(absent)}: no installed backend of those asked for implements it")
+    if args.json:
+        with atomic_output(args.json) as tmp:
+            tmp.write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    return 0
+
+
+def _check_formats_exist(backends: Sequence[str], formats: Sequence[str] | None) -> None:
+    """Refuse --formats that no backend asked for implements, when every one of them is
+    installed (an empty table would look like a clean run)."""
+    names = list(BACKENDS) if "all" in backends else [b for b in backends if b in BACKENDS]
+    if not formats or len(names) != len(backends) and "all" not in backends:
+        return  # unknown backend names: run_crosscheck says so
+    present = [BACKENDS[n]() for n in names]
+    if any(b.missing() for b in present):
+        return  # a skipped backend might have had them
+    have = {get_format(f).name for b in present for f in b.dtypes()}
+    absent = [f for f in formats if get_format(f).name not in have]
+    if absent:
+        raise ValueError(f"{', '.join(absent)}: not implemented by {', '.join(names)}, so there is nothing to compare")
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``crosscheck``."""
+    p = subparsers.add_parser("crosscheck", help="compare fpemu with ml_dtypes, numpy and torch (CPU/CUDA)")
+    p.add_argument("--backend", default="all", help="ml_dtypes, numpy, torch, torch-cuda or all (comma-separated)")
+    p.add_argument("--formats", default=None, help="only these formats (comma-separated)")
+    p.add_argument("--n", type=int, default=20000, help=f"random cases per cast (default 20000; 0: edge cases only; at most {MAX_RANDOM:,})")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the rows as JSON")
+    p.set_defaults(func=cmd_crosscheck)

@@ -1,0 +1,35 @@
+"""Infer a matrix unit's accumulator from recorded dumps (a live device: :mod:`fpemu.probe`).
+
+:func:`fit` searches the block-FMA parameter space of :class:`fpemu.accumulator.Accumulator`
+(products per block, fraction bits ``F`` kept below the largest exponent, how terms lose their
+low bits, output rounding and fraction bits, the exponent a zero accumulator aligns with, and
+the CDNA3 grouping variants) for every model that reproduces every row of a dump in the
+``hwdata`` layout (``a``, ``b``, ``c`` as fp32 bit patterns, ``d_fp32``/``d_fp16`` results).
+Candidates are screened on a few rows first, so the search of a few thousand models takes
+seconds. Every named preset is also tried as it is (pairwise and exact models included).
+
+The package, in the order the data flows: ``dumps`` (:func:`load_dump`: a file read and
+checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the search runs),
+``search`` (the search space and :func:`fit`), ``reporting`` (:func:`report`: the text
+``fpemu fit`` prints) and ``cli`` (``fpemu fit``). :func:`probe` and :class:`ProbeResult` live
+in :mod:`fpemu.probe`, :func:`fake_device` in :mod:`fpemu.backends`; this package re-exports
+them under their old names and uses none of them.
+"""
+
+from ..backends import fake_device
+from ..probe import ProbeResult, probe
+from .cli import register_cli
+from .dumps import Dump, DumpError, load_dump
+from .search import FitResult, fit
+
+# Still reachable as fpemu.fit.<name>, as in the single module this package replaces: its
+# other public names (the probe's among them), and the private helpers the tests import.
+from ..backends import RunDot, torch_device  # noqa: F401
+from ..probe import PROBE_INPUTS, cmd_probe, probe_report  # noqa: F401
+from .cli import cmd_fit  # noqa: F401
+from .dumps import infer_inputs  # noqa: F401
+from .kernel import _batch_matches, _model_matches  # noqa: F401
+from .reporting import describe_model, report, summarize_models  # noqa: F401
+from .search import _used_fraction_bits, candidate_models  # noqa: F401
+
+__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]

@@ -1,0 +1,42 @@
+"""Golden test vectors: fpemu's answers written to a file, for testing other kernels against.
+
+Three kinds of vector files, each as ``.npz``, ``.csv`` or ``.json``:
+
+* casts (:func:`cast_vectors`): input bit patterns (float32, or float64 with
+  ``source="f64"``), the expected code and the expected decoded value, for one format and one
+  set of codec options;
+* block formats (:func:`block_vectors`, MX and NVFP4): one block per row: input bits, the
+  expected scale code, element codes and dequantized values;
+* dot products (:func:`dot_vectors`): rows of ``a``, ``b`` (fp32 bit patterns of values in the
+  input format), ``c`` and the expected ``d`` for a named accumulator, in the layout of the
+  hardware dumps (so ``fpemu fit`` reads them too).
+
+Every file carries its metadata (what produced it, with which options), and
+:func:`verify_vectors` reads a file back, re-runs fpemu and counts identical results:
+
+>>> import tempfile, os
+>>> v = cast_vectors("e4m3", kind="edge", overflow="saturate")
+>>> path = os.path.join(tempfile.mkdtemp(), "e4m3.csv")
+>>> write_vectors(v, path)
+>>> n, same = verify_vectors(path); n == same == len(v["input_bits"])
+True
+
+The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inputs`), ``make``
+(the vectors: :func:`cast_vectors`, :func:`block_vectors`, :func:`dot_vectors`), ``files``
+(:func:`write_vectors`, :func:`read_vectors`, :func:`verify_vectors`, and
+:func:`atomic_output`, which writes any output file all at once) and ``cli`` (``fpemu
+vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
+"""
+
+from .cli import register_cli
+from .exhaustive import exhaustive_inputs
+from .files import atomic_output, check_output_path, read_vectors, verify_vectors, write_vectors
+from .make import block_vectors, cast_vectors, dot_vectors
+
+# Still reachable as fpemu.vectors.<name>, as in the single module this package replaces.
+from .cli import cmd_vectors  # noqa: F401
+from .exhaustive import MAX_EXHAUSTIVE_BITS  # noqa: F401
+from .make import MAX_K, MAX_VALUES  # noqa: F401
+
+__all__ = ["cast_vectors", "block_vectors", "dot_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
+           "verify_vectors", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip

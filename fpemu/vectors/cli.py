@@ -1,0 +1,103 @@
+"""``fpemu vectors``: the vectors made, written next to the output, read back and re-checked,
+and only then moved onto the output path."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .files import _ext, _read, _verify, _write, atomic_output, check_output_path
+from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
+
+
+def _is_block_format(name: str) -> bool:
+    try:
+        from .. import mx
+    except ImportError:
+        return False
+    try:
+        mx.get_block_format(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _given(args: argparse.Namespace, *names: str) -> list[str]:
+    """The options among ``names`` the user set (they default to None)."""
+    return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
+
+
+def _refuse(options: list[str], what: str) -> None:
+    if options:
+        raise ValueError(f"{', '.join(options)} {'does' if len(options) == 1 else 'do'} not apply to {what}")
+
+
+def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The vectors the command line asks for; options that would be ignored are refused."""
+    if args.accumulator:
+        _refuse(_given(args, "rounding", "overflow", "nan", "source", "scale_rounding"), "dot vectors (--accumulator)")
+        if args.kind not in (None, "random"):
+            raise ValueError(f"dot vectors are random rows: --kind {args.kind} does not apply")
+        n = 1000 if args.n is None else args.n
+        return dot_vectors(args.format, args.accumulator, args.k, n, out=args.out_format or "fp32", seed=args.seed)
+    _refuse(_given(args, "k", "out_format"), "vectors without --accumulator")
+    kind = args.kind or "edge"
+    if args.n is not None and kind != "random":
+        raise ValueError(f"--n applies to --kind random; {kind} vectors have a fixed set of inputs")
+    if _is_block_format(args.format):
+        _refuse(_given(args, "rounding", "overflow", "nan", "source"), f"block vectors ({args.format})")
+        n = 64 if args.n is None else args.n
+        return block_vectors(args.format, kind, n, scale_rounding=args.scale_rounding or "floor", seed=args.seed)
+    _refuse(_given(args, "scale_rounding"), "cast vectors")
+    return cast_vectors(args.format, kind, 10000 if args.n is None else args.n, rounding=args.rounding or "nearest_even",
+                        overflow=args.overflow, nan=args.nan, source=args.source or "f32", seed=args.seed)  # fmt: skip
+
+
+def cmd_vectors(args: argparse.Namespace) -> int:
+    """Make the vectors, write them next to the output, read that back and re-check it, and
+    only then move it onto the output path."""
+    from ..cli import RunError
+
+    check_output_path(args.out)  # before the work, which can take seconds
+    ext = _ext(args.out)
+    v = _vectors_from_args(args)
+    with atomic_output(args.out) as tmp:
+        _write(v, tmp, ext)
+        n, same = _verify(_read(tmp, ext))
+        if same != n:
+            raise RunError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug); nothing written")
+    meta = v["meta"]
+    shown = ", ".join(f"{k}={x}" for k, x in meta.items() if k not in ("n", "type", "model", "fpemu", "stochastic"))
+    print(f"wrote {meta['n']} {meta['type']} vectors ({shown}) to {args.out}; read back and re-checked: {same}/{n} identical")
+    return 0
+
+
+_KIND_HELP = (
+    "edge (default): every value, tie and their neighbours, boundaries, specials; "
+    "random: --n random bit patterns and values from --seed; "
+    "exhaustive (formats of at most 16 bits, any rounding but sr): an input of every class a rounding can "
+    "tell apart: each value, each midpoint between neighbours (the overflow tie too), the input floats just "
+    "below and above each, +-0, +-Inf, NaNs with every payload the format keeps (every outcome, not every "
+    "bit pattern: docs/golden.md)"
+)
+
+
+def register_cli(subparsers) -> None:
+    p = subparsers.add_parser("vectors", help="golden test vectors (casts, MX/NVFP4 blocks, dot products) to a file")
+    p.add_argument("format", help="element format (e4m3 ...), block format (mxfp8_e4m3, nvfp4 ...), or with "
+                                  "--accumulator the dot inputs (fp16 ...)")  # fmt: skip
+    p.add_argument("--out", required=True, help="output file: .npz, .csv or .json (suffix in any case)")
+    p.add_argument("--kind", default=None, choices=_KINDS, help=_KIND_HELP)
+    p.add_argument("--n", type=int, default=None,
+                   help=f"--kind random: cases (default 10000), blocks (64) or dot rows (1000); "
+                        f"at most {MAX_VALUES:,} values per file")  # fmt: skip
+    p.add_argument("--rounding", default=None, help="cast rounding mode (default RNE; sr is drawn from --seed)")
+    p.add_argument("--overflow", default=None, help="casts: saturate, inf, nan, saturate_propagate (default: the format's)")
+    p.add_argument("--nan", default=None, help="casts: NaN policy (see fpemu show --help)")
+    p.add_argument("--source", default=None, choices=("f32", "f64"), help="input type of cast vectors (default f32)")
+    p.add_argument("--scale-rounding", default=None, help="MX scale rule: floor (default), rceil, ceil, even")
+    p.add_argument("--accumulator", default=None, help="dot-product vectors for this accumulator (h100, a100 ...)")
+    p.add_argument("--k", type=int, default=None, help=f"dot length (default: two blocks; at most {MAX_K})")
+    p.add_argument("--out-format", default=None, choices=("fp32", "fp16"), help="dot output format (default fp32)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random inputs and stochastic rounding (recorded in the file)")
+    p.set_defaults(func=cmd_vectors)

@@ -1,0 +1,200 @@
+"""The vectors: a cast's inputs with fpemu's codes and values, MX and NVFP4 blocks, dot
+products of an accumulator model; each with the metadata that made it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..cases import edge_cases, matmul_inputs, random_cases
+from ..codec import decode, encode
+from ..formats import get_format
+from .exhaustive import exhaustive_inputs
+
+if TYPE_CHECKING:
+    from ..accumulator import Accumulator
+
+_KINDS = ("edge", "random", "exhaustive")
+_UINT = {"f32": np.uint32, "f64": np.uint64}
+_FLOAT = {"f32": np.float32, "f64": np.float64}
+
+#: Most input values one file may hold (cast inputs, block elements, dot products): the work
+#: and memory are proportional to it, so a typo such as ``--n 1000000000000`` is refused
+#: up front instead of exhausting memory.
+MAX_VALUES = 10_000_000
+#: Longest dot product of dot vectors (the models loop over blocks of K).
+MAX_K = 1 << 16
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _positive_count(name: str, value: int, limit: int, per: int = 1, what: str = "values per file") -> int:
+    """value as an int in 1..limit // per, or an error saying why (before any allocation)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    if value * per > limit:
+        made = f" (= {value * per:,} {what})" if per > 1 else ""
+        raise ValueError(f"{name} = {value:,} is too large{made}: at most {limit:,} {what}")
+    return int(value)
+
+
+def cast_vectors(
+    fmt: str,
+    kind: str = "edge",
+    n: int = 10000,
+    *,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    nan: str | None = None,
+    source: str = "f32",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Inputs and fpemu's expected codes and values for a cast into ``fmt``.
+
+    ``kind``: ``edge`` (ties, neighbours of every value and tie, subnormal and overflow
+    boundaries, zeros, Infs, NaNs: see :func:`fpemu.cases.edge_cases`), ``random``
+    (``n`` random bit patterns and values, from ``seed``) or ``exhaustive``
+    (:func:`exhaustive_inputs`: every input class a deterministic rounding can tell apart;
+    formats of at most 16 bits). NaN inputs are left out when the options make fpemu raise on
+    them.
+
+    Stochastic rounding (``rounding="sr"``) draws from ``seed`` too, so the file can be
+    re-checked; as no kernel shares fpemu's random bits, such files also hold ``code_down``
+    and ``code_up`` (rounding down and up): every stochastic code is one of the two.
+
+    >>> v = cast_vectors("e2m1", "edge")
+    >>> v["meta"]["format"], v["code"].dtype, len(v["code"]) == len(v["value"])
+    ('e2m1', dtype('uint8'), True)
+    """
+    from ..codec import ROUNDING_MODES
+
+    f = get_format(fmt)
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    if source not in _FLOAT:
+        raise ValueError(f"source must be 'f32' or 'f64', got {source!r}")
+    _check_seed(seed)
+    stochastic = isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "stochastic"
+    encode(np.zeros(1), f, rounding=rounding, overflow=overflow, nan=nan)  # bad options fail before any work
+    if kind == "exhaustive":
+        if stochastic:
+            raise ValueError("stochastic rounding depends on every input bit below the kept ones, so no input set "
+                             "is exhaustive for it: use --kind edge or random (with --seed)")  # fmt: skip
+        x = exhaustive_inputs(f, _FLOAT[source])
+    elif kind == "edge":
+        x, _ = edge_cases(f, _FLOAT[source])
+    else:
+        n = _positive_count("n", n, MAX_VALUES, what="cast inputs per file")
+        x, _ = random_cases(f, _FLOAT[source], n, seed)
+    if not f.has_nan and nan in (None, "raise"):
+        x = x[~np.isnan(x)]  # fpemu raises on these by default: no expected code to give
+    codes = encode(x, f, rounding=rounding, overflow=overflow, nan=nan, rng=seed if stochastic else None)
+    values = decode(codes, f)
+    meta = dict(type="cast", format=f.name, kind=kind, rounding=rounding, overflow=overflow, nan=nan,
+                source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
+    out = {"meta": meta, "input_bits": x.view(_UINT[source]), "code": codes, "value": values}
+    if stochastic:
+        meta["stochastic"] = "code: one draw of fpemu's stochastic rounding from seed; code_down/code_up: its two choices"
+        out["code_down"] = encode(x, f, rounding="down", overflow=overflow, nan=nan)
+        out["code_up"] = encode(x, f, rounding="up", overflow=overflow, nan=nan)
+    return out
+
+
+def _check_seed(seed: int) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding: str = "floor", seed: int = 0) -> dict[str, Any]:
+    """MX / NVFP4 vectors: ``n`` blocks (one a row) of float32 inputs with the expected scale
+    code per block, element codes and dequantized values; NVFP4 treats the whole array as one
+    tensor (its per-tensor scale goes into the metadata).
+
+    ``kind``: ``random`` (values over several binades, one block in eight all zero, a few
+    with a value near a power of two) or ``edge`` (the SPEC section 3/4 example blocks and
+    blocks around every power-of-two amax of the element format).
+
+    >>> v = block_vectors("mxfp4", n=4)
+    >>> v["input_bits"].shape, v["scale"].shape, v["code"].shape
+    ((4, 32), (4,), (4, 32))
+    """
+    from .. import mx
+
+    bf = mx.get_block_format(fmt)
+    k = bf.block_size
+    if kind not in ("random", "edge"):
+        raise ValueError(f"block vectors come in kinds 'random' and 'edge', got {kind!r}")
+    _check_seed(seed)
+    if kind == "random":
+        n = _positive_count("n", n, MAX_VALUES, per=k, what="block elements per file")
+    rng = np.random.default_rng(seed)
+    if kind == "random":
+        x = rng.standard_normal((n, k)) * np.exp2(rng.integers(-20, 20, size=(n, 1)))
+        x[:: 8] = 0.0
+        x[3::8, 0] = np.exp2(rng.integers(-10, 10, size=x[3::8].shape[0])) * (1 - 2.0**-24)
+    elif kind == "edge":
+        rows = [[500.0, -3.0, 0.1, 0.001, 1.0], [7.0, 3.0, 1.0, 0.4, -0.24, 0.26, 5.0], [150.0, 1.0], [0.0],
+                [100.0, -37.0, 5.0], [0.001, -0.0004]]  # fmt: skip
+        top = bf.max_value
+        for e in range(-8, 9):
+            for m in (1.0, 1.5, 1 - 2.0**-24):
+                rows.append([top * m * 2.0**e, -top * 2.0**e / 3, top * 2.0**e / 1000])
+        x = np.zeros((len(rows), k))
+        for i, r in enumerate(rows):
+            x[i, : len(r)] = r
+    x = x.astype(np.float32)
+    sr = scale_rounding if not bf.is_nvfp4 else "floor"
+    q = mx.quantize(x, bf, axis=-1, scale_rounding=sr)
+    meta = dict(type="block", format=bf.name, kind=kind, scale_rounding=None if bf.is_nvfp4 else sr, seed=seed,
+                n=int(x.shape[0]), fpemu=_version(),
+                global_scale=None if q.global_scale is None else float(q.global_scale))  # fmt: skip
+    return {
+        "meta": meta,
+        "input_bits": x.view(np.uint32),
+        "scale": q.scales.reshape(-1),
+        "code": q.codes,
+        "value": q.dequantize(np.float32),
+    }
+
+
+def dot_vectors(inputs: str, accumulator: "str | Accumulator", k: int | None = None, n: int = 1000, *, out: str = "fp32",
+                seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Dot products ``d = a . b + c`` of a named accumulator, in the hwdata layout (fp32 bit
+    patterns ``a``, ``b`` (n, K), ``c`` (n,), ``d_fp32`` or ``d_fp16`` (n,)).
+
+    K defaults to two blocks of the model (so the recursive accumulation is covered); inputs
+    spread over about 2**-8..2**8, random signs; c random (fp16-rounded for fp16 output).
+
+    >>> v = dot_vectors("fp16", "v100", n=3)
+    >>> v["a"].shape, v["meta"]["accumulator"], v["meta"]["model"]["frac_bits"]
+    ((3, 8), 'v100/fp16', 23)
+    """
+    from ..accumulator import dot, get_accumulator
+    from ..codec import quantize
+
+    if out not in ("fp32", "fp16"):
+        raise ValueError(f"dot vectors have fp32 or fp16 results (the hwdata columns d_fp32, d_fp16), got out={out!r}")
+    _check_seed(seed)
+    acc = get_accumulator(accumulator, inputs)
+    K = _positive_count("k", k, MAX_K, what="products per row") if k is not None else 2 * min(acc.block or 16, 1024)
+    n = _positive_count("n", n, MAX_VALUES, per=K, what="products per file")
+    a, bt = matmul_inputs(inputs, n, K, n, seed)
+    b = bt.T.copy()
+    rng = np.random.default_rng(seed + 1)
+    c = quantize(rng.standard_normal(n) * np.exp2(rng.integers(-6, 6, size=n)), "fp16" if out == "fp16" else "fp32")
+    c[::5] = 0.0
+    d = dot(a, b, c, inputs=inputs, accumulator=acc, out=out)
+    as_bits = lambda v: np.asarray(v, dtype=np.float32).view(np.uint32)  # noqa: E731
+    # The model's parameters go into the file too, so a file made with a custom Accumulator
+    # (or with a preset that later changes) can still be re-checked.
+    meta = dict(type="dot", inputs=get_format(inputs).name, accumulator=acc.name, model=dataclasses.asdict(acc),
+                out=out, k=K, seed=seed, n=n, fpemu=_version())  # fmt: skip
+    return {"meta": meta, "a": as_bits(a), "b": as_bits(b), "c": as_bits(c), f"d_{out}": as_bits(d)}
