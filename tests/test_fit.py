@@ -1,5 +1,5 @@
-"""fit on the hardware dumps, the batched kernel against fpemu.accumulator.dot, and probe with
-fake devices."""
+"""fit on the hardware dumps, and the batched kernel against fpemu.accumulator.dot (probe with fake
+devices: tests/test_probe.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator, get_accumulator
+from fpemu.accumulator import Accumulator
 from fpemu.fit import (
     Dump,
     DumpError,
@@ -18,11 +18,9 @@ from fpemu.fit import (
     _model_matches,
     _used_fraction_bits,
     candidate_models,
-    fake_device,
     fit,
     infer_inputs,
     load_dump,
-    probe,
     report,
 )
 from fpemu.vectors import dot_vectors, write_vectors
@@ -139,52 +137,6 @@ def test_fit_cli_exit_codes(capsys):
     assert err == f"fpemu: error: {HWDATA / 'h100_e5m2.npz'}: no model in the search space reproduces every row of d_fp16\n"
 
 
-# ---- probe -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "gpu,inputs",
-    [("v100", "fp16"), ("a100", "fp16"), ("a100", "bf16"), ("a100", "tf32"), ("ada", "e4m3"),
-     ("h100", "fp16"), ("h100", "tf32"), ("h100", "e4m3"), ("h100", "e5m2")],
-)  # fmt: skip
-def test_probe_infers_fake_gpus(gpu, inputs):
-    found = probe(fake_device(gpu), inputs)
-    want = get_accumulator(gpu, inputs)
-    m = found.model
-    assert (m.block, m.frac_bits, m.out_frac_bits) == (want.block, want.frac_bits, want.out_frac_bits)
-    assert m.out_rounding == want.out_rounding
-    assert found.subnormal_inputs and found.distance == 0 and gpu in found.nearest
-    assert found.extra_alignment_bits == want.frac_bits - want.out_frac_bits
-
-
-def test_probe_infers_rounding_flushing_and_a_model_no_preset_has():
-    model = Accumulator("odd", "block", block=4, frac_bits=26, out_rounding="rne", flush_subnormals=True)
-    found = probe(fake_device(model), "bf16")
-    m = found.model
-    assert (m.block, m.frac_bits, m.out_rounding, m.out_frac_bits) == (4, 26, "rne", 23)
-    assert not found.subnormal_inputs
-    assert found.distance > 0 and not found.notes
-
-
-def test_probe_warns_below_four_products_per_block():
-    found = probe(fake_device(Accumulator("two", "block", block=2, frac_bits=24)), "fp16")
-    assert found.model.block == 2
-    assert any("fewer than 4 products" in n for n in found.notes)
-
-
-def test_probe_reports_the_limit_of_narrow_inputs():
-    found = probe(fake_device("b200"), "e4m3")  # preset: F = 48, beyond what E4M3 products span
-    assert found.model.frac_bits == 34 and found.model.out_rounding == "rne"
-    assert any("F >= 34" in n for n in found.notes)
-
-
-def test_probe_cli_without_cuda(capsys):
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    assert cli.main(["probe", "--device", "cuda"]) == 1
-    out, err = capsys.readouterr()
-    assert out == "" and err.startswith("fpemu: error: no CUDA device is available here") and err.count("\n") == 1
-
-
 def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
     # With F = 48, 31 ones + (1 + 2^-19) + 2^-48 sum to 2^53 + 2^29 + 1 units of 2^-48: the
     # exact value lies just above the fp32 tie 32 + 2^-19, so RNE gives 32 + 2^-18. A plain
@@ -200,21 +152,3 @@ def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
     dump = Dump("wide_fp32", "fp32", a, b, c, d)
     assert _model_matches(dump, c, "fp32", model, slice(None)).all()  # fpemu.accumulator agrees
     assert _batch_matches(dump, c, "fp32", [model], slice(None)).all()
-
-
-def test_probe_through_the_torch_matmul_path_with_a_fake_gpu(monkeypatch, capsys):
-    """The GPU path of `fpemu probe` (one R x K by K x R matmul per question, its diagonal read
-    back) with torch's CUDA calls replaced by fpemu's H100 model."""
-    torch = pytest.importorskip("torch")
-    from fpemu import backends
-    from fpemu.accumulator import gemm
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake H100")
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    monkeypatch.setattr(backends, "_torch_matmul", lambda device: lambda A, B, i: gemm(A, B, inputs=i, accumulator="h100"))
-    assert cli.main(["probe", "--device", "cuda", "--inputs", "fp16,e4m3"]) == 0
-    text = capsys.readouterr().out
-    assert "probing Fake H100 (sm_90)" in text
-    assert "fp16: products per block 16, F = 25" in text and "e4m3: products per block 32, F = 13" in text
-    assert text.count("(identical parameters)") == 2

@@ -10,7 +10,7 @@ import pytest
 
 from fpemu import cli
 from fpemu.accumulator import Accumulator, dot
-from fpemu.fit import Dump, DumpError, fit, load_dump, probe, report
+from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.vectors import dot_vectors, write_vectors
 
 HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
@@ -201,17 +201,3 @@ def test_batched_search_memory_does_not_grow_with_the_models(monkeypatch):
     result = fit(dump, screen=(64, 128))
     assert "h100" in result.presets
     assert max(sizes) <= max(1 << 15, 200 * 32)  # one model's rows at most, whatever the search size
-
-
-# ---- probe with a broken device ---------------------------------------------------------------
-def test_probe_refuses_a_device_that_drops_results():
-    def broken(a, b, inputs):
-        return np.zeros(max(0, a.shape[0] - 1))
-
-    with pytest.raises(RuntimeError, match=r"the device returned \d+ results for \d+ experiments"):
-        probe(broken, "fp16")
-
-
-def test_probe_survives_a_device_that_answers_nan():
-    found = probe(lambda a, b, inputs: np.full(a.shape[0], np.nan), "bf16")
-    assert found.model.kind == "block"  # nonsense in, a (flagged) model out: no crash, no warning
