@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fpemu import cli, encode
+from fpemu import cli
 from fpemu.vectors import (
     block_vectors,
     cast_vectors,
     dot_vectors,
-    exhaustive_inputs,
     read_vectors,
     verify_vectors,
     write_vectors,
