@@ -13,6 +13,7 @@ from ..formats import get_format
 from .dumps import Dump
 
 
+# fpemu.accumulator.dot takes one Accumulator per call; the search tries thousands. This kernel
 # computes the same block model (tests check it against dot on the dumps) for many parameter
 # sets at once: the experiment rows are repeated once per (F, zero-c exponent, output
 # rounding, output bits) set and those parameters become per-row arrays.

@@ -16,6 +16,7 @@ from .dumps import Dump, _check_inputs
 from .kernel import _batch_matches, _model_matches
 
 
+# Ways the terms of a block are grouped and cut: NVIDIA (all terms with c, truncated), the same
 # with floor, CDNA3 (products first, then c; optionally even/odd lanes apart).
 _GROUPINGS = {
     "nvidia": dict(term_rounding="rz", late_c=False, even_odd=False),
