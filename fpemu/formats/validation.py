@@ -1,0 +1,84 @@
+"""Why a ``Format(...)`` makes no sense: each check returns the problems it finds, in words,
+and :class:`~fpemu.formats.Format` refuses itself with all of them.
+
+>>> from fpemu.formats import Format
+>>> Format("bad", 4, 3, 7.5)
+Traceback (most recent call last):
+...
+ValueError: invalid format 'bad': bias must be an integer, got 7.5
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .definition import Format
+
+_INF_ENCODINGS = ("none", "ieee", "top")
+_NAN_ENCODINGS = ("none", "ieee", "top", "neg_zero")
+
+
+def _type_problems(fmt: Format) -> list[str]:
+    """Fields of the wrong type (checked first: the other checks compute with them)."""
+    problems = []
+    if not isinstance(fmt.name, str) or not fmt.name:
+        problems.append(f"name must be a non-empty string, got {fmt.name!r}")
+    for field in ("exponent_bits", "mantissa_bits", "bias"):
+        value = getattr(fmt, field)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            problems.append(f"{field} must be an integer, got {value!r}")
+        else:
+            object.__setattr__(fmt, field, int(value))  # numpy integers: hash and compare as int
+    for field in ("signed", "subnormals"):
+        if not isinstance(getattr(fmt, field), (bool, np.bool_)):
+            problems.append(f"{field} must be True or False, got {getattr(fmt, field)!r}")
+    if fmt.inf not in _INF_ENCODINGS:
+        problems.append(f"inf must be one of {_INF_ENCODINGS}, got {fmt.inf!r}")
+    if fmt.nan not in _NAN_ENCODINGS:
+        problems.append(f"nan must be one of {_NAN_ENCODINGS}, got {fmt.nan!r}")
+    if fmt.container_bits is not None and fmt.container_bits not in (8, 16, 32):
+        problems.append(f"container_bits must be 8, 16 or 32, got {fmt.container_bits!r}")
+    return problems
+
+
+def _layout_problems(fmt: Format) -> list[str]:
+    """Field widths and special-code placements that cannot work together."""
+    problems = []
+    if fmt.exponent_bits < 1:
+        problems.append("exponent_bits must be >= 1")
+    if fmt.mantissa_bits < 0:
+        problems.append("mantissa_bits must be >= 0")
+    if fmt.bits > 32:
+        problems.append(f"at most 32 bits are supported, got {fmt.bits}")
+    if (fmt.inf == "ieee") != (fmt.nan == "ieee"):
+        problems.append("IEEE-style Inf and NaN come together (inf='ieee', nan='ieee')")
+    if fmt.nan == "ieee" and fmt.mantissa_bits == 0:
+        problems.append("IEEE-style NaNs need at least one mantissa bit")
+    if fmt.inf == "top" and fmt.nan == "top":
+        problems.append("Inf and NaN cannot both be the top code")
+    if fmt.nan == "neg_zero" and not fmt.signed:
+        problems.append("an unsigned format has no -0 code to use as NaN")
+    if fmt.nan == "neg_zero" and not fmt.subnormals:
+        problems.append("nan='neg_zero' needs a zero (subnormals=True): without it the code "
+                        "of -0 is the negative smallest value")
+    if fmt.container_bits is not None and fmt.container_bits < fmt.bits:
+        problems.append(f"container_bits ({fmt.container_bits}) is narrower than the format ({fmt.bits} bits)")
+    return problems
+
+
+def _range_problems(fmt: Format) -> list[str]:
+    """Formats with no finite value to round to, or values float64 cannot hold exactly."""
+    if fmt.subnormals and fmt.max_code < 1:
+        return ["it has no positive finite value (every code is zero, Inf or NaN)"]
+    # Every value must be a float64 (decode is exact, encode rounds float64 input once).
+    top_exponent = (fmt.max_code >> fmt.mantissa_bits) - fmt.bias
+    low_exponent = fmt.emin - fmt.mantissa_bits
+    problems = []
+    if top_exponent > 1023:
+        problems.append(f"its largest value (about 2^{top_exponent}) is beyond float64; use a larger bias")
+    if low_exponent < -1074:
+        problems.append(f"its smallest value (2^{low_exponent}) is below float64's 2^-1074; use a smaller bias")
+    return problems
