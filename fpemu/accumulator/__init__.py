@@ -42,8 +42,8 @@ from .matmul import dot, gemm
 from .model import Accumulator
 
 # Still reachable as fpemu.accumulator.<name>, as in the single module this package replaces:
-# public names outside __all__, and the private helpers that other fpemu modules (mx:
-# _round_to_odd_sum; fit: _exponent, _pow2) and the tests import from here.
+# public names outside __all__, and the private helpers that other fpemu modules (fit:
+# _exponent, _pow2) and the tests import from here (_round_to_odd_sum now lives in codec.odd).
 from .cli import cmd_gemm_error  # noqa: F401
 from .error import GEMM_ERROR_LIMITS, _check_gemm_error_sizes, _normwise  # noqa: F401
 from .kernels.rounding import _exponent, _pow2, _round, _round_to_odd_sum, _target  # noqa: F401

@@ -25,7 +25,7 @@ import numpy as np  # noqa: F401  (the examples above)
 from .decoder import decode
 from .encoder import encode
 from .explainer import explain
-from .inputs import integers_to_float64
+from .odd import integers_to_float64
 from .options import OVERFLOW_MODES, ROUNDING_MODES
 from .quantizer import quantize
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, get_format
-from .inputs import _CHUNK, _as_real_array, _chunks, integers_to_float64
+from .inputs import _CHUNK, _as_real_array, _chunks
+from .odd import _float64_to_float32_odd, integers_to_float64
 from .kernel import _check_codes_exist, _encode_generic, _is_fp32_prefix, _raise_nan
 from .options import _Options, _options
 
@@ -73,22 +74,6 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
         idx[:n] |= sticky[:n]
         table.take(idx[:n], out=out[part])
     return out
-
-
-def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
-    """float64 -> float32 rounded to odd (inexact results get their last bit set)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf; NaN payloads
-        f = x.astype(np.float32)
-    bits = f.view(np.uint32)
-    with np.errstate(invalid="ignore"):
-        inexact = f.astype(np.float64) != x
-    inexact &= ~np.isnan(x)
-    if inexact.any():
-        # Step back toward zero where RNE went away from zero, then set the last bit.
-        away = np.abs(f.astype(np.float64)) > np.abs(x)
-        bits[inexact & away] -= np.uint32(1)
-        bits[inexact] |= np.uint32(1)
-    return f
 
 
 def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accumulator import _round_to_odd_sum
+from ..codec.odd import _round_to_odd_sum
 from ..codec import decode
 from .array import BlockArray
 from .elements import _element_table, _int_table

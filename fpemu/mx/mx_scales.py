@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accumulator import _round_to_odd_sum
+from ..codec.odd import _round_to_odd_sum
 from .formats import BlockFormat
 
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).

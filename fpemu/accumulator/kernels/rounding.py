@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...codec import quantize
+from ...codec.odd import _round_to_odd_sum
 from ...formats import Format, get_format
 
 # A zero or non-finite input gets this exponent so that its (zero) product never sets E.
@@ -64,23 +65,6 @@ def _round(v: np.ndarray, t: _Target) -> np.ndarray:
     if t.flush:
         r = np.where(np.abs(r) < np.ldexp(1.0, t.emin), np.copysign(0.0, v), r)
     return np.where(np.isfinite(v), r, v)
-
-
-def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x + y rounded to odd at float64 precision (53 bits), from an error-free two-sum.
-
-    Round-to-odd keeps a sticky bit in the last place, so a later rounding to at most 51 bits
-    equals the correct rounding of the exact sum.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
-        s = x + y
-        yy = s - x
-        err = (x - (s - yy)) + (y - yy)
-    bits = s.view(np.int64)
-    inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
-    # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
-    step = np.where((err > 0) == (s > 0), 1, -1)
-    return np.where(inexact, (bits + step).view(np.float64), s)
 
 
 def _add(x: np.ndarray, y: np.ndarray, t: _Target) -> np.ndarray:
