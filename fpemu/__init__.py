@@ -31,4 +31,4 @@ __all__ = [
 from .accumulator import Accumulator, get_accumulator, dot, gemm  # noqa: E402
 from . import mx  # noqa: E402  (block formats; imports the codec above)
 from . import train  # noqa: E402  (mixed-precision training demo)
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402, F401  (fpemu.__version__)

@@ -21,6 +21,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from . import codec
+from .errors import RunError
 
 
 # ---- core commands (issue 2) ----------------------------------------------------------------
@@ -76,10 +77,6 @@ def _fraction_to_float(num: str, den: str) -> float:
 
 
 # ---- errors and the parser ---------------------------------------------------------------------
-class RunError(Exception):
-    """A command that cannot finish for a reason the user can act on (exit status 1)."""
-
-
 # A token that starts like a negative number ("-3e-5", "-.5", "-inf", "-nan", "-0x1p3", "-1/3",
 # "-3,1") is a value: no option of fpemu starts with a digit, a dot, "inf" or "nan".
 _NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)

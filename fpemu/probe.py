@@ -260,7 +260,7 @@ def _probe_inputs(text: str) -> list[str]:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from .cli import RunError
+    from .errors import RunError
 
     if args.device != "cuda":
         raise ValueError(f"only --device cuda is supported, got {args.device!r}")

@@ -15,7 +15,7 @@ from .table import format_table, summary
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     """Print the cross-check table (and write it as JSON with --json)."""
-    from ..vectors import atomic_output, check_output_path
+    from ..outputs import atomic_output, check_output_path
 
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()] if args.formats is not None else None

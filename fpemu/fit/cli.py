@@ -13,7 +13,7 @@ from .search import fit
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit every output column (or --out's) and print what reproduces it; a column no model
     reproduces makes the run fail (exit status 1) after the report."""
-    from ..cli import RunError
+    from ..errors import RunError
 
     if args.inputs is not None:
         get_format(args.inputs)  # an unknown name is a usage error, before the file is read

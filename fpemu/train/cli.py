@@ -71,7 +71,7 @@ def _cli_setups(args: argparse.Namespace) -> list[_RunSetup]:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail now, naming the path, if --json or --plot could not be written after training."""
-    from ..cli import RunError
+    from ..errors import RunError
 
     if args.plot:
         try:

@@ -30,7 +30,8 @@ vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 
 from .cli import register_cli
 from .exhaustive import exhaustive_inputs
-from .files import atomic_output, check_output_path, read_vectors, verify_vectors, write_vectors
+from ..outputs import atomic_output, check_output_path
+from .files import read_vectors, verify_vectors, write_vectors
 from .make import block_vectors, cast_vectors, dot_vectors
 
 # Still reachable as fpemu.vectors.<name>, as in the single module this package replaces.

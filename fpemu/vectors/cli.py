@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .files import _ext, _read, _verify, _write, atomic_output, check_output_path
+from ..outputs import atomic_output, check_output_path
+from .files import _ext, _read, _verify, _write
 from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
 
 
@@ -56,7 +57,7 @@ def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_vectors(args: argparse.Namespace) -> int:
     """Make the vectors, write them next to the output, read that back and re-check it, and
     only then move it onto the output path."""
-    from ..cli import RunError
+    from ..errors import RunError
 
     check_output_path(args.out)  # before the work, which can take seconds
     ext = _ext(args.out)

@@ -11,6 +11,7 @@ import numpy as np
 from ..cases import edge_cases, matmul_inputs, random_cases
 from ..codec import decode, encode
 from ..formats import get_format
+from ..version import __version__
 from .exhaustive import exhaustive_inputs
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ MAX_K = 1 << 16
 
 
 def _version() -> str:
-    from .. import __version__
-
     return __version__
 
 
