@@ -1,27 +1,27 @@
-"""``fpemu gemm-error`` (fpemu/accumulator/cli.py)."""
+"""``fpemu gemm-error`` (fpemu/accumulator/cli.py), through the real entry point: results, and
+bad arguments as one ``fpemu: error:`` line with status 2."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
+
+from fpemu.cli import main
 
 
 def _cli(argv: list[str]) -> int:
-    """Run ``fpemu <argv>`` through this module's own registration (independent of the other
-    feature modules the real CLI also imports), with the CLI's error handling."""
-    import argparse
+    return main(argv)
 
-    from fpemu.accumulator import register_cli
 
-    parser = argparse.ArgumentParser(prog="fpemu")
-    register_cli(parser.add_subparsers())
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, TypeError) as exc:
-        print(f"fpemu: error: {exc}", file=sys.stderr)
-        return 2
+def fails(argv: list[str], status: int, capsys, *, says: str = "") -> str:
+    """Run ``fpemu <argv>``; check the status and the one error line; return that line."""
+    assert main(argv) == status
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err  # also: no warning and no traceback
+    line = lines[0]
+    assert line.startswith("fpemu: error:") and "Traceback" not in line and "internal error" not in line
+    assert says in line, line
+    return line
 
 
 def test_cli_gemm_error(capsys):
@@ -39,11 +39,39 @@ def test_cli_gemm_error_bad_input(capsys):
 
 
 def test_cli_registers_gemm_error():
-    """The real entry point lists the command (skipped while another feature module is broken)."""
     from fpemu import cli
 
-    try:
-        parser = (cli._register_feature_commands(), cli.build_parser())[1]
-    except ImportError as exc:
-        pytest.skip(f"another feature module does not import yet: {exc}")
-    assert "gemm-error" in parser.format_help()
+    cli._register_feature_commands()
+    assert "gemm-error" in cli.build_parser().format_help()
+
+
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["--k", "-5"], "k must be a positive integer, got -5"),
+        (["--k", "0"], "k must be a positive integer, got 0"),
+        (["--k", "1000000000000"], "A (m x k) would hold 64000000000000 values; the limit is 67108864"),
+        (["--k", "1048576", "--m", "128", "--n", "128"], "A (m x k)"),
+        (["--k", "262144", "--m", "256", "--n", "256"], "products is too many to emulate"),
+        (["--m", "0"], "m must be a positive integer"),
+        (["--n", "-1"], "n must be a positive integer"),
+        (["--k", "1.5"], "invalid int value"),
+        (["--seed", "-1"], "seed must be a non-negative integer"),
+        (["--promote", "0"], "promote must be a positive integer"),
+        (["--promote", "-128"], "promote must be a positive integer"),
+        (["--accumulator", "nope"], "unknown accumulator 'nope'"),
+        (["--accumulator", "v100"], "v100 (volta) has no e4m3 inputs"),
+        (["--inputs", "e9m9"], "unknown format 'e9m9'"),
+        (["--inputs", "e4m3,e5m2,fp16"], "inputs must be a format name or a pair"),
+        (["--inputs", "fp16,bf16"], "does not multiply fp16 by bf16"),
+        (["--distribution", "cauchy"], "invalid choice: 'cauchy'"),
+    ],
+)
+def test_gemm_error_bad_arguments(argv, says, capsys):
+    fails(["gemm-error", *argv], 2, capsys, says=says)
+
+
+def test_gemm_error_small_run_is_clean(capsys):
+    assert main(["gemm-error", "--k", "64", "--m", "2", "--n", "2", "--promote", "16"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "promoted to fp32 every 16" in captured.out

@@ -1,4 +1,4 @@
-"""``fpemu train`` and ``fpemu gemm-error`` with bad arguments and bad output paths, through the
+"""``fpemu train`` with bad arguments and bad output paths, through the
 real entry point ``fpemu.cli.main``: the right exit status (2: a bad argument value, 1: a run
 that cannot finish, such as an unwritable file), exactly one ``fpemu: error:`` line naming the
 file where there is one, no traceback, no warning, and nothing trained or written first."""
@@ -160,36 +160,3 @@ def test_plot_directory_not_writable(tmp_path, capsys):
 def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     fails(["train", "--plot", str(tmp_path / "img")], 1, capsys, says="--plot needs matplotlib")
-
-
-# ---- gemm-error ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "argv,says",
-    [
-        (["--k", "-5"], "k must be a positive integer, got -5"),
-        (["--k", "0"], "k must be a positive integer, got 0"),
-        (["--k", "1000000000000"], "A (m x k) would hold 64000000000000 values; the limit is 67108864"),
-        (["--k", "1048576", "--m", "128", "--n", "128"], "A (m x k)"),
-        (["--k", "262144", "--m", "256", "--n", "256"], "products is too many to emulate"),
-        (["--m", "0"], "m must be a positive integer"),
-        (["--n", "-1"], "n must be a positive integer"),
-        (["--k", "1.5"], "invalid int value"),
-        (["--seed", "-1"], "seed must be a non-negative integer"),
-        (["--promote", "0"], "promote must be a positive integer"),
-        (["--promote", "-128"], "promote must be a positive integer"),
-        (["--accumulator", "nope"], "unknown accumulator 'nope'"),
-        (["--accumulator", "v100"], "v100 (volta) has no e4m3 inputs"),
-        (["--inputs", "e9m9"], "unknown format 'e9m9'"),
-        (["--inputs", "e4m3,e5m2,fp16"], "inputs must be a format name or a pair"),
-        (["--inputs", "fp16,bf16"], "does not multiply fp16 by bf16"),
-        (["--distribution", "cauchy"], "invalid choice: 'cauchy'"),
-    ],
-)
-def test_gemm_error_bad_arguments(argv, says, capsys):
-    fails(["gemm-error", *argv], 2, capsys, says=says)
-
-
-def test_gemm_error_small_run_is_clean(capsys):
-    assert main(["gemm-error", "--k", "64", "--m", "2", "--n", "2", "--promote", "16"]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == "" and "promoted to fp32 every 16" in captured.out
