@@ -7,21 +7,11 @@ import pytest
 
 from fpemu.cli import main
 
+from cli_helpers import fails
+
 
 def _cli(argv: list[str]) -> int:
     return main(argv)
-
-
-def fails(argv: list[str], status: int, capsys, *, says: str = "") -> str:
-    """Run ``fpemu <argv>``; check the status and the one error line; return that line."""
-    assert main(argv) == status
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err  # also: no warning and no traceback
-    line = lines[0]
-    assert line.startswith("fpemu: error:") and "Traceback" not in line and "internal error" not in line
-    assert says in line, line
-    return line
 
 
 def test_cli_gemm_error(capsys):

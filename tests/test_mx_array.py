@@ -8,7 +8,7 @@ import pytest
 
 from fpemu import mx
 
-f32 = np.float32
+from mx_helpers import f32
 
 
 def test_blockarray_from_parts_is_checked():

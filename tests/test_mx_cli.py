@@ -11,7 +11,7 @@ import pytest
 from fpemu import mx
 from fpemu.cli import main
 
-NV_X = np.array([100, -37, 5] + [0] * 13 + [0.001, -0.0004] + [0] * 14, np.float32)
+from mx_helpers import NV_X
 
 
 def run_cli(argv: list[str]) -> int:

@@ -13,31 +13,9 @@ from hypothesis import strategies as st
 
 from fpemu import mx
 
+from mx_helpers import MX_FORMATS, block_of, e2m1, e4m3, element_value, f32, round24
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
-
-
-ML_ELEMENT = {
-    "mxfp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "mxfp8_e5m2": ml_dtypes.float8_e5m2,
-    "mxfp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "mxfp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "mxfp4": ml_dtypes.float4_e2m1fn,
-}
-MX_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8"]
-f32 = np.float32
-
-
-def block_of(values, n=32, dtype=np.float32):
-    x = np.zeros(n, dtype=dtype)
-    x[: len(values)] = values
-    return x
-
-
-def element_value(code: int, fmt: str) -> float:
-    fmt = "mxfp4" if fmt == "nvfp4" else fmt
-    if fmt == "mxint8":
-        return (code - 256 if code > 127 else code) / 64
-    return float(np.array([code], np.uint8).view(ML_ELEMENT[fmt])[0])
 
 
 def fraction_to_f32(fr: Fraction) -> np.float32:
@@ -54,27 +32,6 @@ def fraction_to_f32(fr: Fraction) -> np.float32:
     if r * Fraction(2) ** q >= Fraction(2) ** 128:
         return np.float32(sign * np.inf)
     return np.float32(sign * math.ldexp(r, q))
-
-
-def e2m1(codes) -> np.ndarray:
-    return np.asarray(codes, np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
-
-
-def e4m3(codes) -> np.ndarray:
-    return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
-
-
-def round24(fr: Fraction) -> Fraction:
-    """fr rounded to 24 significant bits, ties to even, with no exponent limits: float32
-    arithmetic as it would be without overflow or subnormals."""
-    if fr == 0:
-        return fr
-    e = fr.numerator.bit_length() - fr.denominator.bit_length()
-    e -= Fraction(2) ** e > abs(fr)
-    q = Fraction(2) ** (e - 23)
-    n, r = divmod(fr / q, 1)
-    n += r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2)
-    return n * q
 
 
 # ---- dot / matmul -------------------------------------------------------------------------------

@@ -24,14 +24,11 @@ import fpemu
 from fpemu import mx
 from fpemu.codec import ROUNDING_MODES
 
-MX_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8"]
+from mx_helpers import EMAX, MAXV, MBITS, MX_FORMATS
+
 ROUNDINGS = sorted(set(ROUNDING_MODES.values()))
 COMBOS = [(f, r, s) for f in MX_FORMATS for r in ROUNDINGS for s in mx.SCALE_ROUNDINGS
           if f != "mxint8" or r == "nearest_even"]  # MXINT8 rounds to nearest even only
-EMAX = {"mxfp8_e4m3": 8, "mxfp8_e5m2": 15, "mxfp6_e3m2": 4, "mxfp6_e2m3": 2, "mxfp4": 2, "mxint8": 0}
-MAXV = {"mxfp8_e4m3": 448.0, "mxfp8_e5m2": 57344.0, "mxfp6_e3m2": 28.0, "mxfp6_e2m3": 7.5,
-        "mxfp4": 6.0, "mxint8": 127 / 64}  # fmt: skip
-MBITS = {"mxfp8_e4m3": 3, "mxfp8_e5m2": 2, "mxfp6_e3m2": 2, "mxfp6_e2m3": 3, "mxfp4": 1, "mxint8": 6}
 ELEMENT = {"mxfp8_e4m3": "e4m3", "mxfp8_e5m2": "e5m2", "mxfp6_e3m2": "e3m2", "mxfp6_e2m3": "e2m3",
            "mxfp4": "e2m1"}  # fmt: skip
 

@@ -8,17 +8,9 @@ import pytest
 
 from fpemu import mx
 
+from mx_helpers import ALL_FORMATS, block_of
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
-
-
-MX_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8"]
-ALL_FORMATS = MX_FORMATS + ["nvfp4"]
-
-
-def block_of(values, n=32, dtype=np.float32):
-    x = np.zeros(n, dtype=dtype)
-    x[: len(values)] = values
-    return x
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

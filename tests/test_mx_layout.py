@@ -11,8 +11,7 @@ import pytest
 
 from fpemu import mx
 
-MX_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8"]
-ALL_FORMATS = MX_FORMATS + ["nvfp4"]
+from mx_helpers import ALL_FORMATS
 
 
 @pytest.mark.parametrize("shape, axis", [((70,), 0), ((3, 40), 0), ((3, 40), 1), ((2, 5, 33), 1),

@@ -18,35 +18,12 @@ from hypothesis.extra import numpy as hnp
 
 from fpemu import mx
 
+from mx_helpers import NV_X, e2m1, e4m3, f32, round24
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
-f32 = np.float32
-
-
-def e2m1(codes) -> np.ndarray:
-    return np.asarray(codes, np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
-
-
-def e4m3(codes) -> np.ndarray:
-    return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
-
-
-def round24(fr: Fraction) -> Fraction:
-    """fr rounded to 24 significant bits, ties to even, with no exponent limits: float32
-    arithmetic as it would be without overflow or subnormals."""
-    if fr == 0:
-        return fr
-    e = fr.numerator.bit_length() - fr.denominator.bit_length()
-    e -= Fraction(2) ** e > abs(fr)
-    q = Fraction(2) ** (e - 23)
-    n, r = divmod(fr / q, 1)
-    n += r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2)
-    return n * q
-
-
 # ---- SPEC section 4 vectors (NVFP4) ---------------------------------------------------------------
-NV_X = np.array([100, -37, 5] + [0] * 13 + [0.001, -0.0004] + [0] * 14, np.float32)
 
 
 def test_spec_nvfp4_transformer_engine():

@@ -18,27 +18,9 @@ from hypothesis.extra import numpy as hnp
 
 from fpemu import mx
 
+from mx_helpers import EMAX, MAXV, MBITS, ML_ELEMENT, MX_FORMATS, block_of, element_value
+
 ml_dtypes = pytest.importorskip("ml_dtypes")
-
-
-ML_ELEMENT = {
-    "mxfp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "mxfp8_e5m2": ml_dtypes.float8_e5m2,
-    "mxfp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "mxfp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "mxfp4": ml_dtypes.float4_e2m1fn,
-}
-EMAX = {"mxfp8_e4m3": 8, "mxfp8_e5m2": 15, "mxfp6_e3m2": 4, "mxfp6_e2m3": 2, "mxfp4": 2, "mxint8": 0}
-MAXV = {"mxfp8_e4m3": 448.0, "mxfp8_e5m2": 57344.0, "mxfp6_e3m2": 28.0, "mxfp6_e2m3": 7.5,
-        "mxfp4": 6.0, "mxint8": 127 / 64}  # fmt: skip
-MBITS = {"mxfp8_e4m3": 3, "mxfp8_e5m2": 2, "mxfp6_e3m2": 2, "mxfp6_e2m3": 3, "mxfp4": 1, "mxint8": 6}
-MX_FORMATS = list(EMAX)
-
-
-def block_of(values, n=32, dtype=np.float32):
-    x = np.zeros(n, dtype=dtype)
-    x[: len(values)] = values
-    return x
 
 
 # ---- oracles ------------------------------------------------------------------------------------
@@ -83,13 +65,6 @@ def oracle_codes(block: np.ndarray, fmt: str, scale_code: int) -> list[int]:
         code = int(np.array([yf], dtype=np.float64).astype(ML_ELEMENT[fmt]).view(np.uint8)[0])
         out.append(code)
     return out
-
-
-def element_value(code: int, fmt: str) -> float:
-    fmt = "mxfp4" if fmt == "nvfp4" else fmt
-    if fmt == "mxint8":
-        return (code - 256 if code > 127 else code) / 64
-    return float(np.array([code], np.uint8).view(ML_ELEMENT[fmt])[0])
 
 
 # ---- SPEC section 3 vectors ------------------------------------------------------------------------

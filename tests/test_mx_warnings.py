@@ -10,8 +10,7 @@ import pytest
 
 from fpemu import mx
 
-MX_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8"]
-ALL_FORMATS = MX_FORMATS + ["nvfp4"]
+from mx_helpers import ALL_FORMATS
 
 
 # ---- item 7: no floating-point warning escapes -----------------------------------------------------

@@ -12,6 +12,8 @@ import pytest
 
 from fpemu.cli import main
 
+from cli_helpers import fails
+
 
 @pytest.fixture(autouse=True)
 def no_training(monkeypatch):
@@ -21,20 +23,6 @@ def no_training(monkeypatch):
         raise AssertionError("training started before the arguments and paths were checked")
 
     monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where _train looks it up
-
-
-def fails(argv: list[str], status: int, capsys, *, names: str | None = None, says: str = "") -> str:
-    """Run ``fpemu <argv>``; check the status and the one error line; return that line."""
-    assert main(argv) == status
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err  # also: no warning and no traceback
-    line = lines[0]
-    assert line.startswith("fpemu: error:") and "Traceback" not in line and "internal error" not in line
-    if names is not None:
-        assert names in line, line
-    assert says in line, line
-    return line
 
 
 # ---- train: bad values (usage errors, 2) --------------------------------------------------------
