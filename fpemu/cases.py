@@ -46,7 +46,7 @@ def _magnitude_codes(fmt: Format) -> np.ndarray:
         exps = np.arange(1 << fmt.exponent_bits, dtype=np.int64)
         codes = (exps[:, None] << m | fracs[None, :]).ravel()
         codes = np.unique(codes[codes <= fmt.max_code])
-    assert mag_bits < 63
+    assert mag_bits <= 63  # magnitude codes fit int64 (binary64: 63 bits)
     return codes
 
 
@@ -108,14 +108,17 @@ def edge_cases(fmt: str | Format, dtype: Any = np.float32) -> tuple[np.ndarray, 
     nxt = _code_values(np.minimum(codes + 1, fmt.max_code), fmt)
     # Above the largest finite value, the next "value" is where the exponent would step on.
     ulp_max = np.ldexp(1.0, fmt.emax - fmt.mantissa_bits)
-    nxt = np.where(codes == fmt.max_code, fmt.max + ulp_max, nxt)
-    ties = (vals + nxt) / 2
+    with np.errstate(over="ignore"):  # binary64: the step past its largest value is Inf
+        nxt = np.where(codes == fmt.max_code, fmt.max + ulp_max, nxt)
+        total = vals + nxt
+        ties = np.where(np.isfinite(total), total / 2, vals / 2 + nxt / 2)  # both exact here
     if fmt.subnormals:  # half-way between 0 and the smallest subnormal is in `ties` already
         lowest = [fmt.min_subnormal / 4, fmt.min_subnormal * 0.75]
     else:  # E8M0: no zero; values below the smallest value
         lowest = [fmt.min_normal / 2, fmt.min_normal * 0.75, fmt.min_normal * 0.5001]
     info = np.finfo(dtype)
-    top = [fmt.max, fmt.max + ulp_max / 2, fmt.max + ulp_max, 2 * fmt.max, float(info.max)]
+    with np.errstate(over="ignore"):  # binary64: the overflow tie and beyond are Inf
+        top = [fmt.max, fmt.max + ulp_max / 2, fmt.max + ulp_max, 2 * fmt.max, float(info.max)]
     ov_lo, ov_hi = _neighbours(np.array(top[:3]), dtype)
     parts = [
         (vals[vals != 0], "value"),
@@ -158,9 +161,9 @@ def random_cases(fmt: str | Format, dtype: Any = np.float32, n: int = 20000, see
     bits = rng.integers(0, np.iinfo(uint).max, size=n_bits, dtype=uint, endpoint=True).view(dtype)
     lo = np.log2(fmt.min_subnormal) - 2
     hi = np.log2(fmt.max) + 2
-    mags = np.exp2(rng.uniform(lo, hi, size=n - n_bits))
     signs = rng.choice([-1.0, 1.0], size=n - n_bits)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # past float64's range (binary64's top) is Inf
+        mags = np.exp2(rng.uniform(lo, hi, size=n - n_bits))
         values = (mags * signs).astype(dtype)
     x = np.concatenate([bits, values])
     tags = np.array(["random bits"] * n_bits + ["random value"] * (n - n_bits), dtype=object)

@@ -27,7 +27,8 @@ def _num(v: float) -> str:
 def _specials(fmt: Format) -> tuple[str, str]:
     shift = fmt.code_shift
     top = f"0x{fmt.top_code << shift:X}" + (f"/0x{(fmt.top_code | fmt.sign_mask) << shift:X}" if fmt.signed else "")
-    inf = {"none": "none", "ieee": "exp all ones, man 0", "top": top}[fmt.inf]
+    below = f"0x{(fmt.top_code - 1) << shift:X}"
+    inf = {"none": "none", "ieee": "exp all ones, man 0", "top": top, "below_nan": below}[fmt.inf]
     nan = {
         "none": "none",
         "ieee": "exp all ones, man != 0",
@@ -43,11 +44,13 @@ def format_table(markdown: bool = False) -> str:
     rows = []
     for fmt in FORMATS.values():
         inf, nan = _specials(fmt)
-        sub = _num(fmt.min_subnormal) if fmt.subnormals and fmt.mantissa_bits else "none"
+        sub = _num(fmt.min_subnormal) if fmt.subnormals and fmt.mantissa_bits and fmt.max_code else "none"
+        normal = _num(fmt.min_normal) if fmt.has_normals else "none"
         bits = f"{fmt.bits}" + (f" in {fmt.container_bits}" if fmt.container_bits else "")
         bits += "" if fmt.signed else " (unsigned)"
+        bits += " (two's compl.)" if fmt.twos_complement else ""
         rows.append([fmt.name, bits, f"{fmt.exponent_bits}/{fmt.mantissa_bits}", str(fmt.bias),
-                     _num(fmt.max), _num(fmt.min_normal), sub, _num(fmt.eps), inf, nan])
+                     _num(fmt.max), normal, sub, _num(fmt.eps), inf, nan])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -69,7 +72,7 @@ def code_table(fmt: str | Format) -> str:
     lines = [f"{fmt.name}: {1 << fmt.bits} codes", f"{'code':<{digits + 4}}{'bits':<{fmt.bits + 4}}{'value':>10}  class"]
     for code, value in zip(codes.tolist(), values.tolist()):
         mag = code & fmt.top_code
-        fields = ([str(code >> (E + M))] if fmt.signed else []) + [format(mag >> M, f"0{E}b")]
+        fields = ([str(code >> (E + M))] if fmt.signed else []) + ([format(mag >> M, f"0{E}b")] if E else [])
         fields += [format(mag & ((1 << M) - 1), f"0{M}b")] if M else []
         if np.isnan(value):
             cls = "nan"
@@ -77,6 +80,8 @@ def code_table(fmt: str | Format) -> str:
             cls = "inf"
         elif value == 0:
             cls = "zero"
+        elif not E:
+            cls = "fixed"  # no exponent field: every code is a multiple of one step
         elif fmt.subnormals and mag >> M == 0:
             cls = "subnormal"
         else:

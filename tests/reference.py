@@ -96,6 +96,13 @@ ROUNDING_ALIASES = {
     "rd": "rd",
     "odd": "odd",
     "rto": "odd",
+    "stochastic_a": "sra",
+    "sra": "sra",
+    "stochastic_b": "srb",
+    "srb": "srb",
+    "stochastic_c": "src",
+    "src": "src",
+    "ml_dtypes_e8m0": "ml_dtypes_e8m0",
 }
 
 
@@ -150,6 +157,9 @@ def ref_decode(code: int, fmt: Format) -> Value:
     shift = _container_shift(fmt)
     code = int(code) >> shift  # low container bits are ignored (TF32)
     width = fmt.exponent_bits + fmt.mantissa_bits
+    if fmt.twos_complement:  # the code is a signed integer of width + 1 bits
+        v = code - (1 << (width + 1)) if code >> width else code
+        return Value("finite", v < 0, magnitude_value(abs(v), fmt))
     negative = fmt.signed and bool((code >> width) & 1)
     k = code & ((1 << width) - 1)
     all_ones_exp = ((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits
@@ -160,6 +170,8 @@ def ref_decode(code: int, fmt: Format) -> Value:
     if fmt.nan == "top" and k == top:
         return Value("nan", negative)
     if fmt.inf == "top" and k == top:
+        return Value("inf", negative)
+    if fmt.inf == "below_nan" and k == top - 1:
         return Value("inf", negative)
     if fmt.inf == "ieee" and k >= all_ones_exp:
         return Value("inf", negative) if k == all_ones_exp else Value("nan", negative)
@@ -179,6 +191,9 @@ def representable_magnitudes(fmt: Format) -> list[Fraction]:
 # ---- encoding -----------------------------------------------------------------------------
 
 
+OVERFLOW_NAMES = {"sat_finite": "saturate", "sat_propagate": "saturate_propagate", "ovf_inf": "sat_none"}
+
+
 def resolve_overflow(fmt: Format, overflow: str | None) -> str:
     """The overflow behaviour in effect: the format's non-saturating default for None."""
     if overflow is None:
@@ -187,7 +202,8 @@ def resolve_overflow(fmt: Format, overflow: str | None) -> str:
         if fmt.nan != "none":
             return "nan"
         return "saturate"
-    if overflow not in ("saturate", "inf", "nan", "saturate_propagate"):
+    overflow = OVERFLOW_NAMES.get(overflow, overflow)
+    if overflow not in ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "unbounded"):
         raise ValueError(f"bad overflow {overflow!r}")
     if overflow == "inf" and fmt.inf == "none":
         raise ValueError(f"{fmt.name} has no Inf")
@@ -228,28 +244,40 @@ def ref_encode(
     overflow: str | None = None,
     nan: str | None = None,
     payload_of: np.floating | None = None,
+    sr_bits: int | None = None,
+    r: int | None = None,
 ) -> int:
     """Encode one real number exactly, returning the integer code in its container.
 
-    ``x`` is a Python float (any float64, including -0.0, +-inf and NaN), an int, or a
-    Fraction. Raises ValueError where the codec must (NaN into a format without NaN under
-    ``nan="raise"``, impossible overflow options). ``overflow="saturate_propagate"`` (P3109
-    SatPropagate) saturates finite overflow and keeps Inf input as Inf (NaN where the format
-    has no Inf). For formats with NaN, ``nan="positive"`` drops the sign of NaN results;
-    ``payload_of`` (the float32 or float64 NaN input as a numpy scalar) with
-    ``nan="payload"``/``"quiet_payload"`` keeps the top fraction bits of its pattern.
+    The order is IEEE P3109 v4.0's (section 4.7): round the magnitude on a grid unbounded
+    above, then apply the overflow rule, then encode. ``x`` is a Python float (any float64,
+    including -0.0, +-inf and NaN), an int, or a Fraction. Raises ValueError where the codec
+    must (a NaN result in a format without NaN under ``nan="raise"``, impossible options).
 
-    >>> from fpemu.formats import get_format
-    >>> e2m1 = get_format("e2m1")
-    >>> [ref_encode(v, e2m1) for v in (0.25, 0.26, 1.25, 5.0, 5.01, -100.0)]
-    [0, 1, 2, 6, 7, 15]
-    >>> hex(ref_encode(1e6, get_format("fp16"), rounding="rz"))
-    '0x7bff'
+    * Overflow rules: ``saturate`` (SatFinite) and ``saturate_propagate`` (SatPropagate: Inf
+      input stays Inf where the format has it) give the largest finite value; ``inf``/``nan``
+      give it in the modes that round toward zero for that sign and round-to-odd (IEEE 754
+      7.4), else Inf / NaN; ``sat_none`` (SatNone) is like ``inf`` but spares round-to-odd
+      only into unsigned formats with Inf, and saturates where the format has no Inf;
+      ``unbounded`` never spares (Inf, else NaN).
+    * No code: a negative number of an unsigned format that does not round to zero gives the
+      lowest value (code 0) when saturating, or in the modes that round it toward zero
+      (``rz``, ``ru``, ``odd`` under IEEE) unless it is -Inf; NaN otherwise. Zero of a format
+      without zero: code 0 (with the sign) when saturating, NaN otherwise.
+    * NaN results: ``sign`` (canonical, signed), ``positive``, ``all_ones`` (every bit),
+      ``ones_with_sign`` (every magnitude bit, signed), ``payload``/``quiet_payload`` (for a
+      NaN input ``payload_of``, the float32 or float64 NaN as a numpy scalar: its top fraction
+      bits); without NaN: ``raise``, ``zero``, ``ml_dtypes``.
+    * Two's complement: negative codes are 2**(width + 1) - k, and the magnitude may reach
+      max + 1 below zero.
+    * ``sra``/``srb``/``src``: P3109's stochastic rounding A/B/C with ``sr_bits`` N and random
+      integer ``r``; ``ml_dtypes_e8m0``: ties away, and the lowest binade of a zero-less format
+      rounded up (as if its lower neighbour were zero).
     """
     mode = ROUNDING_ALIASES[rounding]
     ov = resolve_overflow(fmt, overflow)
     width = fmt.exponent_bits + fmt.mantissa_bits
-    sign_bit = 1 << width if fmt.signed else 0
+    saturating = ov in ("saturate", "saturate_propagate")
 
     is_nan = isinstance(x, float) and math.isnan(x)
     negative = (math.copysign(1.0, x) < 0) if isinstance(x, float) else x < 0
@@ -258,55 +286,83 @@ def ref_encode(
             return _place(_payload_nan_code(fmt, negative, nan, payload_of), fmt)
         return _place(_nan_code(fmt, negative, nan), fmt)
 
-    # Unsigned formats: negatives have no code; -0 becomes +0 (or NaN where there is no 0).
-    if not fmt.signed and negative:
-        if x == 0 and fmt.subnormals:
-            return _place(0, fmt)
-        return _place(_nan_code(fmt, False, nan), fmt)
-
-    sign = sign_bit if negative else 0
     if isinstance(x, float) and math.isinf(x):
-        if ov == "saturate" or (ov == "saturate_propagate" and fmt.inf == fmt.nan == "none"):
-            return _place(sign | _max_code(fmt), fmt)
+        if not fmt.signed and negative:
+            return _place(0, fmt) if saturating else _place(_nan_code(fmt, False, nan), fmt)
+        if ov == "saturate" or (ov == "sat_none" and fmt.inf == "none") or (
+            ov == "saturate_propagate" and fmt.inf == "none"
+        ):
+            return _finish(_largest(fmt, negative), negative, fmt)
         if fmt.inf != "none":
-            return _place(sign | _inf_code(fmt), fmt)
+            return _finish(_inf_code(fmt), negative, fmt)
         return _place(_nan_code(fmt, negative, nan), fmt)
 
     a = abs(Fraction(x))
-    if not fmt.subnormals:
-        # No zero (E8M0): zero is NaN, and anything below the smallest value clamps to it.
-        if a == 0:
-            return _place(_nan_code(fmt, negative, nan), fmt)
-        if a < _pow2(_emin(fmt)):
-            return _place(sign | 0, fmt)
+    if not fmt.subnormals and a == 0:  # no zero
+        return _finish(0, negative, fmt) if saturating else _place(_nan_code(fmt, negative, nan), fmt)
+    k = _round_magnitude(a, fmt, mode, negative, sr_bits, r)
 
+    if not fmt.signed and negative and not (fmt.subnormals and k == 0):
+        spared = ov in ("inf", "nan", "sat_none") and _spared(mode, True, ov, fmt)
+        if saturating or spared:
+            return _place(0, fmt)
+        return _place(_nan_code(fmt, False, nan), fmt)
+
+    if k > _largest(fmt, negative):
+        if saturating or (ov == "sat_none" and fmt.inf == "none"):
+            return _finish(_largest(fmt, negative), negative, fmt)
+        if ov in ("inf", "nan", "sat_none") and _spared(mode, negative, ov, fmt):
+            return _finish(_largest(fmt, negative), negative, fmt)
+        if ov == "nan" or fmt.inf == "none":
+            return _place(_nan_code(fmt, negative, nan), fmt)
+        return _finish(_inf_code(fmt), negative, fmt)
+    return _finish(k, negative, fmt)
+
+
+def _largest(fmt: Format, negative: bool) -> int:
+    """The largest magnitude code of a finite value of this sign."""
+    return _max_code(fmt) + (1 if fmt.twos_complement and negative else 0)
+
+
+def _spared(mode: str, negative: bool, ov: str, fmt: Format) -> bool:
+    """Whether this mode rounds an overflow of this sign to the largest finite value."""
+    if mode == "rz" or (mode == "ru" and negative) or (mode == "rd" and not negative):
+        return True
+    if mode == "odd":
+        return ov != "sat_none" or (not fmt.signed and fmt.inf != "none")
+    return False
+
+
+def _finish(k: int, negative: bool, fmt: Format) -> int:
+    """The code of magnitude code k with its sign (unsigned zero where there is no -0)."""
+    width = fmt.exponent_bits + fmt.mantissa_bits
+    if not fmt.signed or not negative:
+        return _place(k, fmt)
+    if fmt.twos_complement:
+        return _place((1 << (width + 1)) - k if k else 0, fmt)
+    has_neg_zero = fmt.nan != "neg_zero" or not fmt.subnormals
+    if k == 0 and fmt.subnormals and not has_neg_zero:
+        return _place(0, fmt)
+    return _place((1 << width) | k, fmt)
+
+
+def _round_magnitude(a: Fraction, fmt: Format, mode: str, negative: bool, sr_bits, r) -> int:
+    """The magnitude code of a rounded in mode, on the grid unbounded above."""
+    if not fmt.subnormals and a < _pow2(_emin(fmt)):
+        return 0  # below the smallest value of a format without zero: the closest is it
     lo, hi = ref_neighbours(a, fmt)
     if magnitude_value(lo, fmt) == a:
-        k = lo
-    else:
-        k = _pick(a, lo, hi, mode, negative, fmt)
-
-    if k > _max_code(fmt):
-        toward_zero = mode in ("rz", "odd") or (mode == "rd" and not negative) or (
-            mode == "ru" and negative
-        )
-        if ov in ("saturate", "saturate_propagate") or toward_zero:
-            return _place(sign | _max_code(fmt), fmt)
-        if ov == "inf":
-            return _place(sign | _inf_code(fmt), fmt)
-        return _place(_nan_code(fmt, negative, nan), fmt)
-
-    if k == 0 and fmt.subnormals:
-        # Zero keeps its sign only where -0 exists (not FNUZ / P3109, not unsigned).
-        has_neg_zero = fmt.signed and fmt.nan != "neg_zero"
-        return _place(sign if has_neg_zero else 0, fmt)
-    return _place(sign | k, fmt)
+        return lo
+    if mode == "ml_dtypes_e8m0" and lo == 0 and not fmt.subnormals:
+        return hi
+    return _pick(a, lo, hi, mode, negative, fmt, sr_bits, r)
 
 
 # ---- helpers -------------------------------------------------------------------------------
 
 
-def _pick(a: Fraction, lo: int, hi: int, mode: str, negative: bool, fmt: Format) -> int:
+def _pick(a: Fraction, lo: int, hi: int, mode: str, negative: bool, fmt: Format,
+          sr_bits: int | None = None, r: int | None = None) -> int:
     """Choose between the neighbour codes of an inexact magnitude ``a``."""
     if mode == "rz":
         return lo
@@ -318,19 +374,32 @@ def _pick(a: Fraction, lo: int, hi: int, mode: str, negative: bool, fmt: Format)
         return lo if lo & 1 else hi
     below = a - magnitude_value(lo, fmt)
     above = magnitude_value(hi, fmt) - a
+    if mode in ("sra", "srb", "src"):
+        nu = below / (below + above)  # the dropped fraction of a unit, exactly
+        n = sr_bits
+        if mode == "sra":
+            return hi if math.floor(nu * 2**n) + r >= 2**n else lo
+        if mode == "srb":
+            return hi if math.floor(nu * 2 ** (n + 1)) + 2 * r + 1 >= 2 ** (n + 1) else lo
+        return hi if round(nu * 2**n) + r >= 2**n else lo  # Python's round: ties to even
     if below != above:
         return lo if below < above else hi
-    if mode == "rna":
+    if mode in ("rna", "ml_dtypes_e8m0"):
         return hi
     return lo if lo & 1 == 0 else hi  # rne: the even code
 
 
 def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
-    """Right-aligned NaN code for NaN input (or a result that must be NaN)."""
+    """Right-aligned NaN code for a NaN result (a NaN input, or an overflow or a value with no
+    code that must be NaN)."""
     width = fmt.exponent_bits + fmt.mantissa_bits
     sign_bit = 1 << width if fmt.signed else 0
     if nan == "positive":
         negative = False
+    if nan == "all_ones" and fmt.nan != "none":
+        return (1 << (width + int(fmt.signed))) - 1
+    if nan == "ones_with_sign" and fmt.nan != "none":
+        return (sign_bit if negative else 0) | ((1 << width) - 1)
     if fmt.nan == "ieee":
         k = (((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits) | (1 << (fmt.mantissa_bits - 1))
         return (sign_bit if negative else 0) | k
@@ -382,6 +451,8 @@ def _max_code(fmt: Format) -> int:
     top = (1 << width) - 1
     if fmt.inf == "ieee":
         return (((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits) - 1
+    if fmt.inf == "below_nan":
+        return top - 2
     if fmt.inf == "top" or fmt.nan == "top":
         return top - 1
     return top
@@ -390,6 +461,8 @@ def _max_code(fmt: Format) -> int:
 def _inf_code(fmt: Format) -> int:
     if fmt.inf == "ieee":
         return ((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits
+    if fmt.inf == "below_nan":
+        return (1 << (fmt.exponent_bits + fmt.mantissa_bits)) - 2
     return (1 << (fmt.exponent_bits + fmt.mantissa_bits)) - 1
 
 
@@ -465,7 +538,7 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
     past the largest, so overflow rounds correctly) and compares the two distances in
     float64. Both distances are exact (Sterbenz: the neighbours are within a factor of two
     of ``|x|``), so the result is the exact RNE result for any float64 input. NaN into a
-    format without NaN follows the ml_dtypes convention.
+    format without NaN follows the ml_dtypes convention (code 0 in two's complement).
 
     >>> from fpemu.formats import get_format
     >>> table_rne(np.array([0.25, 0.75, 5.0, -7.0, np.nan]), get_format("e2m1")).tolist()
@@ -493,7 +566,13 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
     sign = np.where(negative, sign_bit, 0)
     code = sign | k
     overflow = resolve_overflow(fmt, None)
-    over = k > max_code
+    largest = np.where(negative & fmt.twos_complement, max_code + 1, max_code)
+    over = k > largest
+    if fmt.twos_complement:  # no NaN, no Inf: saturates; negatives are 2**(width+1) - k
+        k = np.minimum(k, largest)
+        code = np.where(negative & (k > 0), (1 << (width + 1)) - k, k)
+        code = np.where(nan_in, 0, code)  # NaN: code 0 (the nan="zero" convention)
+        return code.astype(np.uint8 if _width(fmt) <= 8 else np.uint16)
     if overflow == "saturate":
         code = np.where(over, sign | max_code, code)
     elif overflow == "inf":
@@ -506,8 +585,8 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
     nan_signed = np.where(negative, nan_neg, nan_pos)
     if overflow == "nan":
         code = np.where(over, nan_signed, code)
-    if not fmt.signed:
-        code = np.where(negative & (a_clean > 0), nan_pos, code)
+    if not fmt.signed:  # negatives that do not round to zero have no code
+        code = np.where(negative & (a_clean > 0) & ((k > 0) | ~np.bool_(fmt.subnormals)), nan_pos, code)
     if not fmt.subnormals:
         code = np.where(a_clean == 0, nan_pos, code)
     code = np.where(nan_in, nan_signed, code)

@@ -26,9 +26,12 @@ def test_saturate_propagate_saturates_finite_and_keeps_inf(fmt, big, inf_code, m
     assert fpemu.encode([big], fmt, overflow="inf").tolist() == [inf_code]
 
 
-def test_saturate_propagate_without_inf_gives_nan_for_inf_input():
-    # E4M3 has no Inf: Inf input has no code but NaN; finite overflow still saturates.
-    assert fpemu.encode([1000.0, np.inf], "e4m3", overflow="saturate_propagate").tolist() == [0x7E, 0x7F]
+def test_saturate_propagate_without_inf_saturates_inf_input():
+    # P3109 v4.0 section 4.7.5, SatPropagate: "+Inf -> +Inf if Extended else M_hi". E4M3 has
+    # no Inf, so Inf input saturates like finite overflow (it does not become NaN).
+    got = fpemu.encode([1000.0, np.inf, -np.inf], "e4m3", overflow="saturate_propagate")
+    assert got.tolist() == [0x7E, 0x7E, 0xFE]
+    assert fpemu.encode([np.inf], "binary8p4sf", overflow="sat_propagate").tolist() == [0x7F]  # 240
 
 
 @pytest.mark.parametrize("rng", ["seed", 1.5, [1, 2]])

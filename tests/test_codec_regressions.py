@@ -17,9 +17,8 @@ def test_signed_format_without_zero_keeps_the_sign_of_its_smallest_values():
     assert decode([0x00, 0x20], fmt).tolist() == [0.125, -0.125]
     assert encode([-0.125, 0.125, -0.01, 0.01], fmt).tolist() == [0x20, 0x00, 0x20, 0x00]
     assert quantize([-0.01, -0.126], fmt, rounding="toward_zero").tolist() == [-0.125, -0.125]
-    with pytest.raises(ValueError, match="no code.*no zero"):
-        encode([0.0], fmt)  # no zero and no NaN: nothing to give, unless asked
-    assert encode([0.0], fmt, nan="zero").tolist() == [0]
+    # No zero: it saturates to the value closest to it (the only overflow rule without NaN).
+    assert encode([0.0, -0.0], fmt).tolist() == [0x00, 0x20]
 
 
 def test_directed_rounding_when_the_smallest_subnormal_is_two():
@@ -42,13 +41,16 @@ def test_one_bit_exponent_format_has_only_subnormal_values():
     assert got.dtype == np.float32
 
 
-def test_unsigned_format_without_nan_encodes_and_refuses_negatives():
+def test_unsigned_format_without_nan_encodes_and_saturates_negatives():
     fmt = Format("u", 3, 3, 3, signed=False, inf="none", nan="none")
-    # bias 3, three mantissa bits: 1.0 = field 3, fraction 0 = 0x18.
-    assert encode([1.0, 0.0, -0.0], fmt).tolist() == [0x18, 0, 0]
+    # bias 3, three mantissa bits: 1.0 = field 3, fraction 0 = 0x18. Saturation (the only
+    # overflow rule a format without NaN has) clamps negatives to the lowest value, 0, as
+    # P3109 SatFinite does for its unsigned formats.
+    assert encode([1.0, 0.0, -0.0, -1.0, -np.inf], fmt).tolist() == [0x18, 0, 0, 0, 0]
+    # SatNone would make -1 NaN: without a NaN, the NaN option decides.
     with pytest.raises(ValueError, match="no code.*negative"):
-        encode([1.0, -1.0], fmt)
-    assert encode([1.0, -1.0], fmt, nan="zero").tolist() == [0x18, 0]
+        encode([1.0, -1.0], fmt, overflow="sat_none")
+    assert encode([1.0, -1.0], fmt, overflow="sat_none", nan="zero").tolist() == [0x18, 0]
 
 
 @pytest.mark.parametrize(
@@ -58,17 +60,22 @@ def test_unsigned_format_without_nan_encodes_and_refuses_negatives():
         (dict(exponent_bits=4.0, mantissa_bits=3, bias=7), "exponent_bits must be an integer"),
         (dict(exponent_bits=4, mantissa_bits=True, bias=7), "mantissa_bits must be an integer"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, signed="yes"), "signed must be True or False"),
-        (dict(exponent_bits=0, mantissa_bits=3, bias=7), "exponent_bits must be >= 1"),
+        (dict(exponent_bits=-1, mantissa_bits=3, bias=7), "exponent_bits must be >= 0"),
+        (dict(exponent_bits=0, mantissa_bits=0, bias=7), "at least one exponent or mantissa bit"),
+        (dict(exponent_bits=0, mantissa_bits=3, bias=7, subnormals=False), "every code is a subnormal"),
+        (dict(exponent_bits=4, mantissa_bits=3, bias=7, twos_complement=True), "two's complement"),
+        (dict(exponent_bits=4, mantissa_bits=3, bias=7, inf="below_nan", nan="neg_zero"), "nan='top'"),
+        (dict(exponent_bits=1, mantissa_bits=0, bias=0, signed=False, inf="below_nan", nan="top"), "no finite value"),
+        (dict(exponent_bits=4, mantissa_bits=53, bias=7), "more than float64 holds"),
         (dict(exponent_bits=4, mantissa_bits=-1, bias=7), "mantissa_bits must be >= 0"),
-        (dict(exponent_bits=10, mantissa_bits=23, bias=7), "at most 32 bits"),
+        (dict(exponent_bits=11, mantissa_bits=52, bias=1023, container_bits=32), "narrower"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, inf="ieee", nan="top"), "come together"),
         (dict(exponent_bits=4, mantissa_bits=0, bias=7), "at least one mantissa bit"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, inf="top", nan="top"), "both be the top"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, signed=False, inf="none", nan="neg_zero"), "no -0"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, inf="none", nan="neg_zero", subnormals=False), "needs a zero"),
-        (dict(exponent_bits=4, mantissa_bits=3, bias=7, container_bits=12), "container_bits must be 8, 16 or 32"),
+        (dict(exponent_bits=4, mantissa_bits=3, bias=7, container_bits=12), "container_bits must be 8, 16, 32 or 64"),
         (dict(exponent_bits=5, mantissa_bits=3, bias=7, container_bits=8), "narrower"),
-        (dict(exponent_bits=1, mantissa_bits=0, bias=0, inf="none", nan="top", signed=False), "no positive finite value"),
         (dict(exponent_bits=11, mantissa_bits=3, bias=-10), "beyond float64"),
         (dict(exponent_bits=11, mantissa_bits=10, bias=2000), "below float64"),
         (dict(exponent_bits=4, mantissa_bits=3, bias=7, inf="both"), "inf must be one of"),

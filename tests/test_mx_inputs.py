@@ -94,7 +94,7 @@ def test_odd_inputs():
         mx.quantize([1j], "mxfp4")
     with pytest.raises(TypeError, match="bool"):
         mx.quantize(np.array([True]), "mxfp4")
-    with pytest.raises(ValueError, match="unknown rounding"):
+    with pytest.raises(ValueError, match="unknown element rounding"):
         mx.quantize(np.zeros(0), "mxfp4", rounding="bogus")  # checked even with no data
     with pytest.raises(ValueError, match="MXINT8"):
         mx.quantize(np.zeros(0), "mxint8", rounding="up")

@@ -1,13 +1,15 @@
 """Random user-defined formats, tested like the built-in ones against the exact reference.
 
-A hypothesis strategy draws any :class:`fpemu.Format` the dataclass accepts: 1 to 11 exponent
-bits, 0 to 23 mantissa bits (at most 32 bits in all), any bias that keeps the values inside
-float64, signed or unsigned, every Inf/NaN placement, subnormals on or off, a wider container
-now and then. For each one the codec is compared with ``tests/reference.py`` (exact
+A hypothesis strategy draws any :class:`fpemu.Format` the dataclass accepts: 0 to 11 exponent
+bits (0: a fixed-point format, sign-magnitude or two's complement), 0 to 52 mantissa bits (at
+most 64 bits in all), any bias that keeps the values inside float64, signed or unsigned,
+every Inf/NaN placement (P3109's Inf below the NaN too), subnormals on or off, a wider
+container now and then. For each one the codec is compared with ``tests/reference.py`` (exact
 ``Fraction`` arithmetic built from the Format fields only):
 
 * decode of every code (a dense sample of every binade for wide formats), float64 and float32;
-* encode, in every rounding mode and every overflow and NaN option the format admits, of
+* encode, in every rounding mode (P3109's stochastic A/B/C with random bits, ml_dtypes' E8M0
+  rule where it applies) and every overflow and NaN option the format admits, of
   values on, between, at and next to the ties of neighbouring codes, below the smallest value,
   and around the overflow boundary, from float64 and (where the value is one) float32 input;
 * quantize, from float64, float32 and float16 input: the value of the reference code;
@@ -33,9 +35,15 @@ from fpemu.codec import OVERFLOW_MODES
 from reference import magnitude_value, max_magnitude_code, ref_decode, ref_encode
 
 MODES = ("rne", "rna", "rz", "ru", "rd", "odd")
+
+
+def _modes(fmt: Format) -> tuple[str, ...]:
+    """The deterministic rounding modes the format admits (ml_dtypes' E8M0 rule: no mantissa
+    bits, no zero)."""
+    return MODES + (("ml_dtypes_e8m0",) if fmt.mantissa_bits == 0 and not fmt.subnormals else ())
 # (inf, nan) placements that Format accepts (IEEE Inf and NaN come together).
 SPECIALS = [("none", "none"), ("ieee", "ieee"), ("none", "top"), ("top", "none"),
-            ("top", "neg_zero"), ("none", "neg_zero")]  # fmt: skip
+            ("top", "neg_zero"), ("none", "neg_zero"), ("below_nan", "top")]  # fmt: skip
 
 DEFAULT = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 SLOW = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
@@ -44,19 +52,21 @@ SLOW = settings(max_examples=1500, deadline=None, suppress_health_check=list(Hea
 @st.composite
 def formats(draw) -> Format:
     """Any Format the dataclass accepts (refused combinations are drawn again)."""
-    exponent_bits = draw(st.integers(1, 8) | st.integers(9, 11))
-    mantissa_bits = draw(st.integers(0, min(23, 31 - exponent_bits)))
+    exponent_bits = draw(st.integers(1, 8) | st.integers(9, 11) | st.just(0))
+    mantissa_bits = draw(st.integers(0, 23) | st.integers(24, 52))
     signed = draw(st.booleans())
     subnormals = draw(st.booleans())
     inf, nan = draw(st.sampled_from(SPECIALS))
-    standard = (1 << (exponent_bits - 1)) - 1
+    twos_complement = draw(st.booleans()) if exponent_bits == 0 else False
+    standard = (1 << max(exponent_bits - 1, 0)) - 1
     bias = draw(st.integers(-4, 4).map(lambda d: standard + d)
                 | st.integers(-(1 << exponent_bits), (1 << exponent_bits) + 64))
     bits = int(signed) + exponent_bits + mantissa_bits
-    container = draw(st.sampled_from([None, None, None] + [b for b in (8, 16, 32) if b > bits]))
+    container = draw(st.sampled_from([None, None, None] + [b for b in (8, 16, 32, 64) if b > bits]))
     try:
         return Format("random", exponent_bits, mantissa_bits, bias, signed=signed, inf=inf,
-                      nan=nan, subnormals=subnormals, container_bits=container)
+                      nan=nan, subnormals=subnormals, container_bits=container,
+                      twos_complement=twos_complement)
     except ValueError:
         assume(False)
 
@@ -141,9 +151,10 @@ def _values_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 def _overflow_options(fmt: Format) -> list[str | None]:
-    allowed = [None, "saturate", "saturate_propagate"]
+    allowed = [None, "saturate", "saturate_propagate", "sat_none"]
     allowed += ["inf"] if fmt.inf != "none" else []
     allowed += ["nan"] if fmt.nan != "none" else []
+    allowed += ["unbounded"] if fmt.inf != "none" or fmt.nan != "none" else []
     assert set(allowed) - {None} <= set(OVERFLOW_MODES)
     return allowed
 
@@ -151,7 +162,8 @@ def _overflow_options(fmt: Format) -> list[str | None]:
 def _nan_options(fmt: Format) -> list[str | None]:
     if fmt.nan == "none":  # the default, "raise", is checked on its own
         return ["zero"] + (["ml_dtypes"] if fmt.signed else [])
-    return [None, "positive"] + (["payload", "quiet_payload"] if fmt.nan == "ieee" else [])
+    options = [None, "positive"] + (["all_ones", "ones_with_sign"] if fmt.nan in ("ieee", "top") else [])
+    return options + (["payload", "quiet_payload"] if fmt.nan == "ieee" else [])
 
 
 # ---- the checks ------------------------------------------------------------------------------
@@ -159,15 +171,18 @@ def check_decode(fmt: Format) -> None:
     """decode of every code (or a sample of every binade) equals the reference, exactly."""
     width = fmt.bits
     if width <= 12:
-        codes = np.arange(1 << width, dtype=np.int64)
+        codes = np.arange(1 << width, dtype=np.uint64)
     else:
         rng = np.random.default_rng(width)
-        fields = np.arange(1 << fmt.exponent_bits, dtype=np.int64) << fmt.mantissa_bits
-        low = rng.integers(0, 1 << fmt.mantissa_bits, size=(4, fields.size)) if fmt.mantissa_bits else 0
-        mags = np.concatenate([fields, fields + (1 << fmt.mantissa_bits) - 1, (fields + low).ravel()])
-        mags = np.unique(np.clip(mags, 0, (1 << (width - int(fmt.signed))) - 1))
-        codes = np.concatenate([mags, mags | fmt.sign_mask]) if fmt.signed else mags
-    stored = codes << fmt.code_shift
+        m_bits = fmt.mantissa_bits
+        fields = np.arange(1 << fmt.exponent_bits, dtype=np.uint64) << np.uint64(m_bits)
+        low = rng.integers(0, 1 << m_bits, size=(4, fields.size), dtype=np.uint64) if m_bits else np.uint64(0)
+        last = np.uint64((1 << m_bits) - 1)
+        mags = np.concatenate([fields, fields + last, (fields + low).ravel()])
+        mags = np.unique(np.minimum(mags, np.uint64((1 << (width - int(fmt.signed))) - 1)))
+        sign = np.uint64(1 << (width - 1))  # the sign bit, or the two's complement's top bit
+        codes = np.concatenate([mags, mags | sign]) if fmt.signed else mags
+    stored = codes << np.uint64(fmt.code_shift)
     want = np.array([ref_decode(int(c), fmt).to_float() for c in stored])
     same = _values_equal(decode(stored.astype(fmt.code_dtype), fmt), want)
     assert same.all(), f"decode differs at codes {[hex(int(c)) for c in stored[~same][:4]]}"
@@ -188,7 +203,7 @@ def check_encode(fmt: Format, values: list[float]) -> None:
     f32 = [v for v in signed_values if _is_float32(v)]
     overflows = _overflow_options(fmt)
     edge = [v for v in signed_values if abs(v) >= fmt.max / 2 or math.isinf(v)]
-    for mode in MODES:
+    for mode in _modes(fmt):
         for overflow in overflows:
             # Every value under the default overflow; the overflow region under the others.
             vals = signed_values if overflow is None else edge
@@ -215,24 +230,48 @@ def check_nan_options(fmt: Format) -> None:
 
 
 def check_unrepresentable(fmt: Format) -> None:
-    """Values with no code at all follow the NaN option: negatives in an unsigned format and
-    zero in a format without zero become NaN, or raise / give code 0 where there is no NaN."""
-    bad = ([-1.0, -fmt.min_subnormal] if not fmt.signed else []) + ([0.0] if not fmt.subnormals else [])
+    """Values with no code (negatives of an unsigned format, zero of a format without zero)
+    saturate to the lowest value or become NaN as the overflow rule says; where a NaN would be
+    needed and the format has none, the NaN option decides (raise, or code 0)."""
+    bad = ([-1.0, -fmt.max] if not fmt.signed else []) + ([0.0, -0.0] if not fmt.subnormals else [])
     if not bad:
         return
-    if fmt.nan == "none":
-        with pytest.raises(ValueError, match="no code|has no NaN"):
-            encode(bad, fmt)
-        _same_code(encode(bad, fmt, nan="zero"), [0] * len(bad), bad, "nan=zero")
-    else:
-        _same_code(encode(bad, fmt), [ref_encode(v, fmt) for v in bad], bad, "no code -> NaN")
+    for overflow in _overflow_options(fmt):
+        for mode in _modes(fmt):
+            for nan in ([None, "zero"] if fmt.nan == "none" else [None]):
+                opts = dict(rounding=mode, overflow=overflow, nan=nan)
+                try:
+                    want = [ref_encode(v, fmt, **opts) for v in bad]
+                except ValueError:
+                    with pytest.raises(ValueError, match="no code|has no NaN"):
+                        encode(bad, fmt, **opts)
+                    continue
+                _same_code(encode(bad, fmt, **opts), want, bad, f"no code {opts}")
+
+
+def check_stochastic_bits(fmt: Format, values: list[float], seed: int) -> None:
+    """P3109's stochastic roundings A, B and C with given random bits equal the reference for
+    every value and a random R each, from float64 and float32 input."""
+    rng = np.random.default_rng(seed)
+    vals = [v for v in values + [-v for v in values] if math.isfinite(v)][:120]
+    nan = "zero" if fmt.nan == "none" else None
+    for mode in ("sra", "srb", "src"):
+        n = int(rng.integers(1, 12))
+        r = rng.integers(0, 1 << n, size=len(vals))
+        want = [ref_encode(v, fmt, rounding=mode, nan=nan, sr_bits=n, r=int(ri)) for v, ri in zip(vals, r)]
+        got = encode(np.array(vals), fmt, rounding=mode, nan=nan, sr_bits=n, random_bits=r)
+        _same_code(got, want, vals, f"{mode} N={n} float64")
+        is32 = np.array([_is_float32(v) for v in vals])
+        got32 = encode(np.array(vals)[is32].astype(np.float32), fmt, rounding=mode, nan=nan, sr_bits=n,
+                       random_bits=r[is32])
+        _same_code(got32, [w for w, ok in zip(want, is32) if ok], list(np.array(vals)[is32]), f"{mode} float32")
 
 
 def check_quantize(fmt: Format, values: list[float]) -> None:
     """quantize gives the value of the reference code, from float64 and float32 input."""
     vals = values + [-v for v in values]
     nan = "zero" if fmt.nan == "none" else None
-    for mode in MODES:
+    for mode in _modes(fmt):
         want = _reference_codes(vals, fmt, rounding=mode, overflow=None, nan=nan)
         want_values = np.array([ref_decode(c, fmt).to_float() for c in want])
         got = quantize(np.array(vals), fmt, rounding=mode, nan=nan)
@@ -269,10 +308,13 @@ def check_properties(fmt: Format) -> None:
     top = max_magnitude_code(fmt)
     largest = magnitude_value(top, fmt)
     assert fmt.max_code == top and Fraction(fmt.max) == largest
-    assert fmt.emax == math.floor(math.log2(largest)) if largest else True
-    assert Fraction(fmt.emax) <= Fraction(math.log2(fmt.max)) < fmt.emax + 1
+    if largest:  # exactly: 2**emax <= max < 2**(emax + 1)
+        assert Fraction(2) ** fmt.emax <= largest < Fraction(2) ** (fmt.emax + 1)
+    else:  # zero is the only finite value: emax lies below every step of the format
+        assert fmt.emax < fmt.emin - fmt.mantissa_bits and fmt.min_subnormal == math.inf
     first = 0 if not fmt.subnormals else 1
-    assert Fraction(fmt.min_subnormal) == magnitude_value(first, fmt)
+    if top >= first:
+        assert Fraction(fmt.min_subnormal) == magnitude_value(first, fmt)
     m_bits = fmt.mantissa_bits
     normal_codes = [k for k in (0, 1 << m_bits) if k <= top and (not fmt.subnormals or k >> m_bits >= 1)]
     if normal_codes:
@@ -295,6 +337,7 @@ def check_all(fmt: Format, seed: int) -> None:
     check_unrepresentable(fmt)
     check_quantize(fmt, values)
     check_stochastic(fmt, values, seed)
+    check_stochastic_bits(fmt, values, seed)
 
 
 @DEFAULT

@@ -11,10 +11,12 @@ from ..formats import Format, get_format
 from .inputs import _chunks
 from .kernel import _decode_generic, _is_fp32_prefix
 
+_FP64 = Format("fp64", 11, 52, 1023)
+
 
 @lru_cache(maxsize=64)
 def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
-    table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.int64), fmt).astype(dtype)
+    table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.uint64), fmt).astype(dtype)
     table.setflags(write=False)
     return table
 
@@ -45,13 +47,15 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
                          f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
                          f"{fmt.mantissa_bits} mantissa bits): decode to float64")
     arr = _as_codes(codes, fmt)
+    if fmt.bits == 64 and fmt == _FP64:  # binary64: the code is the float64 pattern
+        return _widen(arr.astype(np.uint64).view(np.float64), dtype)
     if _is_fp32_prefix(fmt) and fmt.bits > 16:
         # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
         # reinterpret.
         u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
         return _widen(u.view(np.float32), dtype)
     if fmt.code_shift:  # left-aligned in a wider container: the low bits are ignored
-        arr = np.right_shift(arr.astype(np.uint32), np.uint32(fmt.code_shift))
+        arr = np.right_shift(arr.astype(np.uint64), np.uint64(fmt.code_shift))
     if fmt.bits == 16 and _is_fp32_prefix(fmt):
         # bf16: the code is the top half of the float32 pattern.
         pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
@@ -59,7 +63,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64) -> np.ndar
         return _widen(pairs.view(np.float32).reshape(arr.shape), dtype)
     if fmt.bits <= 16:
         return _lookup(arr, _decode_table(fmt, dtype))
-    return _decode_generic(arr.astype(np.int64), fmt).astype(dtype)
+    return _decode_generic(arr, fmt).astype(dtype)
 
 
 def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

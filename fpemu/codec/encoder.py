@@ -20,8 +20,9 @@ import numpy as np
 from ..formats import Format, get_format
 from .inputs import _CHUNK, _as_real_array, _chunks
 from .odd import _float64_to_float32_odd, integers_to_float64
-from .kernel import _check_codes_exist, _encode_generic, _is_fp32_prefix, _raise_nan
-from .options import _Options, _options
+from .kernel import _encode_generic, _is_fp32_prefix
+from .options import STOCHASTIC_WITH_BITS, _Options, _options
+from .specials import _raise_nan
 
 
 def _table_path_ok(fmt: Format, opts: _Options) -> bool:
@@ -30,9 +31,11 @@ def _table_path_ok(fmt: Format, opts: _Options) -> bool:
     # subnormals (resolution 2**-133 there, so the format's quantum, 2**(emin - M) also where
     # it has no subnormals, must be 2**-132 or more), and float32 must have 2 bits more than
     # the format wherever the format has values, for the float64 -> float32 rounding to odd.
+    no_code_raises = opts.nan == "raise" and not fmt.has_nan and not (fmt.signed and fmt.subnormals)
     return (
-        opts.rounding != "stochastic"
+        opts.rounding != "stochastic" and opts.rounding not in STOCHASTIC_WITH_BITS
         and opts.nan not in ("payload", "quiet_payload")
+        and not no_code_raises  # the table has no code to flag such values with
         and fmt.mantissa_bits <= 6
         and fmt.emax <= 127
         and fmt.emin - fmt.mantissa_bits >= -132
@@ -46,7 +49,7 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
     patterns = ((index >> 1) << 16) | (index & 1)
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
         x = patterns.view(np.float32).astype(np.float64)
-    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero")
+    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero", opts.sr_bits)
     codes = _encode_generic(x, fmt, nan_free)
     if opts.nan == "raise" and fmt.bits < 8:
         codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
@@ -94,18 +97,21 @@ def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
 _NUMPY_NATIVE = {
     Format("fp16", 5, 10, 15): np.dtype(np.float16),
     Format("fp32", 8, 23, 127): np.dtype(np.float32),
+    Format("fp64", 11, 52, 1023): np.dtype(np.float64),
 }
 
 
 def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
-    """fp16/fp32 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
+    """fp16/fp32/fp64 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
     native = _NUMPY_NATIVE[fmt]
     with np.errstate(over="ignore", invalid="ignore"):
         codes = x.astype(native).view(fmt.code_dtype)  # a fresh array: astype copies
     isnan = np.isnan(x)
-    # numpy keeps NaN payloads from float32 only (float64 NaNs pass through the FPU), so the
-    # generic kernel re-encodes NaNs unless that payload rule is the one asked for.
-    if isnan.any() and (opts.nan != "payload" or x.dtype != np.float32):
+    # numpy keeps the payloads of float32 NaNs narrowed to float16 (or copied) bit for bit, but
+    # widening and float64 NaNs pass through the FPU, which quiets them: the generic kernel
+    # re-encodes NaNs unless numpy's rule is the one asked for.
+    numpy_rule = opts.nan == "payload" and x.dtype == np.float32 and native.itemsize <= 4
+    if isnan.any() and not numpy_rule:
         codes[isnan] = _encode_generic(x[isnan], fmt, opts)
     return codes
 
@@ -146,6 +152,8 @@ def encode(
     overflow: str | None = None,
     nan: str | None = None,
     rng: int | np.random.Generator | None = None,
+    sr_bits: int | None = None,
+    random_bits: Any = None,
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
 
@@ -158,38 +166,56 @@ def encode(
             the last bit if inexact), ``stochastic`` (``sr``: round up with probability equal to
             the dropped fraction; 64 random bits per element are compared with the dropped bits,
             which is exactly unbiased whenever at most 64 bits are dropped, i.e. always except
-            for inputs far below the smallest subnormal, where the bias is below 2**-64 ulp).
-        overflow: ``saturate`` (+-max, also for +-Inf input), ``inf``, ``nan``,
-            ``saturate_propagate`` (P3109 SatPropagate: finite overflow saturates, Inf stays),
-            or None for the format's non-saturating default (ml_dtypes): Inf where the format
-            has it, else NaN, else saturate. Non-saturating overflow follows IEEE 754 7.4 for
-            directed modes: rounding toward zero (for that sign) gives +-max.
-        nan: for a NaN input. Formats without NaN: ``raise`` (default), ``zero``, ``ml_dtypes``
-            (its codes: sign bit set for +NaN, clear for -NaN). Formats with NaN: ``sign``
-            (default: canonical quiet NaN, input sign kept where the format is signed),
-            ``positive``, ``payload`` (numpy's float->half rule: top payload bits, non-zero),
+            for inputs far below the smallest subnormal, where the bias is below 2**-64 ulp),
+            ``stochastic_a``/``_b``/``_c`` (IEEE P3109's stochastic rounding with ``sr_bits``
+            random bits per value: ``random_bits`` given, or drawn from ``rng``; A is PTX
+            ``cvt.rs``), ``ml_dtypes_e8m0`` (ml_dtypes' E8M0 cast: ties away, and everything
+            between the two smallest values up to the larger).
+        overflow: ``saturate`` (``sat_finite``: +-max, also for +-Inf input),
+            ``saturate_propagate`` (``sat_propagate``: finite overflow saturates, Inf stays Inf
+            where the format has it), ``inf``, ``nan`` (IEEE 754 7.4: the directed modes that
+            round toward zero for that sign, and round-to-odd, give +-max), ``sat_none`` (P3109
+            SatNone: round-to-odd overflows too, except into an unsigned extended format; a
+            format without Inf saturates), ``unbounded`` (every overflow is Inf, or NaN where
+            there is no Inf: ml_dtypes' C++ truncating conversion), or None for the format's
+            non-saturating default (ml_dtypes): Inf where the format has it, else NaN, else
+            saturate. Negative numbers of an unsigned format, and zero of a format without
+            zero, saturate to the lowest value under ``saturate``/``saturate_propagate``, and
+            are NaN otherwise (except, for negatives, in the modes that round toward zero).
+        nan: the code of NaN results. Formats without NaN: ``raise`` (default), ``zero``,
+            ``ml_dtypes`` (its codes: sign bit set for +NaN, clear for -NaN). Formats with NaN:
+            ``sign`` (default: the canonical quiet NaN, with the sign where the format is
+            signed), ``positive`` (sign dropped), ``all_ones`` (every bit set: gfloat),
+            ``ones_with_sign`` (every magnitude bit set, the sign kept: torch's E5M2),
+            ``payload`` (numpy's float->half rule: top payload bits, non-zero),
             ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
-        rng: seed or ``np.random.Generator`` for stochastic rounding.
+        rng: seed or ``np.random.Generator`` for the stochastic roundings.
+        sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c`` (1..32).
+        random_bits: their values, integers in [0, 2**N) broadcast to ``x``'s shape (a
+            kernel's own random bits, to check its output bit for bit); None draws them.
 
     Returns:
-        Codes as uint8 (<= 8 bits, right-aligned), uint16 (<= 16 bits) or uint32; TF32 codes are
+        Codes as uint8 (<= 8 bits, right-aligned), uint16, uint32 or uint64; TF32 codes are
         fp32 patterns with the low 13 bits zero.
 
     >>> encode([0.25, 0.26, 5.0, 5.01, -100.0], "e2m1")
     array([ 0,  1,  6,  7, 15], dtype=uint8)
     >>> hex(int(encode(1024.5, "tf32", rounding="rna")))
     '0x44802000'
+    >>> encode([1.3, 1.3], "e4m3", rounding="stochastic_a", sr_bits=4, random_bits=[2, 14]).tolist()
+    [58, 59]
     """
     fmt = get_format(fmt)
-    opts = _options(fmt, rounding, overflow, nan)
+    opts = _options(fmt, rounding, overflow, nan, sr_bits)
+    if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
+        raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
-        arr = integers_to_float64(arr)
-    _check_codes_exist(arr, fmt, opts)
+        arr = _integers(arr, fmt, opts)
     if _table_path_ok(fmt, opts):
         codes = _encode_by_table(arr, fmt, opts)
     elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \
-            and fmt in _NUMPY_NATIVE and arr.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize:
+            and fmt in _NUMPY_NATIVE and (arr.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
         codes = _encode_numpy_native(arr, fmt, opts)
     elif (
         arr.dtype == np.float32
@@ -199,8 +225,22 @@ def encode(
     ):
         codes = _encode_fp32_prefix_rne(arr, fmt)
     else:
-        codes = _encode_generic(arr, fmt, opts, rng)
+        codes = _encode_generic(arr, fmt, opts, rng, random_bits)
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
     return codes.astype(fmt.code_dtype, copy=False)
+
+
+def _integers(arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Integer input as float64 that rounds once: to odd at 53 bits (exact for formats of up to
+    51 significant bits), or numpy's correctly rounded cast for binary64 under RNE."""
+    if fmt.mantissa_bits < 51 or not arr.size:
+        return integers_to_float64(arr)
+    big = np.abs(arr.astype(np.float64)) >= 2.0**53
+    if not big.any():
+        return arr.astype(np.float64)
+    if fmt.mantissa_bits == 52 and opts.rounding == "nearest_even":
+        return arr.astype(np.float64)  # numpy rounds integers to float64 to nearest even
+    raise ValueError(f"integers of 2**53 or more into {fmt.name} ({fmt.mantissa_bits + 1} significant "
+                     f"bits) under {opts.rounding!r} would be rounded twice: convert them to float64 first")

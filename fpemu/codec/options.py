@@ -1,8 +1,8 @@
-"""The options of a conversion: rounding mode, overflow rule and NaN policy, checked against
-the format once, before any array work.
+"""The options of a conversion: rounding mode, overflow rule, NaN policy and the number of
+random bits of stochastic rounding, checked against the format once, before any array work.
 
 >>> _options(get_format("e4m3"), "rne", None, None)
-_Options(rounding='nearest_even', overflow='nan', nan='sign')
+_Options(rounding='nearest_even', overflow='nan', nan='sign', sr_bits=None)
 """
 
 from __future__ import annotations
@@ -21,17 +21,25 @@ ROUNDING_MODES: dict[str, str] = {
     "down": "down", "rd": "down",
     "odd": "odd", "rto": "odd",
     "stochastic": "stochastic", "sr": "stochastic",
+    # IEEE P3109 v4.0 section 4.7.4: N random bits R per value (given, or drawn from rng).
+    "stochastic_a": "stochastic_a", "sra": "stochastic_a",
+    "stochastic_b": "stochastic_b", "srb": "stochastic_b",
+    "stochastic_c": "stochastic_c", "src": "stochastic_c",
+    # ml_dtypes' E8M0 cast: ties away, and (2**-127, 2**-126) up to 2**-126 (its denormal path).
+    "ml_dtypes_e8m0": "ml_dtypes_e8m0",
 }  # fmt: skip
 
+#: The stochastic roundings that take N random bits per value (P3109's A, B, C).
+STOCHASTIC_WITH_BITS = ("stochastic_a", "stochastic_b", "stochastic_c")
 
-#: Overflow policies: what a finite value that rounds above the largest finite value becomes.
-OVERFLOW_MODES = ("saturate", "inf", "nan", "saturate_propagate")
-
+#: Overflow policies: what a finite value that rounds beyond the largest finite value (and an
+#: Inf input) becomes. ``sat_finite``/``sat_propagate`` are P3109's names of the first two;
+#: ``ovf_inf``, P3109 v3's name of SatNone.
+OVERFLOW_MODES = ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "unbounded")
+OVERFLOW_ALIASES = {"sat_finite": "saturate", "sat_propagate": "saturate_propagate", "ovf_inf": "sat_none"}
 
 _NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "ml_dtypes")
-
-
-_NAN_POLICIES_WITH_NAN = ("sign", "positive", "payload", "quiet_payload")
+_NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "payload", "quiet_payload")
 
 
 @dataclass(frozen=True)
@@ -41,24 +49,54 @@ class _Options:
     rounding: str
     overflow: str
     nan: str
+    sr_bits: int | None = None
 
 
-def _options(fmt: Format, rounding: str, overflow: str | None, nan: str | None) -> _Options:
+def _options(
+    fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None
+) -> _Options:
     """Check the options against the format and resolve the defaults."""
+    rounding = _rounding(fmt, rounding, sr_bits)
+    overflow = _overflow(fmt, overflow)
+    nan = _nan(fmt, nan)
+    return _Options(rounding, overflow, nan, sr_bits if rounding in STOCHASTIC_WITH_BITS else None)
+
+
+def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
     if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
         raise ValueError(
             f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
         )
     rounding = ROUNDING_MODES[rounding.lower()]
+    if rounding in STOCHASTIC_WITH_BITS:
+        if isinstance(sr_bits, bool) or not isinstance(sr_bits, int) or not 1 <= sr_bits <= 32:
+            raise ValueError(f"rounding={rounding!r} needs sr_bits, the number N of random bits "
+                             f"per value (1..32), got {sr_bits!r}")
+    elif sr_bits is not None:
+        raise ValueError(f"sr_bits applies to {', '.join(STOCHASTIC_WITH_BITS)}, not {rounding!r}")
+    if rounding == "ml_dtypes_e8m0" and (fmt.mantissa_bits or fmt.subnormals):
+        raise ValueError("rounding='ml_dtypes_e8m0' is for formats like E8M0: no mantissa bits, no zero")
+    return rounding
+
+
+def _overflow(fmt: Format, overflow: str | None) -> str:
     if overflow is None:
         # The non-saturating behaviour of each format, as ml_dtypes implements it.
-        overflow = "inf" if fmt.has_inf else "nan" if fmt.has_nan else "saturate"
+        return "inf" if fmt.has_inf else "nan" if fmt.has_nan else "saturate"
+    overflow = OVERFLOW_ALIASES.get(overflow, overflow)
     if overflow not in OVERFLOW_MODES:
-        raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOW_MODES)}")
+        names = ", ".join(OVERFLOW_MODES + tuple(OVERFLOW_ALIASES))
+        raise ValueError(f"unknown overflow {overflow!r}; choose one of {names}")
     if overflow == "inf" and not fmt.has_inf:
         raise ValueError(f"format {fmt.name} has no Inf: use overflow='saturate' or 'nan'")
     if overflow == "nan" and not fmt.has_nan:
         raise ValueError(f"format {fmt.name} has no NaN: use overflow='saturate'")
+    if overflow == "unbounded" and not (fmt.has_inf or fmt.has_nan):
+        raise ValueError(f"format {fmt.name} has neither Inf nor NaN to overflow to: use overflow='saturate'")
+    return overflow
+
+
+def _nan(fmt: Format, nan: str | None) -> str:
     if fmt.has_nan:
         nan = "sign" if nan is None else nan
         allowed = _NAN_POLICIES_WITH_NAN
@@ -70,6 +108,8 @@ def _options(fmt: Format, rounding: str, overflow: str | None, nan: str | None) 
         raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
     if nan in ("payload", "quiet_payload") and fmt.nan != "ieee":
         raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
+    if nan in ("all_ones", "ones_with_sign") and fmt.nan not in ("ieee", "top"):
+        raise ValueError(f"nan={nan!r}: in {fmt.name} the all-ones code is not a NaN")
     if nan == "ml_dtypes" and not fmt.signed:
         raise ValueError("nan='ml_dtypes' is defined for signed formats only")
-    return _Options(rounding, overflow, nan)
+    return nan

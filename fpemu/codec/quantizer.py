@@ -23,8 +23,10 @@ def quantize(
     overflow: str | None = None,
     nan: str | None = None,
     rng: int | np.random.Generator | None = None,
+    sr_bits: int | None = None,
+    random_bits: Any = None,
 ) -> np.ndarray:
-    """Round x to the nearest values of ``fmt`` (per the options), returned as floats.
+    """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats.
 
     The result has x's float dtype (float64 for integer input); if the format has values that
     dtype cannot hold exactly (bf16 from float16 input, say), it is widened to float32 or
@@ -40,11 +42,13 @@ def quantize(
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
             break
-    if arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
+    fast = sr_bits is None and random_bits is None  # rounding with given bits: generic only
+    if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
         return _quantize_float32_magic(arr, fmt, _options(fmt, rounding, overflow, nan))
-    if arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
+    if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
         return _quantize_float64_scaled(arr, fmt, _options(fmt, rounding, overflow, nan))
-    codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng)
+    codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
+                   random_bits=random_bits)
     if dtype == np.float16:
         return decode(codes, fmt, dtype=np.float32).astype(np.float16)
     return decode(codes, fmt, dtype=dtype)
@@ -56,6 +60,7 @@ def _magic_path_ok(fmt: Format, rounding: str) -> bool:
     return (
         isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "nearest_even"
         and 7 <= fmt.mantissa_bits <= 21 and fmt.subnormals and fmt.signed and fmt.has_normals
+        and not fmt.twos_complement
         and fmt.emin >= -126 and fmt.emax <= 103 + fmt.mantissa_bits
     )
 
@@ -103,8 +108,7 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
 def _special_values(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
     """Values for the (few) inputs that overflowed, are Inf or are NaN: the generic kernel
     decides them, so the overflow and NaN options mean the same on every path."""
-    codes = _encode_generic(x, fmt, opts).astype(np.int64)
-    return _decode_generic(codes, fmt).astype(x.dtype)
+    return _decode_generic(_encode_generic(x, fmt, opts), fmt).astype(x.dtype)
 
 
 # numpy's own integer rounding of float64 values, per rounding mode (each exact).
@@ -117,7 +121,7 @@ def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
     integer's parity is not the code's, so ties to even would go wrong."""
     return (
         isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in _INTEGER_ROUNDING
-        and fmt.subnormals and fmt.signed and 1 <= fmt.mantissa_bits <= 51
+        and fmt.subnormals and fmt.signed and 1 <= fmt.mantissa_bits <= 51 and not fmt.twos_complement
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .validation import _layout_problems, _range_problems, _type_problems
 
-InfEncoding = Literal["none", "ieee", "top"]
+InfEncoding = Literal["none", "ieee", "top", "below_nan"]
 NanEncoding = Literal["none", "ieee", "top", "neg_zero"]
 
 
@@ -32,15 +32,21 @@ class Format:
         bias: exponent bias; a normal code with exponent field ``E`` has exponent ``E - bias``.
         signed: whether there is a sign bit (E8M0 and UE4M3 have none).
         inf: where +-Inf lives: ``"none"``; ``"ieee"`` (exponent all ones, fraction zero);
-            ``"top"`` (the largest magnitude code, as in IEEE P3109).
+            ``"top"`` (the largest magnitude code, as in IEEE P3109's signed formats);
+            ``"below_nan"`` (the code just below a ``"top"`` NaN, as in P3109's unsigned
+            extended formats: +Inf 0xFE, NaN 0xFF).
         nan: where NaN lives: ``"none"``; ``"ieee"`` (exponent all ones, fraction non-zero);
             ``"top"`` (only the all-ones magnitude code, as in OCP E4M3 and E8M0);
             ``"neg_zero"`` (the code of -0, as in the FNUZ formats and P3109, which then have
             no -0).
         subnormals: ``True`` for the usual meaning of exponent field 0 (zero and subnormals).
             ``False`` makes field 0 an ordinary binade, so the format has no zero (E8M0).
+            With ``exponent_bits=0`` every code is a subnormal: a fixed-point format.
         container_bits: storage width when wider than the format (TF32: 32); codes are then
             left-aligned and the unused low bits are ignored on decode.
+        twos_complement: negative numbers are the two's complement of their magnitude code
+            (OCP INT8: a fixed-point format, ``exponent_bits=0``); there is no -0, and the
+            code ``-2**mantissa_bits`` is the lowest value, one step beyond ``-max``.
 
     >>> Format("fp16", 5, 10, 15).max
     65504.0
@@ -55,6 +61,7 @@ class Format:
     nan: NanEncoding = "ieee"
     subnormals: bool = True
     container_bits: int | None = None
+    twos_complement: bool = False
 
     def __post_init__(self) -> None:
         problems = _type_problems(self)
@@ -73,15 +80,15 @@ class Format:
 
     @property
     def storage_bits(self) -> int:
-        """Bits of the integer that holds a code (8, 16 or 32)."""
+        """Bits of the integer that holds a code (8, 16, 32 or 64)."""
         if self.container_bits is not None:
             return self.container_bits
-        return 8 if self.bits <= 8 else 16 if self.bits <= 16 else 32
+        return next(b for b in (8, 16, 32, 64) if self.bits <= b)
 
     @property
     def code_dtype(self) -> np.dtype:
         """Unsigned integer dtype of encoded arrays."""
-        return np.dtype({8: np.uint8, 16: np.uint16, 32: np.uint32}[self.storage_bits])
+        return np.dtype(f"uint{self.storage_bits}")
 
     @property
     def code_shift(self) -> int:
@@ -105,6 +112,8 @@ class Format:
             return ((1 << self.exponent_bits) - 1) << self.mantissa_bits
         if self.inf == "top":
             return self.top_code
+        if self.inf == "below_nan":
+            return self.top_code - 1
         return None
 
     @property
@@ -122,9 +131,11 @@ class Format:
 
     @property
     def max_code(self) -> int:
-        """Magnitude code of the largest finite value."""
+        """Magnitude code of the largest finite value (0 where zero is the only one)."""
         if self.inf == "ieee" or self.nan == "ieee":
             return (((1 << self.exponent_bits) - 1) << self.mantissa_bits) - 1
+        if self.inf == "below_nan":
+            return self.top_code - 2
         if self.inf == "top" or self.nan == "top":
             return self.top_code - 1
         return self.top_code
@@ -139,7 +150,7 @@ class Format:
 
     @property
     def has_neg_zero(self) -> bool:
-        return self.signed and self.subnormals and self.nan != "neg_zero"
+        return self.signed and self.subnormals and self.nan != "neg_zero" and not self.twos_complement
 
     # ---- values -------------------------------------------------------------------------
     def magnitude(self, k: int) -> float:
@@ -161,7 +172,10 @@ class Format:
 
     @property
     def emax(self) -> int:
-        """Exponent of the largest finite value: floor(log2(max))."""
+        """Exponent of the largest finite value: floor(log2(max)); where zero is the only
+        finite value, one below the exponent of the smallest step (nothing lies above it)."""
+        if self.max == 0:
+            return self.emin - self.mantissa_bits - 1
         return int(np.frexp(self.max)[1]) - 1
 
     @property
@@ -186,8 +200,25 @@ class Format:
 
     @property
     def min_subnormal(self) -> float:
-        """Smallest positive value (the smallest normal when there are no subnormals)."""
+        """Smallest positive value (the smallest normal when there are no subnormals; +inf
+        where zero is the only finite value)."""
+        if self.subnormals and self.max_code == 0:
+            return float("inf")
         return self.magnitude(0 if not self.subnormals else 1)
+
+    @property
+    def lowest(self) -> float:
+        """Most negative finite value (-max, one step lower in two's complement; the smallest
+        value of an unsigned format).
+
+        >>> Format("int8", 0, 7, 0, inf="none", nan="none", twos_complement=True).lowest
+        -2.0
+        """
+        if not self.signed:
+            return 0.0 if self.subnormals else self.magnitude(0)
+        if self.twos_complement:
+            return -self.magnitude(self.max_code + 1)
+        return -self.max
 
     @property
     def eps(self) -> float:

@@ -8,30 +8,73 @@ constructor.
 
 from __future__ import annotations
 
+import re
+
 from .definition import Format
 
-def p3109(precision: int) -> Format:
-    """The IEEE P3109 signed 8-bit format binary8pP (draft v4.0 bias 2**(7-P)).
+_P3109_NAME = re.compile(r"^binary(\d+)p(\d+)([su])([ef])$")
 
-    NaN is 0x80, +-Inf are 0x7F/0xFF, there is no -0.
 
-    >>> f = p3109(3); f.max, f.bias
-    (49152.0, 16)
+def p3109(k: int, p: int | None = None, *, signed: bool = True, domain: str = "extended") -> Format:
+    """The IEEE P3109 format binaryKpP (interim report v4.0, section 3.1 and annex C).
+
+    K bits, precision P (P - 1 trailing significand bits); signed formats have K - P exponent
+    bits and bias 2**(K-P-1), unsigned ones K - P + 1 and 2**(K-P). One zero, no -0, one NaN:
+    signed 2**(K-1) (the code of -0), unsigned 2**K - 1 (the top code). The extended domain
+    adds Inf: signed +-Inf on the top codes 2**(K-1) - 1 and 2**K - 1, unsigned +Inf just
+    below the NaN. K >= 3 is normative; K = 2 (annex C) is allowed too. ``p3109(P)`` with one
+    argument is the 8-bit signed extended binary8pP (the form of earlier fpemu versions).
+
+    >>> f = p3109(8, 3); f.name, f.max, f.bias
+    ('binary8p3se', 49152.0, 16)
+    >>> u = p3109(8, 4, signed=False); hex(u.inf_code), hex(u.nan_code), u.max
+    ('0xfe', '0xff', 53248.0)
+    >>> p3109(4, 2, domain="finite").max
+    3.0
     """
-    if not 1 <= precision <= 7:
-        raise ValueError(f"P3109 binary8 precision must be 1..7, got {precision}")
-    return Format(
-        f"binary8p{precision}",
-        exponent_bits=8 - precision,
-        mantissa_bits=precision - 1,
-        bias=1 << (7 - precision),
-        inf="top",
-        nan="neg_zero",
-    )
+    if p is None:
+        k, p = 8, k
+    for name, value in (("K", k), ("P", p)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"P3109 {name} must be an integer, got {value!r}")
+    if domain not in ("extended", "finite"):
+        raise ValueError(f"P3109 domain must be 'extended' or 'finite', got {domain!r}")
+    top = k - 1 if signed else k
+    if k < 2 or not 1 <= p <= top:
+        kind = "signed formats: 1 <= P < K" if signed else "unsigned formats: 1 <= P <= K"
+        raise ValueError(f"P3109 defines K >= 2 and, for {kind}; got K={k}, P={p}")
+    extended = domain == "extended"
+    name = f"binary{k}p{p}{'s' if signed else 'u'}{'e' if extended else 'f'}"
+    if signed:
+        return Format(name, exponent_bits=k - p, mantissa_bits=p - 1, bias=1 << (k - p - 1),
+                      inf="top" if extended else "none", nan="neg_zero")
+    return Format(name, exponent_bits=k - p + 1, mantissa_bits=p - 1, bias=1 << (k - p), signed=False,
+                  inf="below_nan" if extended else "none", nan="top")
+
+
+def _p3109_by_name(key: str) -> Format | None:
+    """binaryKpP{s|u}{e|f}, any K and P that P3109 defines, or None for other names."""
+    match = _P3109_NAME.match(key)
+    if not match:
+        return None
+    k, p, sign, domain = match.groups()
+    return p3109(int(k), int(p), signed=sign == "s", domain="extended" if domain == "e" else "finite")
+
+
+# P3109 formats with names of their own: the 8-bit signed extended ones (binary8p3 and
+# p3109_p3 were fpemu's earlier names), the conformance minimum (section 4.5: binary8p4se,
+# binary8p3se, binary4p2sf, scale binary8p1uf), and the other 8-bit formats gfloat lists.
+_P3109_REGISTERED = [(8, p, True, "extended") for p in range(1, 8)] + [
+    (8, 3, True, "finite"), (8, 4, True, "finite"), (8, 7, True, "finite"),
+    (8, 1, False, "extended"), (8, 3, False, "extended"), (8, 4, False, "extended"),
+    (8, 1, False, "finite"), (8, 3, False, "finite"), (8, 4, False, "finite"), (8, 8, False, "finite"),
+    (4, 2, True, "finite"),
+]  # fmt: skip
 
 
 def _registry() -> tuple[dict[str, Format], dict[str, str]]:
     formats = [
+        (Format("fp64", 11, 52, 1023), ["float64", "binary64", "double"]),
         (Format("fp32", 8, 23, 127), ["float32", "binary32", "single"]),
         (Format("tf32", 8, 10, 127, container_bits=32), ["tensorfloat32", "tensorfloat-32"]),
         (Format("fp16", 5, 10, 15), ["float16", "half", "binary16"]),
@@ -48,12 +91,16 @@ def _registry() -> tuple[dict[str, Format], dict[str, str]]:
             ["float8_e8m0fnu", "e8m0fnu"],
         ),
         (Format("ue4m3", 4, 3, 7, signed=False, inf="none", nan="top"), ["float8_ue4m3"]),
+        # OCP MX INT8: two's complement with an implicit 2**-6 (values -2 .. 127/64).
+        (Format("int8", 0, 7, 0, inf="none", nan="none", twos_complement=True), ["ocp_int8", "mxint8_element"]),
         # Further formats that ml_dtypes implements, useful as cross-check targets.
         (Format("float8_e4m3", 4, 3, 7), ["e4m3ieee"]),
         (Format("float8_e3m4", 3, 4, 3), ["e3m4"]),
         (Format("float8_e4m3b11fnuz", 4, 3, 11, inf="none", nan="neg_zero"), ["e4m3b11fnuz"]),
     ]
-    formats += [(p3109(p), [f"p3109_p{p}"]) for p in range(1, 8)]
+    for k, p, signed, domain in _P3109_REGISTERED:
+        short = [f"binary8p{p}", f"p3109_p{p}"] if (k, signed, domain) == (8, True, "extended") else []
+        formats.append((p3109(k, p, signed=signed, domain=domain), short))
     by_name = {fmt.name: fmt for fmt, _ in formats}
     aliases = {alias: fmt.name for fmt, names in formats for alias in names}
     return by_name, aliases
@@ -68,14 +115,17 @@ def format_names() -> list[str]:
 
 
 def get_format(fmt: str | Format) -> Format:
-    """Look a format up by name or alias (case-insensitive); a Format passes through.
+    """Look a format up by name or alias (case-insensitive); a Format passes through. Any
+    IEEE P3109 name ``binaryKpP{s|u}{e|f}`` is built on request.
 
     >>> get_format("Float8_E4M3FN").name
     'e4m3'
-    >>> get_format("fp9")
+    >>> get_format("Binary12p5ue").max  # (2 - 3 * 2**-4) * 2**127: Inf and NaN take the top
+    3.083808950221005e+38
+    >>> get_format("fp9")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown format 'fp9'; known formats: fp32, tf32, fp16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e3m2, e2m3, e2m1, e8m0, ue4m3, float8_e4m3, float8_e3m4, float8_e4m3b11fnuz, binary8p1, binary8p2, binary8p3, binary8p4, binary8p5, binary8p6, binary8p7 (aliases: float32, binary32, single, tensorfloat32, tensorfloat-32, float16, half, binary16, bfloat16, fp8_e4m3, float8_e4m3fn, e4m3fn, fp8_e5m2, float8_e5m2, float8_e4m3fnuz, fp8_e4m3fnuz, float8_e5m2fnuz, fp8_e5m2fnuz, fp6_e3m2, float6_e3m2fn, fp6_e2m3, float6_e2m3fn, fp4, fp4_e2m1, float4_e2m1fn, float8_e8m0fnu, e8m0fnu, float8_ue4m3, e4m3ieee, e3m4, e4m3b11fnuz, p3109_p1, p3109_p2, p3109_p3, p3109_p4, p3109_p5, p3109_p6, p3109_p7)
+    ValueError: unknown format 'fp9'; known formats: fp64, fp32, tf32, ... binaryKpP{s|u}{e|f})
     """
     if isinstance(fmt, Format):
         return fmt
@@ -85,7 +135,10 @@ def get_format(fmt: str | Format) -> Format:
     key = _ALIASES.get(key, key)
     if key in FORMATS:
         return FORMATS[key]
+    built = _p3109_by_name(key)
+    if built is not None:
+        return built
     raise ValueError(
         f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)} "
-        f"(aliases: {', '.join(_ALIASES)})"
+        f"(aliases: {', '.join(_ALIASES)}; and any P3109 binaryKpP{{s|u}}{{e|f}})"
     )

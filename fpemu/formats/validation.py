@@ -17,7 +17,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .definition import Format
 
-_INF_ENCODINGS = ("none", "ieee", "top")
+_INF_ENCODINGS = ("none", "ieee", "top", "below_nan")
 _NAN_ENCODINGS = ("none", "ieee", "top", "neg_zero")
 
 
@@ -32,27 +32,38 @@ def _type_problems(fmt: Format) -> list[str]:
             problems.append(f"{field} must be an integer, got {value!r}")
         else:
             object.__setattr__(fmt, field, int(value))  # numpy integers: hash and compare as int
-    for field in ("signed", "subnormals"):
+    for field in ("signed", "subnormals", "twos_complement"):
         if not isinstance(getattr(fmt, field), (bool, np.bool_)):
             problems.append(f"{field} must be True or False, got {getattr(fmt, field)!r}")
     if fmt.inf not in _INF_ENCODINGS:
         problems.append(f"inf must be one of {_INF_ENCODINGS}, got {fmt.inf!r}")
     if fmt.nan not in _NAN_ENCODINGS:
         problems.append(f"nan must be one of {_NAN_ENCODINGS}, got {fmt.nan!r}")
-    if fmt.container_bits is not None and fmt.container_bits not in (8, 16, 32):
-        problems.append(f"container_bits must be 8, 16 or 32, got {fmt.container_bits!r}")
+    if fmt.container_bits is not None and fmt.container_bits not in (8, 16, 32, 64):
+        problems.append(f"container_bits must be 8, 16, 32 or 64, got {fmt.container_bits!r}")
     return problems
 
 
 def _layout_problems(fmt: Format) -> list[str]:
     """Field widths and special-code placements that cannot work together."""
     problems = []
-    if fmt.exponent_bits < 1:
-        problems.append("exponent_bits must be >= 1")
+    if fmt.exponent_bits < 0:
+        problems.append("exponent_bits must be >= 0")
     if fmt.mantissa_bits < 0:
         problems.append("mantissa_bits must be >= 0")
-    if fmt.bits > 32:
-        problems.append(f"at most 32 bits are supported, got {fmt.bits}")
+    if fmt.exponent_bits + fmt.mantissa_bits < 1:
+        problems.append("a format needs at least one exponent or mantissa bit")
+    if fmt.exponent_bits == 0 and not fmt.subnormals:
+        problems.append("without an exponent field every code is a subnormal: subnormals=True")
+    if fmt.exponent_bits == 0 and fmt.inf == "ieee":
+        problems.append("IEEE-style Inf and NaN need an exponent field")
+    if fmt.bits > 64:
+        problems.append(f"at most 64 bits are supported, got {fmt.bits}")
+    if fmt.inf == "below_nan" and fmt.nan != "top":
+        problems.append("inf='below_nan' puts Inf just below a NaN on the top code: nan='top'")
+    if fmt.twos_complement and not (fmt.signed and fmt.exponent_bits == 0 and fmt.inf == fmt.nan == "none"):
+        problems.append("two's complement is for signed fixed-point formats (exponent_bits=0) "
+                        "without Inf or NaN")
     if (fmt.inf == "ieee") != (fmt.nan == "ieee"):
         problems.append("IEEE-style Inf and NaN come together (inf='ieee', nan='ieee')")
     if fmt.nan == "ieee" and fmt.mantissa_bits == 0:
@@ -71,8 +82,10 @@ def _layout_problems(fmt: Format) -> list[str]:
 
 def _range_problems(fmt: Format) -> list[str]:
     """Formats with no finite value to round to, or values float64 cannot hold exactly."""
-    if fmt.subnormals and fmt.max_code < 1:
-        return ["it has no positive finite value (every code is zero, Inf or NaN)"]
+    if fmt.max_code < 0:
+        return ["it has no finite value (every code is Inf or NaN)"]
+    if fmt.mantissa_bits > 52:
+        return [f"{fmt.mantissa_bits} mantissa bits are more than float64 holds exactly (52)"]
     # Every value must be a float64 (decode is exact, encode rounds float64 input once).
     top_exponent = (fmt.max_code >> fmt.mantissa_bits) - fmt.bias
     low_exponent = fmt.emin - fmt.mantissa_bits

@@ -8,14 +8,19 @@ import numpy as np
 
 from ..codec import ROUNDING_MODES, integers_to_float64
 
+#: The element roundings block quantization offers: the codec's, but those that take given
+#: random bits (P3109 stochastic A/B/C) and the E8M0-only one.
+ELEMENT_ROUNDINGS = tuple(sorted(
+    set(ROUNDING_MODES.values()) - {"stochastic_a", "stochastic_b", "stochastic_c", "ml_dtypes_e8m0"}
+))
+
 
 def _canonical_rounding(rounding: Any) -> str:
     """The codec's canonical name of an element rounding mode (checked even for empty input)."""
-    if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
-        raise ValueError(
-            f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
-        )
-    return ROUNDING_MODES[rounding.lower()]
+    canonical = ROUNDING_MODES.get(rounding.lower()) if isinstance(rounding, str) else None
+    if canonical not in ELEMENT_ROUNDINGS:
+        raise ValueError(f"unknown element rounding {rounding!r}; choose one of {', '.join(ELEMENT_ROUNDINGS)}")
+    return canonical
 
 
 def _generator(rounding: str, rng: Any) -> Any:

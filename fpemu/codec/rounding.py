@@ -1,0 +1,123 @@
+"""The rounding decision: whether a truncated magnitude code goes up by one unit, per mode.
+
+Every mode sees the same facts about a value: the truncated code's parity, the dropped bits
+``rem`` as an integer (the exact fraction of a unit is ``rem / 2**shift``) and the sign. The
+stochastic modes add randomness: ``stochastic`` compares 64 random bits with the dropped
+fraction; P3109's ``stochastic_a/b/c`` use N given (or drawn) random bits R exactly as the
+interim report v4.0, section 4.7.4, defines them, with nu the dropped fraction:
+
+* A: floor(nu * 2**N) + R >= 2**N (add R below the last place and keep the carry: PTX
+  ``cvt.rs``, gfloat's StochasticFastest);
+* B: floor(nu * 2**(N+1)) + 2R + 1 >= 2**(N+1) (gfloat's StochasticFast);
+* C: round_ties_even(nu * 2**N) + R >= 2**N (gfloat's Stochastic).
+
+>>> u = np.uint64
+>>> _sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(0)])).tolist()
+[False]
+>>> _sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(1)])).tolist()
+[True]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_U64 = np.uint64
+
+
+def _round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
+    """Whether to add one unit in the last kept place, per deterministic rounding mode.
+
+    odd: whether the truncated code is odd (ties-to-even and to-odd look at the *code's* last
+    bit, which for formats without mantissa bits is the exponent's); rem: the dropped bits as
+    an integer; shift: how many bits were dropped (0 <= shift <= 60, rem < 2**shift; beyond 54
+    every dropped bit is sticky, since the significand has 53); negative: the sign.
+    """
+    if mode in ("nearest_even", "nearest_away", "ml_dtypes_e8m0"):
+        half = (_U64(1) << shift) >> _U64(1)  # 0 where nothing is dropped (binary64)
+        inexact = rem != 0
+        if mode == "nearest_even":
+            return inexact & ((rem > half) | ((rem == half) & odd))
+        return inexact & (rem >= half)
+    if mode == "toward_zero":
+        return np.zeros(rem.shape, dtype=bool)
+    if mode == "up":
+        return (rem != 0) & ~negative
+    if mode == "down":
+        return (rem != 0) & negative
+    if mode == "odd":
+        return (rem != 0) & ~odd
+    raise AssertionError(mode)
+
+
+def _stochastic_increment(rem, shift_full, gen: np.random.Generator) -> np.ndarray:
+    """Round up with probability rem / 2**shift_full, using 64 random bits per element.
+
+    u < rem * 2**(64 - shift) for u uniform on [0, 2**64): exactly unbiased whenever at most 64
+    bits are dropped; below that (values far under the smallest subnormal) the threshold is
+    floored, a bias under 2**-64 of a unit in the last place.
+    """
+    u = gen.integers(0, 2**64, size=rem.shape, dtype=np.uint64, endpoint=False)
+    left = np.clip(64 - shift_full, 0, 63).astype(np.uint64)
+    right = np.clip(shift_full - 64, 0, 63).astype(np.uint64)
+    return u < ((rem << left) >> right)
+
+
+def _top_bits(rem, shift_full, n: int) -> np.ndarray:
+    """floor(nu * 2**n) for nu = rem / 2**shift_full, exactly (rem < 2**53: a right shift of
+    60 or more leaves nothing)."""
+    d = np.asarray(shift_full, dtype=np.int64) - n
+    right = (rem >> np.clip(d, 0, 60).astype(np.uint64)) * (d < 61)
+    left = rem << np.clip(-d, 0, 63).astype(np.uint64)
+    return np.where(d >= 0, right, left)
+
+
+def _nearest_even_bits(rem, shift_full, n: int) -> np.ndarray:
+    """round_ties_even(nu * 2**n) for nu = rem / 2**shift_full, exactly."""
+    d = np.asarray(shift_full, dtype=np.int64) - n
+    dd = np.clip(d, 1, 60).astype(np.uint64)
+    q = rem >> dd
+    r = rem & ((_U64(1) << dd) - _U64(1))
+    half = _U64(1) << (dd - _U64(1))
+    rounded = q + ((r > half) | ((r == half) & ((q & _U64(1)) == 1)))
+    return np.where(d >= 1, rounded, _top_bits(rem, shift_full, n))
+
+
+def _sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
+    """P3109's stochastic rounding with N = n random bits r (uint64, 0 <= r < 2**n)."""
+    one = _U64(1)
+    if mode == "stochastic_a":
+        return _top_bits(rem, shift_full, n) + r >= (one << _U64(n))
+    if mode == "stochastic_b":
+        return _top_bits(rem, shift_full, n + 1) + (r << one) + one >= (one << _U64(n + 1))
+    if mode == "stochastic_c":
+        return _nearest_even_bits(rem, shift_full, n) + r >= (one << _U64(n))
+    raise AssertionError(mode)
+
+
+def _generator(rng: Any) -> np.random.Generator:
+    """A numpy Generator from rng: None (fresh entropy), an int seed, or a Generator."""
+    if rng is None or isinstance(rng, (int, np.integer, np.random.Generator, np.random.SeedSequence)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
+
+
+def _random_bits(random_bits: Any, shape: tuple, n: int, rng: Any) -> np.ndarray:
+    """The N-bit random integers of P3109 stochastic rounding, one per value, as a flat uint64
+    array: the caller's (broadcast to the input's shape, each checked to lie in [0, 2**n)),
+    or drawn from rng."""
+    size = int(np.prod(shape))
+    if random_bits is None:
+        return _generator(rng).integers(0, 1 << n, size=size, dtype=np.uint64)
+    bits = np.asarray(random_bits)
+    if bits.dtype.kind not in "iu":
+        raise TypeError(f"random_bits must be integers, got {bits.dtype}")
+    try:
+        bits = np.broadcast_to(bits, shape)
+    except ValueError:
+        raise ValueError(f"random_bits of shape {bits.shape} do not match the input's shape {shape}") from None
+    if bits.size and (int(bits.min()) < 0 or int(bits.max()) >= 1 << n):
+        raise ValueError(f"random_bits must lie in [0, 2**{n}) for sr_bits={n}")
+    return bits.astype(np.uint64).reshape(-1)
