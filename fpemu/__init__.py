@@ -10,7 +10,7 @@ array([  1., 448.])
 """
 
 from .formats import FORMATS, Format, format_names, get_format
-from .codec import decode, encode, explain, quantize
+from .codec import decode, encode, explain, like, quantize
 
 __all__ = [
     "FORMATS",
@@ -21,6 +21,7 @@ __all__ = [
     "decode",
     "quantize",
     "explain",
+    "like",
     "mx",
     "Accumulator",
     "get_accumulator",

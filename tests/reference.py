@@ -203,7 +203,7 @@ def resolve_overflow(fmt: Format, overflow: str | None) -> str:
             return "nan"
         return "saturate"
     overflow = OVERFLOW_NAMES.get(overflow, overflow)
-    if overflow not in ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "unbounded"):
+    if overflow not in ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "ml_dtypes_saturate"):
         raise ValueError(f"bad overflow {overflow!r}")
     if overflow == "inf" and fmt.inf == "none":
         raise ValueError(f"{fmt.name} has no Inf")
@@ -246,6 +246,7 @@ def ref_encode(
     payload_of: np.floating | None = None,
     sr_bits: int | None = None,
     r: int | None = None,
+    directed: str = "ieee",
 ) -> int:
     """Encode one real number exactly, returning the integer code in its container.
 
@@ -255,11 +256,12 @@ def ref_encode(
     must (a NaN result in a format without NaN under ``nan="raise"``, impossible options).
 
     * Overflow rules: ``saturate`` (SatFinite) and ``saturate_propagate`` (SatPropagate: Inf
-      input stays Inf where the format has it) give the largest finite value; ``inf``/``nan``
-      give it in the modes that round toward zero for that sign and round-to-odd (IEEE 754
-      7.4), else Inf / NaN; ``sat_none`` (SatNone) is like ``inf`` but spares round-to-odd
-      only into unsigned formats with Inf, and saturates where the format has no Inf;
-      ``unbounded`` never spares (Inf, else NaN).
+      input stays Inf where the format has it) give the largest finite value, as does
+      ``ml_dtypes_saturate`` (but Inf input without an Inf in the format is NaN);
+      ``inf``/``nan`` give it in the modes ``directed`` spares (``ieee``: those that round
+      toward zero for that sign, and round-to-odd; ``p3109``: without round-to-odd; ``none``),
+      else Inf / NaN; ``sat_none`` (SatNone) spares as ``p3109`` does and round-to-odd into
+      unsigned formats with Inf, and saturates where the format has no Inf.
     * No code: a negative number of an unsigned format that does not round to zero gives the
       lowest value (code 0) when saturating, or in the modes that round it toward zero
       (``rz``, ``ru``, ``odd`` under IEEE) unless it is -Inf; NaN otherwise. Zero of a format
@@ -276,8 +278,8 @@ def ref_encode(
     """
     mode = ROUNDING_ALIASES[rounding]
     ov = resolve_overflow(fmt, overflow)
-    width = fmt.exponent_bits + fmt.mantissa_bits
-    saturating = ov in ("saturate", "saturate_propagate")
+    saturating = ov in ("saturate", "saturate_propagate", "ml_dtypes_saturate")
+    rule = "sat_none" if ov == "sat_none" else directed
 
     is_nan = isinstance(x, float) and math.isnan(x)
     negative = (math.copysign(1.0, x) < 0) if isinstance(x, float) else x < 0
@@ -287,11 +289,10 @@ def ref_encode(
         return _place(_nan_code(fmt, negative, nan), fmt)
 
     if isinstance(x, float) and math.isinf(x):
-        if not fmt.signed and negative:
-            return _place(0, fmt) if saturating else _place(_nan_code(fmt, False, nan), fmt)
-        if ov == "saturate" or (ov == "sat_none" and fmt.inf == "none") or (
-            ov == "saturate_propagate" and fmt.inf == "none"
-        ):
+        if not fmt.signed and negative:  # (ml_dtypes: Inf is Inf/NaN before the sign counts)
+            keep = saturating and ov != "ml_dtypes_saturate"
+            return _place(0, fmt) if keep else _place(_nan_code(fmt, False, nan), fmt)
+        if ov == "saturate" or (ov in ("sat_none", "saturate_propagate") and fmt.inf == "none"):
             return _finish(_largest(fmt, negative), negative, fmt)
         if fmt.inf != "none":
             return _finish(_inf_code(fmt), negative, fmt)
@@ -303,7 +304,7 @@ def ref_encode(
     k = _round_magnitude(a, fmt, mode, negative, sr_bits, r)
 
     if not fmt.signed and negative and not (fmt.subnormals and k == 0):
-        spared = ov in ("inf", "nan", "sat_none") and _spared(mode, True, ov, fmt)
+        spared = ov in ("inf", "nan", "sat_none") and _spared(mode, True, rule, fmt)
         if saturating or spared:
             return _place(0, fmt)
         return _place(_nan_code(fmt, False, nan), fmt)
@@ -311,7 +312,7 @@ def ref_encode(
     if k > _largest(fmt, negative):
         if saturating or (ov == "sat_none" and fmt.inf == "none"):
             return _finish(_largest(fmt, negative), negative, fmt)
-        if ov in ("inf", "nan", "sat_none") and _spared(mode, negative, ov, fmt):
+        if ov in ("inf", "nan", "sat_none") and _spared(mode, negative, rule, fmt):
             return _finish(_largest(fmt, negative), negative, fmt)
         if ov == "nan" or fmt.inf == "none":
             return _place(_nan_code(fmt, negative, nan), fmt)
@@ -324,12 +325,14 @@ def _largest(fmt: Format, negative: bool) -> int:
     return _max_code(fmt) + (1 if fmt.twos_complement and negative else 0)
 
 
-def _spared(mode: str, negative: bool, ov: str, fmt: Format) -> bool:
+def _spared(mode: str, negative: bool, rule: str, fmt: Format) -> bool:
     """Whether this mode rounds an overflow of this sign to the largest finite value."""
+    if rule == "none":
+        return False
     if mode == "rz" or (mode == "ru" and negative) or (mode == "rd" and not negative):
         return True
     if mode == "odd":
-        return ov != "sat_none" or (not fmt.signed and fmt.inf != "none")
+        return rule == "ieee" or (rule == "sat_none" and not fmt.signed and fmt.inf != "none")
     return False
 
 
@@ -400,6 +403,8 @@ def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
         return (1 << (width + int(fmt.signed))) - 1
     if nan == "ones_with_sign" and fmt.nan != "none":
         return (sign_bit if negative else 0) | ((1 << width) - 1)
+    if nan == "ones_positive" and fmt.nan != "none":
+        return (1 << width) - 1
     if fmt.nan == "ieee":
         k = (((1 << fmt.exponent_bits) - 1) << fmt.mantissa_bits) | (1 << (fmt.mantissa_bits - 1))
         return (sign_bit if negative else 0) | k
@@ -413,6 +418,8 @@ def _nan_code(fmt: Format, negative: bool, nan: str | None) -> int:
         raise ValueError(f"NaN cannot be encoded in {fmt.name}")
     if option == "zero":
         return 0
+    if option == "max":
+        return _max_code(fmt)
     if option == "ml_dtypes":
         return 0 if negative else sign_bit  # ml_dtypes: +NaN -> the -0 code, -NaN -> +0
     raise ValueError(f"bad nan option {option!r}")

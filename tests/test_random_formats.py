@@ -150,19 +150,30 @@ def _values_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return same | (np.isnan(got) & np.isnan(want))
 
 
-def _overflow_options(fmt: Format) -> list[str | None]:
-    allowed = [None, "saturate", "saturate_propagate", "sat_none"]
-    allowed += ["inf"] if fmt.inf != "none" else []
-    allowed += ["nan"] if fmt.nan != "none" else []
-    allowed += ["unbounded"] if fmt.inf != "none" or fmt.nan != "none" else []
-    assert set(allowed) - {None} <= set(OVERFLOW_MODES)
+def _overflow_options(fmt: Format) -> list[dict]:
+    """Every overflow rule the format admits, as encode's keyword arguments (the reference
+    takes ``directed`` for ``directed_overflow``)."""
+    allowed: list[dict] = [{"overflow": o} for o in (None, "saturate", "saturate_propagate", "sat_none",
+                                                     "ml_dtypes_saturate")]
+    for target, present in (("inf", fmt.inf != "none"), ("nan", fmt.nan != "none")):
+        if present:
+            allowed += [{"overflow": target, "directed_overflow": d} for d in (None, "p3109", "none")]
+    assert {a["overflow"] for a in allowed} - {None} <= set(OVERFLOW_MODES)
     return allowed
+
+
+def _ref_options(options: dict) -> dict:
+    """encode's options as the reference's keyword arguments."""
+    out = {k: v for k, v in options.items() if k != "directed_overflow"}
+    if options.get("directed_overflow"):
+        out["directed"] = options["directed_overflow"]
+    return out
 
 
 def _nan_options(fmt: Format) -> list[str | None]:
     if fmt.nan == "none":  # the default, "raise", is checked on its own
-        return ["zero"] + (["ml_dtypes"] if fmt.signed else [])
-    options = [None, "positive"] + (["all_ones", "ones_with_sign"] if fmt.nan in ("ieee", "top") else [])
+        return ["zero", "max"] + (["ml_dtypes"] if fmt.signed else [])
+    options = [None, "positive"] + (["all_ones", "ones_with_sign", "ones_positive"] if fmt.nan in ("ieee", "top") else [])
     return options + (["payload", "quiet_payload"] if fmt.nan == "ieee" else [])
 
 
@@ -206,9 +217,9 @@ def check_encode(fmt: Format, values: list[float]) -> None:
     for mode in _modes(fmt):
         for overflow in overflows:
             # Every value under the default overflow; the overflow region under the others.
-            vals = signed_values if overflow is None else edge
-            opts = dict(rounding=mode, overflow=overflow, nan="zero" if fmt.nan == "none" else None)
-            want = _reference_codes(vals, fmt, **opts)
+            vals = signed_values if overflow["overflow"] is None else edge
+            opts = dict(rounding=mode, nan="zero" if fmt.nan == "none" else None, **overflow)
+            want = _reference_codes(vals, fmt, **_ref_options(opts))
             _same_code(encode(np.array(vals), fmt, **opts), want, vals, f"float64 {mode} {overflow}")
             v32 = [v for v in vals if v in f32]
             want32 = [w for v, w in zip(vals, want) if v in f32]
@@ -239,9 +250,9 @@ def check_unrepresentable(fmt: Format) -> None:
     for overflow in _overflow_options(fmt):
         for mode in _modes(fmt):
             for nan in ([None, "zero"] if fmt.nan == "none" else [None]):
-                opts = dict(rounding=mode, overflow=overflow, nan=nan)
+                opts = dict(rounding=mode, nan=nan, **overflow)
                 try:
-                    want = [ref_encode(v, fmt, **opts) for v in bad]
+                    want = [ref_encode(v, fmt, **_ref_options(opts)) for v in bad]
                 except ValueError:
                     with pytest.raises(ValueError, match="no code|has no NaN"):
                         encode(bad, fmt, **opts)

@@ -154,6 +154,7 @@ def encode(
     rng: int | np.random.Generator | None = None,
     sr_bits: int | None = None,
     random_bits: Any = None,
+    directed_overflow: str | None = None,
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
 
@@ -172,27 +173,34 @@ def encode(
             ``cvt.rs``), ``ml_dtypes_e8m0`` (ml_dtypes' E8M0 cast: ties away, and everything
             between the two smallest values up to the larger).
         overflow: ``saturate`` (``sat_finite``: +-max, also for +-Inf input),
-            ``saturate_propagate`` (``sat_propagate``: finite overflow saturates, Inf stays Inf
-            where the format has it), ``inf``, ``nan`` (IEEE 754 7.4: the directed modes that
-            round toward zero for that sign, and round-to-odd, give +-max), ``sat_none`` (P3109
-            SatNone: round-to-odd overflows too, except into an unsigned extended format; a
-            format without Inf saturates), ``unbounded`` (every overflow is Inf, or NaN where
-            there is no Inf: ml_dtypes' C++ truncating conversion), or None for the format's
+            ``saturate_propagate`` (``sat_propagate``: finite overflow saturates, Inf stays Inf,
+            or saturates where the format has none), ``ml_dtypes_saturate`` (the same, but Inf
+            becomes NaN where the format has no Inf: ml_dtypes' C++ saturating conversion),
+            ``inf``, ``nan`` (Inf or NaN, except in the modes ``directed_overflow`` spares),
+            ``sat_none`` (P3109 SatNone: round-to-odd overflows too, except into an unsigned
+            extended format; a format without Inf saturates), or None for the format's
             non-saturating default (ml_dtypes): Inf where the format has it, else NaN, else
             saturate. Negative numbers of an unsigned format, and zero of a format without
-            zero, saturate to the lowest value under ``saturate``/``saturate_propagate``, and
-            are NaN otherwise (except, for negatives, in the modes that round toward zero).
+            zero, saturate to the lowest value under the saturating rules, and are NaN
+            otherwise (except, for negatives, in the spared modes).
         nan: the code of NaN results. Formats without NaN: ``raise`` (default), ``zero``,
-            ``ml_dtypes`` (its codes: sign bit set for +NaN, clear for -NaN). Formats with NaN:
+            ``max`` (+max: PTX ``cvt .satfinite`` into FP4/FP6), ``ml_dtypes`` (its codes:
+            sign bit set for +NaN, clear for -NaN). Formats with NaN:
             ``sign`` (default: the canonical quiet NaN, with the sign where the format is
             signed), ``positive`` (sign dropped), ``all_ones`` (every bit set: gfloat),
             ``ones_with_sign`` (every magnitude bit set, the sign kept: torch's E5M2),
+            ``ones_positive`` (every magnitude bit set, no sign),
             ``payload`` (numpy's float->half rule: top payload bits, non-zero),
             ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
         rng: seed or ``np.random.Generator`` for the stochastic roundings.
         sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c`` (1..32).
         random_bits: their values, integers in [0, 2**N) broadcast to ``x``'s shape (a
             kernel's own random bits, to check its output bit for bit); None draws them.
+        directed_overflow: which rounding modes an ``inf``/``nan`` overflow spares, giving
+            +-max: ``ieee`` (default; IEEE 754 7.4: the modes that round toward zero for that
+            sign, and round-to-odd, which truncates), ``p3109`` (the same without round-to-odd,
+            for which Inf is the next code up: P3109 and gfloat), ``none`` (every overflow is Inf
+            or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
 
     Returns:
         Codes as uint8 (<= 8 bits, right-aligned), uint16, uint32 or uint64; TF32 codes are
@@ -206,7 +214,7 @@ def encode(
     [58, 59]
     """
     fmt = get_format(fmt)
-    opts = _options(fmt, rounding, overflow, nan, sr_bits)
+    opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
     if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
         raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
     arr = _as_real_array(x)
@@ -222,7 +230,7 @@ def encode(
         and _is_fp32_prefix(fmt)
         and fmt.mantissa_bits < 23
         and opts == _Options("nearest_even", "inf", "sign")
-    ):
+    ):  # (directed_overflow does not matter: RNE is never spared)
         codes = _encode_fp32_prefix_rne(arr, fmt)
     else:
         codes = _encode_generic(arr, fmt, opts, rng, random_bits)

@@ -2,7 +2,7 @@
 random bits of stochastic rounding, checked against the format once, before any array work.
 
 >>> _options(get_format("e4m3"), "rne", None, None)
-_Options(rounding='nearest_even', overflow='nan', nan='sign', sr_bits=None)
+_Options(rounding='nearest_even', overflow='nan', nan='sign', sr_bits=None, directed='ieee')
 """
 
 from __future__ import annotations
@@ -35,11 +35,18 @@ STOCHASTIC_WITH_BITS = ("stochastic_a", "stochastic_b", "stochastic_c")
 #: Overflow policies: what a finite value that rounds beyond the largest finite value (and an
 #: Inf input) becomes. ``sat_finite``/``sat_propagate`` are P3109's names of the first two;
 #: ``ovf_inf``, P3109 v3's name of SatNone.
-OVERFLOW_MODES = ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "unbounded")
+OVERFLOW_MODES = ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "ml_dtypes_saturate")
 OVERFLOW_ALIASES = {"sat_finite": "saturate", "sat_propagate": "saturate_propagate", "ovf_inf": "sat_none"}
 
-_NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "ml_dtypes")
-_NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "payload", "quiet_payload")
+#: Which rounding modes a non-saturating overflow (inf, nan) spares, giving the largest finite
+#: value instead: ``ieee`` (IEEE 754 7.4: those that round toward zero for that sign, and
+#: round-to-odd, which truncates), ``p3109`` (the same but round-to-odd, for which Inf is the
+#: next code up: P3109, gfloat), ``none`` (no mode: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
+DIRECTED_OVERFLOW = ("ieee", "p3109", "none")
+
+_NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "max", "ml_dtypes")
+_NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "ones_positive", "payload",
+                          "quiet_payload")
 
 
 @dataclass(frozen=True)
@@ -50,16 +57,26 @@ class _Options:
     overflow: str
     nan: str
     sr_bits: int | None = None
+    directed: str = "ieee"
 
 
 def _options(
-    fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None
+    fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None,
+    directed_overflow: str | None = None,
 ) -> _Options:
     """Check the options against the format and resolve the defaults."""
     rounding = _rounding(fmt, rounding, sr_bits)
     overflow = _overflow(fmt, overflow)
     nan = _nan(fmt, nan)
-    return _Options(rounding, overflow, nan, sr_bits if rounding in STOCHASTIC_WITH_BITS else None)
+    if directed_overflow is None:
+        directed = "ieee"
+    elif directed_overflow not in DIRECTED_OVERFLOW:
+        raise ValueError(f"unknown directed_overflow {directed_overflow!r}; choose one of {', '.join(DIRECTED_OVERFLOW)}")
+    elif overflow not in ("inf", "nan"):
+        raise ValueError(f"directed_overflow applies to non-saturating overflow (inf, nan), not {overflow!r}")
+    else:
+        directed = directed_overflow
+    return _Options(rounding, overflow, nan, sr_bits if rounding in STOCHASTIC_WITH_BITS else None, directed)
 
 
 def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
@@ -91,8 +108,6 @@ def _overflow(fmt: Format, overflow: str | None) -> str:
         raise ValueError(f"format {fmt.name} has no Inf: use overflow='saturate' or 'nan'")
     if overflow == "nan" and not fmt.has_nan:
         raise ValueError(f"format {fmt.name} has no NaN: use overflow='saturate'")
-    if overflow == "unbounded" and not (fmt.has_inf or fmt.has_nan):
-        raise ValueError(f"format {fmt.name} has neither Inf nor NaN to overflow to: use overflow='saturate'")
     return overflow
 
 
@@ -108,7 +123,7 @@ def _nan(fmt: Format, nan: str | None) -> str:
         raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
     if nan in ("payload", "quiet_payload") and fmt.nan != "ieee":
         raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
-    if nan in ("all_ones", "ones_with_sign") and fmt.nan not in ("ieee", "top"):
+    if nan in ("all_ones", "ones_with_sign", "ones_positive") and fmt.nan not in ("ieee", "top"):
         raise ValueError(f"nan={nan!r}: in {fmt.name} the all-ones code is not a NaN")
     if nan == "ml_dtypes" and not fmt.signed:
         raise ValueError("nan='ml_dtypes' is defined for signed formats only")

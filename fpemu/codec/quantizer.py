@@ -25,6 +25,7 @@ def quantize(
     rng: int | np.random.Generator | None = None,
     sr_bits: int | None = None,
     random_bits: Any = None,
+    directed_overflow: str | None = None,
 ) -> np.ndarray:
     """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats.
 
@@ -42,13 +43,13 @@ def quantize(
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
             break
-    fast = sr_bits is None and random_bits is None  # rounding with given bits: generic only
+    fast = sr_bits is None and random_bits is None and directed_overflow is None  # else: generic only
     if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
         return _quantize_float32_magic(arr, fmt, _options(fmt, rounding, overflow, nan))
     if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
         return _quantize_float64_scaled(arr, fmt, _options(fmt, rounding, overflow, nan))
     codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
-                   random_bits=random_bits)
+                   random_bits=random_bits, directed_overflow=directed_overflow)
     if dtype == np.float16:
         return decode(codes, fmt, dtype=np.float32).astype(np.float16)
     return decode(codes, fmt, dtype=dtype)

@@ -4,11 +4,12 @@ round first on an unbounded grid, then saturate, then encode).
 
 * Overflow (a finite value whose rounded magnitude is beyond the largest finite value) and
   Inf input follow the ``overflow`` option: ``saturate`` (P3109 SatFinite), ``saturate_propagate``
-  (SatPropagate), ``inf``/``nan`` (IEEE 754 7.4: the modes that round toward zero for that
-  sign, and round-to-odd, which truncates, give the largest finite value; the others Inf, or
-  NaN), ``sat_none`` (P3109 SatNone: like IEEE, but round-to-odd is not spared except into an
-  unsigned extended format, and a format without Inf saturates) and ``unbounded`` (every
-  overflow is Inf or NaN, as ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
+  (SatPropagate), ``ml_dtypes_saturate`` (finite overflow saturates, Inf input is Inf, or
+  NaN where the format has no Inf: ml_dtypes' C++ ``ConvertFrom<kSaturate>``), ``inf``/``nan``
+  (Inf or NaN, except in the rounding modes ``directed`` spares: IEEE 754 7.4's modes that
+  round toward zero for that sign, and round-to-odd; P3109's, without round-to-odd; or none)
+  and ``sat_none`` (P3109 SatNone: P3109's sparing, plus round-to-odd into an unsigned
+  extended format; a format without Inf saturates).
 * Values with no code: a negative number in an unsigned format (one that rounds to zero is
   zero; otherwise the lowest value under saturation and in the modes that round toward zero for
   it, NaN in the others) and zero in a format without zero (its smallest value under
@@ -26,11 +27,19 @@ from ..formats import Format
 from .options import _Options
 
 
+def _sparing(opts: _Options) -> str:
+    """The sparing rule in effect: sat_none is P3109's own ("sat_none"), inf/nan follow the
+    directed_overflow option."""
+    return "sat_none" if opts.overflow == "sat_none" else opts.directed
+
+
 def _spared(mode: str, negative: np.ndarray, rule: str, fmt: Format) -> np.ndarray:
     """Where an overflow gives the largest finite value rather than Inf/NaN: the modes that
-    round toward zero for that sign (and, under IEEE, round-to-odd, which truncates; under
-    P3109, round-to-odd into an unsigned extended format)."""
-    odd_spared = rule == "ieee" or (not fmt.signed and fmt.has_inf)
+    round toward zero for that sign, and round-to-odd under the IEEE rule (it truncates) and
+    under SatNone into an unsigned extended format (P3109 v4.0 4.7.5); none under "none"."""
+    if rule == "none":
+        return np.zeros(negative.shape, dtype=bool)
+    odd_spared = rule == "ieee" or (rule == "sat_none" and not fmt.signed and fmt.has_inf)
     if mode == "toward_zero" or (mode == "odd" and odd_spared):
         return np.ones(negative.shape, dtype=bool)
     if mode == "down":
@@ -53,15 +62,19 @@ def _resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts:
     if rule == "saturate" or (rule == "sat_none" and inf is None):
         result[over | isinf] = largest[over | isinf]
         return
-    if rule == "saturate_propagate":
+    if rule in ("saturate_propagate", "ml_dtypes_saturate"):
         result[over] = largest[over]
-        result[isinf] = inf if inf is not None else largest[isinf]
+        if inf is not None:
+            result[isinf] = inf
+        elif rule == "saturate_propagate":
+            result[isinf] = largest[isinf]
+        else:
+            nan_out |= isinf
         return
-    if rule in ("inf", "nan", "sat_none"):
-        spared = over & _spared(opts.rounding, negative, "p3109" if rule == "sat_none" else "ieee", fmt)
-        result[spared] = largest[spared]
-        over = over & ~spared
-    # Not spared: Inf, or NaN ("nan", and "unbounded" in a format without Inf).
+    spared = over & _spared(opts.rounding, negative, _sparing(opts), fmt)
+    result[spared] = largest[spared]
+    over = over & ~spared
+    # Not spared: Inf, or NaN ("nan", or no Inf in the format).
     if rule == "nan" or inf is None:
         nan_out |= over
     else:
@@ -75,7 +88,7 @@ def _resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts:
 def _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt: Format, opts: _Options) -> None:
     """Values no code represents, in place: negatives of unsigned formats, zero of zero-less
     formats (see the module docstring)."""
-    saturating = opts.overflow in ("saturate", "saturate_propagate")
+    saturating = opts.overflow in ("saturate", "saturate_propagate", "ml_dtypes_saturate")
     if not fmt.signed:
         neg = negative & ~iszero & ~isnan
         if fmt.subnormals:
@@ -83,11 +96,10 @@ def _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt:
         if neg.any():
             if saturating:
                 keep = np.ones(neg.shape, bool)
-            elif opts.overflow in ("inf", "nan", "sat_none"):  # -Inf is never spared
-                rule = "p3109" if opts.overflow == "sat_none" else "ieee"
-                keep = finite & _spared(opts.rounding, negative, rule, fmt)
-            else:
-                keep = np.zeros(neg.shape, bool)
+            else:  # -Inf is never spared
+                keep = finite & _spared(opts.rounding, negative, _sparing(opts), fmt)
+            if opts.overflow == "ml_dtypes_saturate":
+                keep &= finite  # ml_dtypes turns Inf into Inf/NaN before it looks at the sign
             result[neg & keep] = 0
             nan_out |= neg & ~keep
     if not fmt.subnormals:
@@ -123,6 +135,8 @@ def _nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: _Options, so
             _raise_no_code(int(np.count_nonzero(nan_out)), fmt)
         if opts.nan == "zero":
             result[nan_out] = 0
+        elif opts.nan == "max":  # PTX cvt .satfinite into FP4/FP6: +MAX_NORM
+            result[nan_out] = fmt.max_code
         else:  # ml_dtypes: the sign bit is set for +NaN and clear for -NaN
             result[nan_out] = np.where(negative[nan_out], 0, fmt.sign_mask)
         return
@@ -134,6 +148,8 @@ def _nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: _Options, so
         codes = np.full(result.shape, (1 << fmt.bits) - 1, dtype=np.uint64)
     elif opts.nan == "ones_with_sign":
         codes = np.uint64(fmt.top_code) | sign
+    elif opts.nan == "ones_positive":
+        codes = np.full(result.shape, fmt.top_code, dtype=np.uint64)
     else:
         codes = np.uint64(fmt.nan_code) | sign
         if opts.nan in ("payload", "quiet_payload"):

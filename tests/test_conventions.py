@@ -1,0 +1,203 @@
+"""fpemu.like: each named convention reproduces that library's conversion, checked against the
+library itself where it is installed (ml_dtypes, torch, gfloat), and against an exact model
+of its published rule where it is not code we can run here (microxcaling, PTX cvt).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import fpemu
+from fpemu import decode, encode, get_format, like
+from reference import ML_DTYPES_TYPES, ref_encode
+
+
+def float32_inputs(seed: int = 0, n: int = 1 << 18) -> np.ndarray:
+    """Every float16 value, random float32 bit patterns, NaNs with payloads, both signs."""
+    all_half = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    nans = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FA00001], np.uint32).view(np.float32)
+    return np.concatenate([all_half, bits, nans])
+
+
+def same_codes(got, want, x, what):
+    got, want = np.asarray(got).astype(np.uint64), np.asarray(want).astype(np.uint64)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"{what}: {bad.size} differ, e.g. x={x[bad[:4]]} got {got[bad[:4]]} want {want[bad[:4]]}"
+
+
+# ---- ml_dtypes --------------------------------------------------------------------------------
+ML = [n for n in ML_DTYPES_TYPES if n not in ("fp32", "fp16")]
+
+
+@pytest.mark.parametrize("name", ML)
+def test_ml_dtypes_float32_casts(name):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = float32_inputs()
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(getattr(ml_dtypes, ML_DTYPES_TYPES[name])).view(np.uint8 if get_format(name).bits <= 8 else np.uint16)
+    same_codes(encode(x, name, **like("ml_dtypes", name)), want, x, name)
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e8m0", "e2m1", "bf16"])
+def test_ml_dtypes_float64_casts_round_through_float32(name):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(1)
+    x = np.ldexp(rng.uniform(1, 2, 4096), rng.integers(-140, 130, 4096)) * rng.choice([-1, 1], 4096)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(getattr(ml_dtypes, ML_DTYPES_TYPES[name])).view(np.uint8 if get_format(name).bits <= 8 else np.uint16)
+        x32 = x.astype(np.float32)
+    same_codes(encode(x32, name, **like("ml_dtypes", name)), want, x, name)
+
+
+def test_ml_dtypes_e8m0_quirks_by_name():
+    # ml_dtypes 0.6: ties up (3.0 -> 4.0, 0.75 -> 1.0), and (2^-127, 2^-126) up to 2^-126.
+    x = [3.0, 0.75, 1.25 * 2.0**-127, 2.0**-127, 2.0**-130]
+    assert encode(x, "e8m0", **like("ml_dtypes", "e8m0")).tolist() == [0x81, 0x7F, 0x01, 0x00, 0x00]
+    assert encode(x, "e8m0").tolist() == [0x80, 0x7E, 0x00, 0x00, 0x00]  # fpemu's exact default
+    # Its C++ saturating conversion gives the smallest value to zero and negatives, keeps NaN.
+    got = encode([0.0, -1.0, np.inf, np.nan, 1e39], "e8m0", **like("ml_dtypes_saturate", "e8m0"))
+    assert got.tolist() == [0x00, 0x00, 0xFF, 0xFF, 0xFE]
+
+
+def test_ml_dtypes_truncation_overflows_even_toward_zero():
+    # ConvertFrom<kSaturate=false, kTruncate=true>: 464 truncates to 448; 480 and up are NaN.
+    got = encode([464.0, 479.0, 480.0, -1e6], "e4m3", **like("ml_dtypes_truncate", "e4m3"))
+    assert got.tolist() == [0x7E, 0x7E, 0x7F, 0xFF]
+    assert encode([65536.0], "e5m2", **like("ml_dtypes_truncate", "e5m2")).tolist() == [0x7C]
+    assert encode([65536.0], "e5m2", rounding="rz").tolist() == [0x7B]  # IEEE 754 7.4
+
+
+# ---- torch ------------------------------------------------------------------------------------
+TORCH = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "float8_e4m3fnuz",
+         "e5m2fnuz": "float8_e5m2fnuz", "fp16": "float16", "bf16": "bfloat16"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(TORCH))
+def test_torch_cpu_casts_from_float32(name):
+    torch = pytest.importorskip("torch")
+    x = float32_inputs(n=1 << 16)
+    codes = torch.from_numpy(x).to(getattr(torch, TORCH[name]))
+    bits = get_format(name).bits
+    want = codes.view(torch.uint8 if bits <= 8 else torch.int16).numpy().view(np.uint8 if bits <= 8 else np.uint16)
+    same_codes(encode(x, name, **like("torch", name)), want, x, name)
+
+
+def test_torch_e8m0_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="drops the sign"):
+        like("torch", "e8m0")
+
+
+# ---- gfloat -----------------------------------------------------------------------------------
+# gfloat's own expectations (graphcore-research/gfloat, test/test_encode.py and test_round.py):
+# every NaN encodes to the all-ones code, an E4M3 value past 448 is NaN (0xFF), and round-to-odd
+# overflows to Inf in Binary8p4se (224.1 -> +Inf) where IEEE's rule would give 224.
+def test_gfloat_expectations():
+    assert encode([np.nan, -np.nan], "e5m2", **like("gfloat", "e5m2")).tolist() == [0xFF, 0xFF]
+    assert encode([np.nan], "fp16", **like("gfloat", "fp16")).tolist() == [0xFFFF]
+    assert encode([480.0], "e4m3", **like("gfloat", "e4m3")).tolist() == [0xFF]
+    odd = like("gfloat", "binary8p4se") | {"rounding": "odd"}
+    assert decode(encode([224.1, -232.0], "binary8p4se", **odd), "binary8p4se").tolist() == [np.inf, -np.inf]
+    assert encode([224.1], "binary8p4se", **{**like("gfloat_sat", "binary8p4se"), "rounding": "odd"}).tolist() == [0x7E]
+
+
+GFLOAT_FORMATS = {"e4m3": "format_info_ocp_e4m3", "e5m2": "format_info_ocp_e5m2",
+                  "fp16": "format_info_binary16", "bf16": "format_info_bfloat16",
+                  "binary8p3se": ("p3109", 8, 3), "binary8p4se": ("p3109", 8, 4),
+                  "e2m1": "format_info_ocp_e2m1", "e3m2": "format_info_ocp_e3m2"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(GFLOAT_FORMATS))
+@pytest.mark.parametrize("mode", ["TiesToEven", "TiesToAway", "TowardZero", "TowardPositive", "TowardNegative"])
+@pytest.mark.parametrize("sat", [False, True])
+def test_gfloat_round_and_encode(name, mode, sat):
+    gfloat = pytest.importorskip("gfloat")
+    formats = pytest.importorskip("gfloat.formats")
+    spec = GFLOAT_FORMATS[name]
+    fi = formats.format_info_p3109(*spec[1:]) if isinstance(spec, tuple) else getattr(formats, spec)
+    fmt = get_format(name)
+    rng = np.random.default_rng(len(name))
+    x = np.concatenate([np.ldexp(rng.uniform(-2, 2, 600), rng.integers(-30, 20, 600)),
+                        [0.0, fmt.max, fmt.max * 1.01, fmt.max * 1.5, -fmt.max * 3, np.inf, -np.inf]])
+    if not fmt.has_nan and not sat:  # gfloat raises where the format has nowhere to overflow to
+        x = x[np.abs(x) <= fmt.max]
+    rounding = {"TiesToEven": "rne", "TiesToAway": "rna", "TowardZero": "rz", "TowardPositive": "ru",
+                "TowardNegative": "rd"}[mode]  # fmt: skip
+    want = []
+    for v in x:
+        r = gfloat.round_float(fi, float(v), getattr(gfloat.RoundMode, mode), sat=sat)
+        want.append(gfloat.encode_float(fi, r))
+    opts = {**like("gfloat_sat" if sat else "gfloat", name), "rounding": rounding}
+    same_codes(encode(x, name, **opts), want, x, f"{name} {mode} sat={sat}")
+
+
+@pytest.mark.parametrize("mode", ["StochasticFastest", "StochasticFast", "Stochastic"])
+def test_gfloat_stochastic_rounding_with_given_bits(mode):
+    gfloat = pytest.importorskip("gfloat")
+    if not hasattr(gfloat.RoundMode, "StochasticFastest"):
+        pytest.skip("this gfloat has no P3109 stochastic modes")
+    fi = pytest.importorskip("gfloat.formats").format_info_p3109(8, 3)
+    n = 5
+    rng = np.random.default_rng(3)
+    x = np.ldexp(rng.uniform(-2, 2, 300), rng.integers(-18, 16, 300))
+    r = rng.integers(0, 1 << n, 300)
+    want = [gfloat.encode_float(fi, gfloat.round_float(fi, float(v), getattr(gfloat.RoundMode, mode), sat=True,
+                                                       srbits=int(ri), srnumbits=n)) for v, ri in zip(x, r)]
+    ours = {"StochasticFastest": "stochastic_a", "StochasticFast": "stochastic_b", "Stochastic": "stochastic_c"}[mode]
+    same_codes(encode(x, "binary8p3se", rounding=ours, sr_bits=n, random_bits=r, overflow="saturate"), want, x, mode)
+
+
+# ---- microxcaling and the PTX instructions: exact models of their published rules -----------------
+def microxcaling_round(v: float, fmt_name: str) -> float:
+    """microxcaling's _round_mantissa(round="nearest"): sign * floor(|v| / q + 1/2) * q on the
+    element's grid (q the spacing at v, subnormal spacing below the smallest normal), then
+    clamped to the largest normal (mx/elemwise_ops.py)."""
+    fmt = get_format(fmt_name)
+    a = abs(Fraction(v))
+    e = max(math.floor(math.log2(a)) if a else fmt.emin, fmt.emin)
+    q = Fraction(2) ** (e - fmt.mantissa_bits)
+    r = min(math.floor(a / q + Fraction(1, 2)) * q, Fraction(fmt.max))
+    return math.copysign(float(r), v)
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1"])
+def test_microxcaling_elements(name):
+    fmt = get_format(name)
+    rng = np.random.default_rng(2)
+    mags = np.ldexp(rng.integers(1, 64, 2000) / 16.0, rng.integers(fmt.emin - 3, fmt.emax + 2, 2000))
+    x = mags * rng.choice([-1.0, 1.0], 2000)  # many exact ties
+    want = [microxcaling_round(float(v), name) for v in x]
+    got = fpemu.quantize(x, name, **like("microxcaling", name))
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e2m1", "e2m3", "e3m2", "fp16", "bf16"])
+def test_ptx_cvt_satfinite(name):
+    """cvt.rn/.rs.satfinite: RNE or StochasticA with the documented bits per value, clamped to
+    +-MAX_NORM (Inf too), NaN -> the all-ones magnitude, +MAX_NORM in FP4/FP6."""
+    fmt = get_format(name)
+    rng = np.random.default_rng(4)
+    x = np.concatenate([np.ldexp(rng.uniform(-2, 2, 400), rng.integers(fmt.emin - 3, min(fmt.emax + 3, 127), 400)),
+                        [np.inf, -np.inf, np.nan, -np.nan]]).astype(np.float32)
+    n = {"fp16": 13, "bf16": 16}.get(name, 8)
+    r = rng.integers(0, 1 << n, x.size)
+    for convention, mode in (("ptx_cvt_rn", "rne"), ("ptx_cvt_rs", "sra")):
+        opts = like(convention, name)
+        bits = {"random_bits": r} if convention == "ptx_cvt_rs" else {}
+        want = []
+        for v, ri in zip(x.tolist(), r.tolist()):
+            if math.isnan(v):
+                want.append(fmt.top_code if fmt.has_nan else fmt.max_code)
+            else:
+                want.append(ref_encode(v, fmt, rounding=mode, overflow="saturate", sr_bits=n, r=ri))
+        same_codes(encode(x, name, **opts, **bits), want, x, convention)
+
+
+def test_p3109_conformance_rounding():
+    assert like("p3109", "binary8p3se") == {"overflow": "sat_none"}
+    assert encode([1e6, 224.1], "binary8p4se", rounding="odd", **like("p3109", "binary8p4se")).tolist() == [0x7F, 0x7F]
