@@ -61,15 +61,15 @@ def test_ml_dtypes_fp6_fp4_nan_codes_reproduced_by_the_nan_option(fmt):
     assert row.reproduced_by == "ml_dtypes turns NaN into ml_dtypes' codes: nan='ml_dtypes'"
 
 
-def test_ml_dtypes_e8m0_quirks_are_reported_not_hidden():
+def test_ml_dtypes_e8m0_quirks_are_reproduced_by_name():
+    """ml_dtypes 0.6 rounds E8M0 ties away and sends (2^-127, 2^-126) up to 2^-126: the
+    crosscheck finds rounding='ml_dtypes_e8m0', and plain ties-away leaves exactly that range."""
     row = compare_cast(MlDtypesBackend(), "e8m0", "f32", n_random=N)
     if int(np.float32([2.0**-127 * 1.01]).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0]) == 0:
         # An ml_dtypes without the range quirk: ties away is all that is left.
         assert row.reproduced_by == "ml_dtypes rounds ties away from zero: rounding='nearest_away'"
         return
-    assert row.status == "differs"
-    assert "rounding='nearest_away'" in row.note  # ties away fixes every tie
-    # What is left is exactly the ml_dtypes 0.6 range quirk: inputs in (2^-127, 2^-126).
+    assert row.status == "reproduced" and "rounding='ml_dtypes_e8m0'" in row.reproduced_by
     x, _ = edge_cases("e8m0")
     x = np.concatenate([x, np.float32([2.0**-127 * 1.01, 2.0**-127 * 1.5])])
     with np.errstate(invalid="ignore"):  # ml_dtypes' own cast of NaN

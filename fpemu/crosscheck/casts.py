@@ -48,16 +48,20 @@ def _fpemu_codes_quiet(x: np.ndarray, fmt: Format, opts: dict) -> np.ndarray:
 
 def _option_grid(fmt: Format, source: str) -> list[dict]:
     """Option combinations to try, simplest first (fewest non-default settings)."""
-    overflows = [None, "saturate", "saturate_propagate"]
+    overflows = [None, "saturate", "saturate_propagate", "ml_dtypes_saturate"]
     overflows += ["inf"] if fmt.has_inf else []
     overflows += ["nan"] if fmt.has_nan else []
-    nans = [None] + (["positive", "payload", "quiet_payload"] if fmt.nan == "ieee" else ["positive"] if fmt.has_nan and fmt.signed else [])
-    nans += [] if fmt.has_nan else ["zero", "ml_dtypes"] if fmt.signed else ["zero"]
+    ones = ["all_ones", "ones_with_sign", "ones_positive"] if fmt.nan in ("ieee", "top") else []
+    nans = [None] + (["positive"] if fmt.has_nan and fmt.signed else []) + ones
+    nans += ["payload", "quiet_payload"] if fmt.nan == "ieee" else []
+    nans += [] if fmt.has_nan else ["zero", "max", "ml_dtypes"] if fmt.signed else ["zero", "max"]
+    roundings = ["nearest_even", "nearest_away"]
+    roundings += ["ml_dtypes_e8m0"] if fmt.mantissa_bits == 0 and not fmt.subnormals else []
     # Casting float64 through float32 is a real backend behaviour (double rounding) except into
     # fp32 itself, where it would be the cast under test.
     vias = [False, True] if source == "f64" and fmt.name != "fp32" else [False]
     grid = []
-    for rounding, overflow, nan, via in itertools.product(["nearest_even", "nearest_away"], overflows, nans, vias):
+    for rounding, overflow, nan, via in itertools.product(roundings, overflows, nans, vias):
         opts = {}
         if rounding != "nearest_even":
             opts["rounding"] = rounding
@@ -77,6 +81,12 @@ _EXPLAIN = {
     ("overflow", "inf"): "overflows to Inf",
     ("overflow", "nan"): "overflows to NaN",
     ("rounding", "nearest_away"): "rounds ties away from zero",
+    ("rounding", "ml_dtypes_e8m0"): "rounds E8M0 ties up and (2^-127, 2^-126) to 2^-126",
+    ("overflow", "ml_dtypes_saturate"): "saturates finite overflow, Inf to Inf/NaN",
+    ("nan", "all_ones"): "gives NaN every bit set",
+    ("nan", "ones_with_sign"): "gives NaN every magnitude bit set, with the sign",
+    ("nan", "ones_positive"): "gives NaN every magnitude bit set, positive",
+    ("nan", "max"): "turns NaN into +max",
     ("nan", "positive"): "drops the NaN sign",
     ("nan", "payload"): "keeps NaN payload bits",
     ("nan", "quiet_payload"): "keeps NaN payload bits and sets the quiet bit",
