@@ -1,147 +1,25 @@
-"""encode: real numbers to codes, through the fastest path that is exact for the format.
+"""encode: real numbers to codes of any format, on every core for large arrays.
 
-* float32 input into formats with at most 6 mantissa bits: a 2**17-entry table indexed by the
-  top 16 bits of the float32 pattern plus one sticky bit for the low 16 bits. The round bit of
-  such a format always lies in the top 16 bits, so those 17 bits decide the result.
-* float64 input into those formats: first round to float32 *to odd* (which loses nothing for
-  a later rounding to 2 or more bits fewer), then the table.
-* fp16/fp32 with round-to-nearest-even: numpy's own (correctly rounded) cast.
-* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern.
-* everything else: the generic kernel.
+The work goes in contiguous pieces to threads (:mod:`fpemu.parallel`); each piece takes the
+fastest exact path (:mod:`.paths`). Stochastic rounding's random bits depend on the seed and
+each element's position only, so the codes are the same for every number of workers.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..formats import Format, get_format
-from .inputs import _CHUNK, _as_real_array, _chunks
-from .odd import _float64_to_float32_odd, integers_to_float64
-from .kernel import _encode_generic, _is_fp32_prefix
+from ..parallel import run_pieces
+from .dask_arrays import encode_dask, is_dask
+from .inputs import _as_real_array
+from .odd import integers_to_float64
 from .options import STOCHASTIC_WITH_BITS, _Options, _options
-from .specials import _raise_nan
-
-
-def _table_path_ok(fmt: Format, opts: _Options) -> bool:
-    """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
-    # The round bit must lie in the top 16 bits of every float32 pattern, including float32
-    # subnormals (resolution 2**-133 there, so the format's quantum, 2**(emin - M) also where
-    # it has no subnormals, must be 2**-132 or more), and float32 must have 2 bits more than
-    # the format wherever the format has values, for the float64 -> float32 rounding to odd.
-    no_code_raises = opts.nan == "raise" and not fmt.has_nan and not (fmt.signed and fmt.subnormals)
-    return (
-        opts.rounding != "stochastic" and opts.rounding not in STOCHASTIC_WITH_BITS
-        and opts.nan not in ("payload", "quiet_payload")
-        and not no_code_raises  # the table has no code to flag such values with
-        and fmt.mantissa_bits <= 6
-        and fmt.emax <= 127
-        and fmt.emin - fmt.mantissa_bits >= -132
-    )
-
-
-@lru_cache(maxsize=64)
-def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
-    """Code for each (top 16 bits, sticky) index of a float32 pattern."""
-    index = np.arange(1 << 17, dtype=np.uint32)
-    patterns = ((index >> 1) << 16) | (index & 1)
-    with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
-        x = patterns.view(np.float32).astype(np.float64)
-    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero", opts.sr_bits)
-    codes = _encode_generic(x, fmt, nan_free)
-    if opts.nan == "raise" and fmt.bits < 8:
-        codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
-    table = codes.astype(fmt.code_dtype)
-    table.setflags(write=False)
-    return table
-
-
-def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Low and high 16-bit halves of a flat uint32 array, as strided views (no copy)."""
-    pairs = u.view(np.uint16).reshape(-1, 2)
-    return (pairs[:, 0], pairs[:, 1]) if np.little_endian else (pairs[:, 1], pairs[:, 0])
-
-
-def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
-    low, high = _halves(u)
-    out = np.empty(u.size, dtype=table.dtype)
-    idx = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
-    sticky = np.empty(idx.size, dtype=bool)
-    for part in _chunks(u.size):
-        n = part.stop - part.start
-        np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
-        np.not_equal(low[part], 0, out=sticky[:n])
-        idx[:n] |= sticky[:n]
-        table.take(idx[:n], out=out[part])
-    return out
-
-
-def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
-    if x.dtype == np.float64:
-        x = _float64_to_float32_odd(x)
-    elif x.dtype != np.float32:
-        x = x.astype(np.float32)
-    if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
-        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
-    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
-    codes = _table_lookup(u, _encode_table(fmt, opts)).reshape(x.shape)
-    if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
-        _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
-    return codes
-
-
-# Formats numpy casts to natively with IEEE round-to-nearest-even (a correctly rounded cast).
-_NUMPY_NATIVE = {
-    Format("fp16", 5, 10, 15): np.dtype(np.float16),
-    Format("fp32", 8, 23, 127): np.dtype(np.float32),
-    Format("fp64", 11, 52, 1023): np.dtype(np.float64),
-}
-
-
-def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
-    """fp16/fp32/fp64 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
-    native = _NUMPY_NATIVE[fmt]
-    with np.errstate(over="ignore", invalid="ignore"):
-        codes = x.astype(native).view(fmt.code_dtype)  # a fresh array: astype copies
-    isnan = np.isnan(x)
-    # numpy keeps the payloads of float32 NaNs narrowed to float16 (or copied) bit for bit, but
-    # widening and float64 NaNs pass through the FPU, which quiets them: the generic kernel
-    # re-encodes NaNs unless numpy's rule is the one asked for.
-    numpy_rule = opts.nan == "payload" and x.dtype == np.float32 and native.itemsize <= 4
-    if isnan.any() and not numpy_rule:
-        codes[isnan] = _encode_generic(x[isnan], fmt, opts)
-    return codes
-
-
-def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
-    """RNE of float32 values into bf16/tf32-like formats, on the bit pattern.
-
-    Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
-    even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
-    """
-    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
-    drop = np.uint32(23 - fmt.mantissa_bits)
-    half_minus_one = np.uint32((1 << (drop - 1)) - 1)
-    out = np.empty(u.size, dtype=np.uint32 if fmt.container_bits else fmt.code_dtype)
-    lsb = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
-    r = np.empty_like(lsb)
-    for part in _chunks(u.size):
-        n = part.stop - part.start
-        np.right_shift(u[part], drop, out=lsb[:n])
-        lsb[:n] &= np.uint32(1)
-        np.add(u[part], half_minus_one, out=r[:n])
-        r[:n] += lsb[:n]
-        r[:n] >>= drop
-        out[part] = r[:n]
-        np.bitwise_and(u[part], np.uint32(0x7FFFFFFF), out=lsb[:n])
-        nan = lsb[:n] > np.uint32(0x7F800000)
-        if nan.any():  # canonical quiet NaN with the input's sign
-            sign = (u[part][nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
-            out[part][nan] = sign | fmt.nan_code
-    return out.reshape(x.shape)
+from .paths import _encode_flat
+from .rounding import _random_bits, _sr_key
+from .specials import NanInputError, _raise_nan
 
 
 def encode(
@@ -155,6 +33,7 @@ def encode(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    workers: int | None = None,
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
 
@@ -201,6 +80,9 @@ def encode(
             sign, and round-to-odd, which truncates), ``p3109`` (the same without round-to-odd,
             for which Inf is the next code up: P3109 and gfloat), ``none`` (every overflow is Inf
             or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
+        workers: threads for a large array (default: ``FPEMU_WORKERS`` or the CPU count); the
+            codes are the same for every number. A Dask array is encoded block by block and
+            comes back as a Dask array of the same codes (:mod:`.dask_arrays`).
 
     Returns:
         Codes as uint8 (<= 8 bits, right-aligned), uint16, uint32 or uint64; TF32 codes are
@@ -217,27 +99,38 @@ def encode(
     opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
     if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
         raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
+    if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
+        return encode_dask(x, fmt, opts, rng, random_bits, workers)
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
         arr = _integers(arr, fmt, opts)
-    if _table_path_ok(fmt, opts):
-        codes = _encode_by_table(arr, fmt, opts)
-    elif arr.dtype.kind == "f" and opts.rounding == "nearest_even" and opts.overflow == "inf" \
-            and fmt in _NUMPY_NATIVE and (arr.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
-        codes = _encode_numpy_native(arr, fmt, opts)
-    elif (
-        arr.dtype == np.float32
-        and _is_fp32_prefix(fmt)
-        and fmt.mantissa_bits < 23
-        and opts == _Options("nearest_even", "inf", "sign")
-    ):  # (directed_overflow does not matter: RNE is never spared)
-        codes = _encode_fp32_prefix_rne(arr, fmt)
-    else:
-        codes = _encode_generic(arr, fmt, opts, rng, random_bits)
-    codes = np.asarray(codes)
-    if fmt.code_shift:
-        codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
-    return codes.astype(fmt.code_dtype, copy=False)
+    return _encode_array(arr, fmt, opts, rng, random_bits, workers)
+
+
+def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None, random_bits: Any = None,
+                  workers: int | None = None, index: Any = 0, key: Any = None) -> np.ndarray:
+    """Codes of a float array, in pieces on ``workers`` threads. Stochastic rounding keys its
+    bits with ``key`` (else one drawn from rng) and each element's position: ``index`` + its
+    flat position, or ``index[...]`` where index is an array of positions shaped like arr (a
+    block of a larger array: mx's chunks, Dask's blocks)."""
+    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
+    if stochastic and key is None:
+        key = _sr_key(rng)
+    if np.ndim(index):
+        index = np.ascontiguousarray(np.broadcast_to(index, arr.shape), dtype=np.uint64).reshape(-1)
+    bits = _random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    out = np.empty(flat.size, dtype=fmt.code_dtype)
+
+    def piece(part: slice) -> None:
+        start = index[part] if np.ndim(index) else index + part.start
+        out[part] = _encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part])
+
+    try:
+        run_pieces(piece, flat.size, workers)
+    except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
+        _raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
+    return out.reshape(arr.shape)
 
 
 def _integers(arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:

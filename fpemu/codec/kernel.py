@@ -23,37 +23,48 @@ import numpy as np
 from ..formats import Format
 from .inputs import _GENERIC_CHUNK, _chunks
 from .options import STOCHASTIC_WITH_BITS, _Options, _options  # noqa: F401  (_options: the doctest)
-from .rounding import _generator, _random_bits, _round_increment, _sr_increment, _stochastic_increment
+from .rounding import _random_u64, _round_increment, _sr_increment, _sr_key, _stochastic_increment
 from .specials import _nan_codes, _place_sign, _raise_nan, _resolve_no_code, _resolve_overflow
 
 _U64 = np.uint64
 
 
-def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, rng=None, random_bits: Any = None) -> np.ndarray:
+def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, key: Any = None, start: Any = 0,
+                    random_bits: np.ndarray | None = None) -> np.ndarray:
     """Codes (right-aligned, uint64) of float values; the reference kernel for every path.
 
     source is float16/32/64; it is widened to float64 (exactly) and only its NaN payloads are
     read from the original bits. Runs chunk by chunk (its many temporaries then stay in cache).
-    random_bits: P3109 stochastic rounding's N-bit integers (broadcast to source's shape), or
-    None to draw them from rng.
+    Stochastic rounding: the random bits of element i are those of position ``start + i``
+    under ``key`` (an int seed or rng, see :func:`._sr_key`), or of position ``start[i]``
+    where start is an array of positions (a Dask block's); ``random_bits``, the caller's flat
+    N-bit integers for P3109's modes, replace them.
     """
     source = np.asarray(source)
     if opts.nan == "raise" and not fmt.has_nan:
         count = int(np.count_nonzero(np.isnan(source)))
         if count:
             _raise_nan(count, fmt)
-    gen = _generator(rng) if opts.rounding == "stochastic" else None
-    bits = None
-    if opts.rounding in STOCHASTIC_WITH_BITS:
-        bits = _random_bits(random_bits, source.shape, opts.sr_bits, rng)
+    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
+    if stochastic and not isinstance(key, np.uint64):
+        key = _sr_key(key)
     flat = source.reshape(-1)
     out = np.empty(flat.size, dtype=np.uint64)
     for part in _chunks(flat.size, _GENERIC_CHUNK):
-        out[part] = _encode_chunk(flat[part], fmt, opts, gen, None if bits is None else bits[part])
+        u = bits = None
+        if stochastic and random_bits is None:
+            positions = (np.arange(start + part.start, start + part.stop, dtype=np.uint64)
+                         if np.ndim(start) == 0 else np.asarray(start)[part])
+            u = _random_u64(key, positions)
+        if random_bits is not None:
+            bits = random_bits[part]
+        elif u is not None and opts.sr_bits is not None:
+            bits = u >> np.uint64(64 - opts.sr_bits)  # the top N bits: uniform on [0, 2**N)
+        out[part] = _encode_chunk(flat[part], fmt, opts, u, bits)
     return out.reshape(source.shape)
 
 
-def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen, bits) -> np.ndarray:
+def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, u, bits) -> np.ndarray:
     """The generic kernel on one flat chunk (see _encode_generic)."""
     with np.errstate(invalid="ignore"):  # widening a signalling NaN warns; it stays NaN
         x = np.asarray(source, dtype=np.float64)
@@ -62,7 +73,7 @@ def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen, bits) ->
     isinf = np.isinf(x)
     finite = ~(isnan | isinf)
     iszero = x == 0
-    mag = _rounded_magnitude(x, finite, negative, fmt, opts, gen, bits)
+    mag = _rounded_magnitude(x, finite, negative, fmt, opts, u, bits)
     mag[iszero] = 0
 
     result = mag.astype(np.uint64)
@@ -76,7 +87,7 @@ def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, gen, bits) ->
     return result
 
 
-def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, gen, bits) -> np.ndarray:
+def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, u, bits) -> np.ndarray:
     """The magnitude code of |x| rounded per the mode, on a grid unbounded above (int64; codes
     past the largest finite one are overflow)."""
     M = fmt.mantissa_bits
@@ -97,7 +108,7 @@ def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, gen, bi
         code -= 1 << M  # field 0 is an ordinary binade: the hidden bit is not part of the code
     mode = opts.rounding
     if mode == "stochastic":
-        code += _stochastic_increment(rem, shift_full, gen)
+        code += _stochastic_increment(rem, shift_full, u)
     elif mode in STOCHASTIC_WITH_BITS:
         code += _sr_increment(mode, rem, shift_full, opts.sr_bits, bits)
     else:

@@ -11,6 +11,8 @@ from ..formats import Format, get_format
 from .decoder import _fits, decode
 from .encoder import encode
 from .inputs import _CHUNK, _as_real_array, _chunks
+from ..parallel import run_pieces
+from .dask_arrays import is_dask, quantize_dask
 from .kernel import _decode_generic, _encode_generic, _raise_nan
 from .options import ROUNDING_MODES, _Options, _options
 
@@ -26,6 +28,7 @@ def quantize(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    workers: int | None = None,
 ) -> np.ndarray:
     """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats.
 
@@ -37,22 +40,40 @@ def quantize(
     array([1.015625e-01, 4.480000e+02])
     """
     fmt = get_format(fmt)
-    arr = _as_real_array(x)
+    arr = x if is_dask(x) else _as_real_array(x)
     dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
             break
+    if is_dask(arr):
+        options = dict(rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
+                       random_bits=random_bits, directed_overflow=directed_overflow)
+        return quantize_dask(arr, fmt, dtype, options, workers)
     fast = sr_bits is None and random_bits is None and directed_overflow is None  # else: generic only
     if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
-        return _quantize_float32_magic(arr, fmt, _options(fmt, rounding, overflow, nan))
+        return _in_pieces(_quantize_float32_magic, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
     if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
-        return _quantize_float64_scaled(arr, fmt, _options(fmt, rounding, overflow, nan))
+        return _in_pieces(_quantize_float64_scaled, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
     codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
-                   random_bits=random_bits, directed_overflow=directed_overflow)
+                   random_bits=random_bits, directed_overflow=directed_overflow, workers=workers)
     if dtype == np.float16:
-        return decode(codes, fmt, dtype=np.float32).astype(np.float16)
-    return decode(codes, fmt, dtype=dtype)
+        return decode(codes, fmt, dtype=np.float32, workers=workers).astype(np.float16)
+    return decode(codes, fmt, dtype=dtype, workers=workers)
+
+
+def _in_pieces(path, arr: np.ndarray, fmt: Format, opts: _Options, workers: int | None) -> np.ndarray:
+    """A fast quantize path over contiguous pieces of arr on ``workers`` threads."""
+    if opts.nan == "raise" and not fmt.has_nan and np.isnan(arr).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(arr))), fmt)  # counted over the whole input
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    out = np.empty(flat.size, dtype=arr.dtype)
+
+    def piece(part: slice) -> None:
+        out[part] = path(flat[part], fmt, opts)
+
+    run_pieces(piece, flat.size, workers)
+    return out.reshape(arr.shape)
 
 
 def _magic_path_ok(fmt: Format, rounding: str) -> bool:

@@ -52,14 +52,13 @@ def _round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
     raise AssertionError(mode)
 
 
-def _stochastic_increment(rem, shift_full, gen: np.random.Generator) -> np.ndarray:
-    """Round up with probability rem / 2**shift_full, using 64 random bits per element.
+def _stochastic_increment(rem, shift_full, u: np.ndarray) -> np.ndarray:
+    """Round up with probability rem / 2**shift_full, given 64 random bits u per element.
 
     u < rem * 2**(64 - shift) for u uniform on [0, 2**64): exactly unbiased whenever at most 64
     bits are dropped; below that (values far under the smallest subnormal) the threshold is
     floored, a bias under 2**-64 of a unit in the last place.
     """
-    u = gen.integers(0, 2**64, size=rem.shape, dtype=np.uint64, endpoint=False)
     left = np.clip(64 - shift_full, 0, 63).astype(np.uint64)
     right = np.clip(shift_full - 64, 0, 63).astype(np.uint64)
     return u < ((rem << left) >> right)
@@ -97,20 +96,42 @@ def _sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
     raise AssertionError(mode)
 
 
-def _generator(rng: Any) -> np.random.Generator:
-    """A numpy Generator from rng: None (fresh entropy), an int seed, or a Generator."""
-    if rng is None or isinstance(rng, (int, np.integer, np.random.Generator, np.random.SeedSequence)):
-        return np.random.default_rng(rng)
+# ---- the random bits: a function of the seed and the element's position ---------------------
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _sr_key(rng: Any) -> np.uint64:
+    """A 64-bit key from rng: None (fresh entropy), an int seed, a SeedSequence, or a Generator
+    (one draw, so successive calls with one Generator get different keys)."""
+    if isinstance(rng, np.random.Generator):
+        return rng.integers(0, 2**64, dtype=np.uint64, endpoint=False)
+    if rng is None or isinstance(rng, (int, np.integer, np.random.SeedSequence)):
+        seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
+            None if rng is None else int(rng))
+        return seq.generate_state(1, np.uint64)[0]
     raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _random_bits(random_bits: Any, shape: tuple, n: int, rng: Any) -> np.ndarray:
-    """The N-bit random integers of P3109 stochastic rounding, one per value, as a flat uint64
-    array: the caller's (broadcast to the input's shape, each checked to lie in [0, 2**n)),
-    or drawn from rng."""
-    size = int(np.prod(shape))
+def _random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
+    """64 random bits for each element position: SplitMix64's output number index + 1 for the
+    seed key (Steele, Lea and Flood, OOPSLA 2014). A function of (key, position) alone, so
+    every split of the work into pieces, threads or Dask blocks draws the same bits.
+
+    >>> _random_u64(np.uint64(0), np.array([0], dtype=np.uint64)).tolist()  # SplitMix64(0)'s first
+    [16294208416658607535]
+    """
+    with np.errstate(over="ignore"):
+        z = key + (np.asarray(index, dtype=np.uint64) + np.uint64(1)) * _GAMMA
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
+    """The caller's N-bit random integers of P3109 stochastic rounding, broadcast to the
+    input's shape and checked to lie in [0, 2**n), as a flat uint64 array (None: drawn)."""
     if random_bits is None:
-        return _generator(rng).integers(0, 1 << n, size=size, dtype=np.uint64)
+        return None
     bits = np.asarray(random_bits)
     if bits.dtype.kind not in "iu":
         raise TypeError(f"random_bits must be integers, got {bits.dtype}")

@@ -170,8 +170,12 @@ def _nan_payload(source: np.ndarray, width: int) -> np.ndarray:
     return frac >> np.uint64(nmant - width) if nmant >= width else frac << np.uint64(width - nmant)
 
 
+class NanInputError(ValueError):
+    """NaN input into a format without NaN under nan='raise' (a ValueError)."""
+
+
 def _raise_nan(count: int, fmt: Format) -> None:
-    raise ValueError(
+    raise NanInputError(
         f"{count} NaN value{'s' if count != 1 else ''} in the input: format {fmt.name} has no "
         "NaN (pass nan='zero' or nan='ml_dtypes' to choose a code)"
     )

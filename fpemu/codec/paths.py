@@ -1,0 +1,168 @@
+"""The ways encode turns a flat float array into codes: the fastest path that is exact for the
+format and options, else the generic kernel.
+
+* float32 input into formats with at most 6 mantissa bits: a 2**17-entry table indexed by the
+  top 16 bits of the float32 pattern plus one sticky bit for the low 16 bits. The round bit of
+  such a format always lies in the top 16 bits, so those 17 bits decide the result.
+* float64 input into those formats: first round to float32 *to odd* (which loses nothing for
+  a later rounding to 2 or more bits fewer), then the table.
+* fp16/fp32/fp64 with round-to-nearest-even: numpy's own (correctly rounded) cast.
+* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern.
+* everything else: the generic kernel.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..formats import Format
+from .inputs import _CHUNK, _chunks
+from .odd import _float64_to_float32_odd
+from .kernel import _encode_generic, _is_fp32_prefix
+from .options import STOCHASTIC_WITH_BITS, _Options
+from .specials import _raise_nan
+
+
+def _table_path_ok(fmt: Format, opts: _Options) -> bool:
+    """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
+    # The round bit must lie in the top 16 bits of every float32 pattern, including float32
+    # subnormals (resolution 2**-133 there, so the format's quantum, 2**(emin - M) also where
+    # it has no subnormals, must be 2**-132 or more), and float32 must have 2 bits more than
+    # the format wherever the format has values, for the float64 -> float32 rounding to odd.
+    no_code_raises = opts.nan == "raise" and not fmt.has_nan and not (fmt.signed and fmt.subnormals)
+    return (
+        opts.rounding != "stochastic" and opts.rounding not in STOCHASTIC_WITH_BITS
+        and opts.nan not in ("payload", "quiet_payload")
+        and not no_code_raises  # the table has no code to flag such values with
+        and fmt.mantissa_bits <= 6
+        and fmt.emax <= 127
+        and fmt.emin - fmt.mantissa_bits >= -132
+    )
+
+
+@lru_cache(maxsize=64)
+def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
+    """Code for each (top 16 bits, sticky) index of a float32 pattern."""
+    index = np.arange(1 << 17, dtype=np.uint32)
+    patterns = ((index >> 1) << 16) | (index & 1)
+    with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
+        x = patterns.view(np.float32).astype(np.float64)
+    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero", opts.sr_bits)
+    codes = _encode_generic(x, fmt, nan_free)
+    if opts.nan == "raise" and fmt.bits < 8:
+        codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
+    table = codes.astype(fmt.code_dtype)
+    table.setflags(write=False)
+    return table
+
+
+def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Low and high 16-bit halves of a flat uint32 array, as strided views (no copy)."""
+    pairs = u.view(np.uint16).reshape(-1, 2)
+    return (pairs[:, 0], pairs[:, 1]) if np.little_endian else (pairs[:, 1], pairs[:, 0])
+
+
+def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
+    low, high = _halves(u)
+    out = np.empty(u.size, dtype=table.dtype)
+    idx = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
+    sticky = np.empty(idx.size, dtype=bool)
+    for part in _chunks(u.size):
+        n = part.stop - part.start
+        np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
+        np.not_equal(low[part], 0, out=sticky[:n])
+        idx[:n] |= sticky[:n]
+        table.take(idx[:n], out=out[part])
+    return out
+
+
+def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    if x.dtype == np.float64:
+        x = _float64_to_float32_odd(x)
+    elif x.dtype != np.float32:
+        x = x.astype(np.float32)
+    if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
+        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
+    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
+    codes = _table_lookup(u, _encode_table(fmt, opts)).reshape(x.shape)
+    if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
+        _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
+    return codes
+
+
+# Formats numpy casts to natively with IEEE round-to-nearest-even (a correctly rounded cast).
+_NUMPY_NATIVE = {
+    Format("fp16", 5, 10, 15): np.dtype(np.float16),
+    Format("fp32", 8, 23, 127): np.dtype(np.float32),
+    Format("fp64", 11, 52, 1023): np.dtype(np.float64),
+}
+
+
+def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """fp16/fp32/fp64 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
+    native = _NUMPY_NATIVE[fmt]
+    with np.errstate(over="ignore", invalid="ignore"):
+        codes = x.astype(native).view(fmt.code_dtype)  # a fresh array: astype copies
+    isnan = np.isnan(x)
+    # numpy keeps the payloads of float32 NaNs narrowed to float16 (or copied) bit for bit, but
+    # widening and float64 NaNs pass through the FPU, which quiets them: the generic kernel
+    # re-encodes NaNs unless numpy's rule is the one asked for.
+    numpy_rule = opts.nan == "payload" and x.dtype == np.float32 and native.itemsize <= 4
+    if isnan.any() and not numpy_rule:
+        codes[isnan] = _encode_generic(x[isnan], fmt, opts)
+    return codes
+
+
+def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
+    """RNE of float32 values into bf16/tf32-like formats, on the bit pattern.
+
+    Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
+    even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
+    """
+    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
+    drop = np.uint32(23 - fmt.mantissa_bits)
+    half_minus_one = np.uint32((1 << (drop - 1)) - 1)
+    out = np.empty(u.size, dtype=np.uint32 if fmt.container_bits else fmt.code_dtype)
+    lsb = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
+    r = np.empty_like(lsb)
+    for part in _chunks(u.size):
+        n = part.stop - part.start
+        np.right_shift(u[part], drop, out=lsb[:n])
+        lsb[:n] &= np.uint32(1)
+        np.add(u[part], half_minus_one, out=r[:n])
+        r[:n] += lsb[:n]
+        r[:n] >>= drop
+        out[part] = r[:n]
+        np.bitwise_and(u[part], np.uint32(0x7FFFFFFF), out=lsb[:n])
+        nan = lsb[:n] > np.uint32(0x7F800000)
+        if nan.any():  # canonical quiet NaN with the input's sign
+            sign = (u[part][nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
+            out[part][nan] = sign | fmt.nan_code
+    return out.reshape(x.shape)
+
+
+def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits) -> np.ndarray:
+    """Codes of a flat float array (elements ``start``.. of the whole input, or at the
+    positions of the array ``start``, for stochastic rounding's random bits), in the format's
+    code dtype and container position."""
+    if _table_path_ok(fmt, opts):
+        codes = _encode_by_table(x, fmt, opts)
+    elif opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
+            and (x.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
+        codes = _encode_numpy_native(x, fmt, opts)
+    elif (
+        x.dtype == np.float32
+        and _is_fp32_prefix(fmt)
+        and fmt.mantissa_bits < 23
+        and opts == _Options("nearest_even", "inf", "sign")
+    ):  # (directed_overflow does not matter: RNE is never spared)
+        codes = _encode_fp32_prefix_rne(x, fmt)
+    else:
+        codes = _encode_generic(x, fmt, opts, key, start, bits)
+    codes = np.asarray(codes)
+    if fmt.code_shift:
+        codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
+    return codes.astype(fmt.code_dtype, copy=False)

@@ -1,0 +1,72 @@
+"""Dask arrays in, Dask arrays out, the same bits as in memory: encode, decode and quantize
+block by block (stochastic rounding included: its bits follow each element's position in the
+whole array), on Dask's threads and on a local cluster of two worker processes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fpemu
+
+da = pytest.importorskip("dask.array")
+
+
+def data(shape=(257, 190), seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, shape))
+    x.flat[::101] = np.nan
+    return x
+
+
+OPTIONS = [
+    ("e4m3", {}),
+    ("bf16", {"rounding": "stochastic", "rng": 5}),
+    ("e2m1", {"rounding": "stochastic_c", "sr_bits": 6, "rng": 9, "nan": "zero"}),
+    ("fp16", {"rounding": "toward_zero", "overflow": "saturate"}),
+]
+
+
+@pytest.mark.parametrize("fmt, opts", OPTIONS)
+@pytest.mark.parametrize("chunks", [(64, 50), (257, 1), (13, 190)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_encode_quantize_decode_match_in_memory(fmt, opts, chunks, dtype):
+    x = data().astype(dtype)
+    dx = da.from_array(x, chunks=chunks)
+    codes = fpemu.encode(dx, fmt, **opts)
+    assert isinstance(codes, da.Array) and codes.dtype == fpemu.get_format(fmt).code_dtype
+    want = fpemu.encode(x, fmt, **opts)
+    assert np.array_equal(codes.compute(), want)
+    values = fpemu.decode(codes, fmt)
+    assert np.array_equal(values.compute(), fpemu.decode(want, fmt), equal_nan=True)
+    q = fpemu.quantize(dx, fmt, **opts)
+    q_mem = fpemu.quantize(x, fmt, **opts)
+    assert q.dtype == q_mem.dtype and np.array_equal(q.compute().view(np.uint8), q_mem.view(np.uint8))
+
+
+def test_given_random_bits_follow_the_chunks():
+    x = data((100, 64))
+    r = np.random.default_rng(2).integers(0, 16, x.shape)
+    dx = da.from_array(x, chunks=(33, 20))
+    got = fpemu.encode(dx, "e4m3", rounding="stochastic_a", sr_bits=4, random_bits=r, nan=None)
+    assert np.array_equal(got.compute(), fpemu.encode(x, "e4m3", rounding="stochastic_a", sr_bits=4, random_bits=r))
+
+
+def test_errors_surface_when_computed():
+    dx = da.from_array(np.array([1.0, np.nan]), chunks=1)
+    with pytest.raises(ValueError, match="NaN"):
+        fpemu.encode(dx, "e2m1").compute()
+    with pytest.raises(ValueError, match="unknown rounding"):
+        fpemu.encode(dx, "e4m3", rounding="sideways")  # options are checked at once
+
+
+def test_local_cluster_of_two_processes_gives_the_same_bits():
+    distributed = pytest.importorskip("distributed")
+    x = data((400, 300), seed=4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            dx = da.from_array(x, chunks=(100, 150))
+            codes = client.compute(fpemu.encode(dx, "e5m2", rounding="stochastic", rng=17)).result()
+            q = client.compute(fpemu.quantize(dx, "e4m3", overflow="saturate")).result()
+    assert np.array_equal(codes, fpemu.encode(x, "e5m2", rounding="stochastic", rng=17))
+    assert np.array_equal(q, fpemu.quantize(x, "e4m3", overflow="saturate"), equal_nan=True)
