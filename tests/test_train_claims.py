@@ -19,18 +19,29 @@ def default_runs():
 def test_fp16_without_scaling_underflows_and_ends_worse(default_runs):
     fp32, none, _ = default_runs
     s = none.summary()
-    assert s["underflow_fraction"] > 0.30  # measured 35.1%: a third of all gradient values -> 0
-    assert none.underflow[-100:].mean() > 0.55  # measured 62%: late in training most of them
+    assert s["underflow_fraction"] > 0.30  # measured 37.8% (torch: 37.9%)
+    assert none.underflow[-100:].mean() > 0.55  # measured 65.6%: late in training most of them
     assert none.underflow[:100].mean() < 0.05  # measured 1.2%: early on the gradients fit
-    assert none.final_loss > 1.15 * fp32.final_loss  # measured +24.6%
+    kinds = none.underflow_by_kind()
+    # Where: measured 65.8% of the loss gradients, 13.5% of the activation gradients, 0.55% of
+    # the weight gradients, no bias gradient.
+    assert 0.60 < kinds["loss"] < 0.72 and 0.10 < kinds["act"] < 0.17
+    assert 0.002 < kinds["weight"] < 0.01 and kinds["bias"] == 0.0
+    assert none.kind_underflow["loss"][-100:].mean() > 0.95  # measured 97.7% in the last 100
+    assert none.final_loss > 1.15 * fp32.final_loss  # measured +25.2%
     assert s["skipped_steps"] == 0 and s["overflow_fraction"] == 0.0
 
 
 def test_dynamic_scaling_recovers_fp32(default_runs):
     fp32, _, dyn = default_runs
     s = dyn.summary()
-    assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss  # measured +2.2%
-    assert s["underflow_fraction"] < 0.05  # measured 2.9%
+    assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss  # measured +1.8%
+    assert s["underflow_fraction"] < 0.10  # measured 7.1% (torch: 7.1%)
+    kinds = dyn.underflow_by_kind()
+    # The scale moves the activation and weight gradients clear of the underflow; a sixth of the
+    # loss gradients still flush (2^16 (sigmoid - y) / 2^17 < 2^-24 / 2: outputs within 2^-24
+    # of their label): measured 16.5%.
+    assert 0.10 < kinds["loss"] < 0.25 and kinds["act"] < 0.001 and kinds["weight"] < 0.001
     assert s["final_scale"] == 65536.0 and s["skipped_steps"] == 0
     assert abs(dyn.final_accuracy - fp32.final_accuracy) < 0.002
 
@@ -41,6 +52,6 @@ def test_default_task_claims_other_seeds(seed):
     task = T.make_task(seed)
     fp32, none, dyn = (T.run(p, ls, 600, seed, task=task)
                        for p, ls in [("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic")])
-    assert none.summary()["underflow_fraction"] > 0.30  # measured 34.2-35.3%
-    assert none.final_loss > 1.15 * fp32.final_loss  # measured +24.9% .. +28.0%
-    assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss  # measured -0.5% .. +2.4%
+    assert none.summary()["underflow_fraction"] > 0.30  # measured 36.9-38.0% (seeds 0-3)
+    assert none.final_loss > 1.15 * fp32.final_loss  # measured, seeds 0-3: see docs/training.md
+    assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss

@@ -34,7 +34,8 @@ def _plain_numpy_training(task: T.Task, seed: int, steps: int) -> list[float]:
                 acts.append(np.where(z > 0, z, F32(0)))
         per = np.maximum(z, F32(0)) - z * y + np.log1p(np.exp(-np.abs(z)))
         losses.append(float(per.mean(dtype=F32)))
-        sig = F32(0.5) + F32(0.5) * np.tanh(F32(0.5) * z)
+        with np.errstate(over="ignore"):
+            sig = F32(1.0) / (F32(1.0) + np.exp(-z))
         dz = (sig - y) * F32(1.0 / y.size)
         grads = [None] * len(params)
         for l in range(n_layers - 1, -1, -1):

@@ -11,17 +11,15 @@ import numpy as np
 
 from .blas import single_threaded_blas
 from .checks import _check_callable, _check_int
-from .history import History
+from .history import History, _Recorder
 from .network import _backward, _bce_loss, _evaluate, _forward, init_params
 from .optimizers import _optimizer
 from .policies import make_policy
 from .recipes import CurrentScaling, DelayedScaling
 from .scalers import LOSS_SCALES, GradScaler, _make_scaler
-from .stats import _HIST_HI, _HIST_LO, _CastStats
 from .task import _EVAL_ROWS, Task, make_task
 
 DEFAULT_STEPS = 600
-_HIST_EVERY = 10  # steps between samples of the gradient exponent histogram
 
 
 MAX_STEPS = 10**6  # a run records 5 numbers per step; a million steps is hours of training
@@ -118,13 +116,7 @@ def _train_loop(setup: _RunSetup) -> History:
     sgd = _optimizer(task, params)
 
     n_train, bs = len(task.x_train), task.batch_size
-    losses = np.zeros(steps)
-    scales = np.zeros(steps)
-    skipped = np.zeros(steps, dtype=bool)
-    under = np.zeros(steps)
-    over = np.zeros(steps)
-    hist = np.zeros(_HIST_HI - _HIST_LO + 1, dtype=np.int64)
-    totals = [0, 0, 0]
+    rec = _Recorder(steps)
     test_curve = []
     order = rng.permutation(n_train)
     cursor = 0
@@ -136,24 +128,16 @@ def _train_loop(setup: _RunSetup) -> History:
         cursor += bs
         x, y = task.x_train[idx], task.y_train[idx]
 
-        stats = _CastStats(hist=np.zeros_like(hist) if step % _HIST_EVERY == 0 else None)
+        stats = rec.stats_for(step)
         logits, cache = _forward(params, x, policy)
         loss, sig = _bce_loss(logits, y)
-        scales[step] = scaler.get_scale()
-        grads = _backward(params, cache, sig, y, scaler.get_scale(), policy, stats)
+        scale = scaler.get_scale()
+        grads = _backward(params, cache, sig, y, scale, policy, stats)
         # Weight gradients arrive in the low format; unscaling and the update are FP32.
-        skipped[step] = not scaler.step(sgd, grads)
+        taken = scaler.step(sgd, grads)
         scaler.update()
         policy.end_step()
-
-        losses[step] = loss
-        under[step] = stats.underflow / stats.nonzero if stats.nonzero else 0.0
-        over[step] = stats.overflow / stats.nonzero if stats.nonzero else 0.0
-        totals[0] += stats.nonzero
-        totals[1] += stats.underflow
-        totals[2] += stats.overflow
-        if stats.hist is not None:
-            hist += stats.hist
+        rec.record(step, loss, scale, not taken, stats)
         if eval_every and (step + 1) % eval_every == 0:
             test_curve.append((step + 1, *_evaluate(params, task.x_test, task.y_test, policy)))
         if progress is not None:
@@ -163,25 +147,15 @@ def _train_loop(setup: _RunSetup) -> History:
     n_eval = min(len(task.x_train), _EVAL_ROWS)
     final_loss, _ = _evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
     test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
-    return History(
+    return rec.history(
         precision=policy.name,
         loss_scale=setup.loss_scale,
         accumulator=setup.accumulator,
         seed=seed,
-        steps=steps,
         low_format=policy.low.name if policy.low is not None else None,
-        loss=losses,
-        scale=scales,
-        skipped=skipped,
-        underflow=under,
-        overflow=over,
-        grad_exponent_hist=hist,
         final_loss=final_loss,
         final_accuracy=final_acc,
         time_s=elapsed,
-        underflow_count=totals[1],
-        overflow_count=totals[2],
-        nonzero_count=totals[0],
         test_curve=test_curve,
     )
 

@@ -42,7 +42,7 @@ def _forward(params, x, policy, record=True):
         w, b = params[2 * l], params[2 * l + 1]
         qa, sa = policy.cast_fwd(a, ("x", l), record)
         qw, sw = policy.cast_fwd(w, ("w", l), record)
-        z = policy.out_fwd(policy.gemm(qa, sa, qw, sw) + b)
+        z = policy.out_fwd(policy.gemm(qa, sa, qw, sw) + policy.cast_bias(b))
         if l < n_layers - 1:
             mask = z > 0
             a = np.where(mask, z, np.float32(0.0))
@@ -56,11 +56,18 @@ def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray
     """Mean binary cross-entropy with logits over every element (FP32), and ``sigmoid(logits)``.
 
     This is ``torch.nn.BCEWithLogitsLoss()`` with its default ``reduction="mean"``: the average
-    over batch *and* labels.
+    over batch *and* labels. The sigmoid is torch's, ``1 / (1 + exp(-z))`` in FP32: for a very
+    negative logit it is a tiny non-zero number (0 only below -88.72, where ``exp`` overflows),
+    where ``0.5 + 0.5 tanh(z/2)`` is exactly 0 from -20 on. Which loss gradients are exactly 0
+    before the cast to FP16, and so which ones can underflow, follows from this.
+
+    >>> loss, sig = _bce_loss(np.float32([[-30.0, 0.0]]), np.float32([[0.0, 1.0]]))
+    >>> sig.tolist()[0][1], bool(0 < sig[0, 0] < 1e-12)
+    (0.5, True)
     """
     per = np.maximum(logits, np.float32(0.0)) - logits * y + np.log1p(np.exp(-np.abs(logits)))
-    # sigmoid through tanh: no exp overflow and no subnormal intermediates.
-    sig = np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * logits)
+    with np.errstate(over="ignore"):  # exp(-z) = Inf for z < -88.7 gives sigmoid 0, as in torch
+        sig = np.float32(1.0) / (np.float32(1.0) + np.exp(-logits))
     return np.float32(per.mean(dtype=np.float32)), sig
 
 
@@ -74,9 +81,11 @@ def _backward(params, cache, sig, y, loss_scale, policy, stats):
         qa, sa, qw, sw, mask = cache[l]
         if mask is not None:
             dz = np.where(mask, dz, np.float32(0.0))
-        qd, sd = policy.cast_grad(dz, ("dy", l), stats)
-        grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats)
-        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(qd, sd), stats)
+        # The loss gradient (w.r.t. the logits) and the activation gradients are cast to the low
+        # format as they enter the backward GEMMs; the GEMMs write the parameter gradients.
+        qd, sd = policy.cast_grad(dz, ("dy", l), stats, "loss" if l == n_layers - 1 else "act")
+        grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats, "weight")
+        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(qd, sd), stats, "bias")
         if l > 0:
             dz = policy.gemm(qd, sd, qw.T, sw)
     return grads

@@ -45,7 +45,7 @@ class _FP32Policy:
     def cast_fwd(self, x: np.ndarray, slot: tuple, record: bool = True) -> tuple[np.ndarray, None]:
         return x, None
 
-    def cast_grad(self, g: np.ndarray, slot: tuple, stats: _CastStats) -> tuple[np.ndarray, None]:
+    def cast_grad(self, g: np.ndarray, slot: tuple, stats: _CastStats, kind: str = "act") -> tuple[np.ndarray, None]:
         return g, None
 
     def gemm(self, a: np.ndarray, sa, b: np.ndarray, sb) -> np.ndarray:
@@ -54,10 +54,13 @@ class _FP32Policy:
     def bias_grad(self, qd: np.ndarray, sd) -> np.ndarray:
         return qd.sum(axis=0)
 
+    def cast_bias(self, b: np.ndarray) -> np.ndarray:
+        return b
+
     def out_fwd(self, y: np.ndarray) -> np.ndarray:
         return y
 
-    def out_grad(self, y: np.ndarray, stats: _CastStats) -> np.ndarray:
+    def out_grad(self, y: np.ndarray, stats: _CastStats, kind: str = "weight") -> np.ndarray:
         return y
 
     def end_step(self) -> None:
@@ -81,17 +84,20 @@ class _LowPolicy(_FP32Policy):
             return x, None  # a hidden activation: out_fwd already rounded it (ReLU keeps that)
         return self.round(x), None
 
-    def cast_grad(self, g, slot, stats):
+    def cast_grad(self, g, slot, stats, kind="act"):
         q = self.round(g)
-        stats.add(g, q)
+        stats.add(g, q, kind=kind)
         return q, None
+
+    def cast_bias(self, b):
+        return self.round(b)  # autocast casts the bias too; the GEMM adds it before rounding
 
     def out_fwd(self, y):
         return self.round(y)
 
-    def out_grad(self, y, stats):
+    def out_grad(self, y, stats, kind="weight"):
         q = self.round(y)
-        stats.add(y, q)
+        stats.add(y, q, kind=kind)
         return q
 
 
@@ -121,11 +127,11 @@ class _FP8Policy(_FP32Policy):
         s = self._state(slot, self.fwd).scale_for(x, record)
         return self.round_fwd(x * s), (np.float32(1.0) / s, self.fwd)
 
-    def cast_grad(self, g, slot, stats):
+    def cast_grad(self, g, slot, stats, kind="act"):
         s = self._state(slot, self.bwd).scale_for(g)
         scaled = g * s
         q = self.round_bwd(scaled)
-        stats.add(g, q, overflowed=np.abs(scaled) > np.float32(self.bwd.max))
+        stats.add(g, q, overflowed=np.abs(scaled) > np.float32(self.bwd.max), kind=kind)
         return q, (np.float32(1.0) / s, self.bwd)
 
     def gemm(self, a, sa, b, sb):
@@ -173,8 +179,8 @@ class _BlockPolicy(_FP32Policy):
     def cast_fwd(self, x, slot, record=True):
         return x, False  # quantized inside gemm, along the K axis of each use
 
-    def cast_grad(self, g, slot, stats):
-        stats.add(g, self._fq(g, 1, True))  # the dgrad copy: where underflow is counted
+    def cast_grad(self, g, slot, stats, kind="act"):
+        stats.add(g, self._fq(g, 1, True), kind=kind)  # the dgrad copy: where underflow is counted
         return g, True
 
     def gemm(self, a, sa, b, sb):
