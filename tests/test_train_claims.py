@@ -55,3 +55,11 @@ def test_default_task_claims_other_seeds(seed):
     assert none.summary()["underflow_fraction"] > 0.30  # measured 36.9-38.0% (seeds 0-3)
     assert none.final_loss > 1.15 * fp32.final_loss  # measured, seeds 0-3: see docs/training.md
     assert abs(dyn.final_loss - fp32.final_loss) < 0.05 * fp32.final_loss
+
+
+def test_table_says_what_happened(default_runs):
+    table = T.summary_table(default_runs).splitlines()
+    assert table[0].endswith("what happened") and table[1].endswith("the baseline")
+    # measured: "66% of loss gradients, 13% of activation gradients flushed to zero; loss +25.2% vs fp32"
+    assert "66% of loss gradients, 13% of activation gradients flushed to zero; loss +25." in table[2]
+    assert "17% of loss gradients flushed to zero; scale 2^16; loss +1.8% vs fp32" in table[3]

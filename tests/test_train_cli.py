@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+
+from fpemu import train as T
 
 
 # ---- CLI -------------------------------------------------------------------------------------
@@ -21,5 +24,24 @@ def test_cli_compare_json_and_plot(tmp_path, capsys):
     assert len(data["runs"][1]["history"]["loss"]) == 4
     pytest.importorskip("matplotlib")
     assert main(["train", "-p", "fp16", "--steps", "3", "--plot", str(tmp_path / "img")]) == 0
-    assert {p.name for p in (tmp_path / "img").iterdir()} == {"loss.png", "loss_scale.png", "grad_hist.png"}
+    assert {p.name for p in (tmp_path / "img").iterdir()} == {"lesson.png", "loss.png", "loss_scale.png", "grad_hist.png"}
     assert main(["train", "--precision", "fp16", "--loss-scale", "none", "--steps", "2", "--accumulator", "nope"]) == 2
+
+
+def test_lesson_figure_and_sentences():
+    from fpemu.train.report import what_happened
+
+    task = T.make_task(0, n_train=2048, batch_size=256)
+    base = T.run("fp32", steps=4, task=task)
+    h = T.run("fp16", "dynamic", 6, 0, task=task, init_scale=2.0**30)
+    assert h.skipped[:3].all()
+    said = what_happened(h, None)  # no baseline: no excess loss in the sentence
+    assert f"scale 2^{int(np.log2(h.scale.min()))}..2^30, {int(h.skipped.sum())} steps skipped" in said
+    assert "vs fp32" not in said
+    assert what_happened(base, base) == "the baseline"
+    pytest.importorskip("matplotlib")
+    from fpemu.train.lesson import excess_curve
+
+    other = T.run("fp16", "none", 4, 0, task=task)
+    ex = excess_curve(other, base, 1)
+    assert ex.shape == (4,) and np.allclose(ex, 100 * (other.loss / base.loss - 1))

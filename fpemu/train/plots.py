@@ -1,5 +1,5 @@
-"""The plots of a comparison: loss curves, the loss scale and the gradient-exponent histogram
-(matplotlib, imported only when a plot is drawn)."""
+"""The plots of a comparison: the lesson at a glance (:mod:`.lesson`), the loss curves, the loss
+scale and the gradient-exponent histogram (matplotlib, imported only when a plot is drawn)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..formats import get_format
 from .history import History, _check_histories
+from .lesson import _smooth, draw_lesson
 
 
 def _pyplot():
@@ -28,7 +29,7 @@ def _pyplot():
     return plt
 
 
-PLOT_FILES = ("loss.png", "loss_scale.png", "grad_hist.png")
+PLOT_FILES = ("lesson.png", "loss.png", "loss_scale.png", "grad_hist.png")
 
 
 def _plot_directory(directory: str | Path) -> Path:
@@ -48,7 +49,8 @@ def _plot_directory(directory: str | Path) -> Path:
 
 
 def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
-    """Write ``loss.png``, ``loss_scale.png`` and ``grad_hist.png`` into ``directory``."""
+    """Write :data:`PLOT_FILES` into ``directory``: ``lesson.png`` (excess loss over FP32, loss
+    scale, underflow per kind of gradient), ``loss.png``, ``loss_scale.png``, ``grad_hist.png``."""
     histories = _check_histories(histories, allow_empty=False)
     plt = _pyplot()
     out = _plot_directory(directory)
@@ -58,8 +60,8 @@ def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
 
 
 def _draw(plt, histories: list[History], out: Path) -> list[Path]:
-    """The three figures of :func:`plot`, written into ``out``."""
-    written = []
+    """The figures of :func:`plot`, written into ``out``."""
+    written = [draw_lesson(plt, histories, out / "lesson.png")]
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for h in histories:
@@ -91,13 +93,6 @@ def _draw(plt, histories: list[History], out: Path) -> list[Path]:
     written.append(_plot_histogram(plt, histories, out / "grad_hist.png"))
     plt.close("all")
     return written
-
-
-def _smooth(v: np.ndarray, k: int = 20) -> np.ndarray:
-    c = np.cumsum(np.insert(np.asarray(v, dtype=np.float64), 0, 0.0))
-    n = np.arange(1, len(v) + 1)
-    lo = np.maximum(n - k, 0)
-    return (c[n] - c[lo]) / (n - lo)
 
 
 def _plot_histogram(plt, histories: Sequence[History], path: Path) -> Path:
