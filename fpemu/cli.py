@@ -127,7 +127,8 @@ def build_parser() -> ArgumentParser:
 
 
 # The feature modules that add subcommands, each through its ``register_cli(subparsers)``.
-_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck", "fpemu.fit", "fpemu.probe", "fpemu.vectors")
+_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck", "fpemu.fit", "fpemu.probe", "fpemu.vectors",
+                    "fpemu.teach")
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 

@@ -25,7 +25,7 @@ LAYERS = [
     {"accumulator"},
     {"train"},
     {"cases", "backends"},
-    {"crosscheck", "fit", "probe", "vectors"},
+    {"crosscheck", "fit", "probe", "vectors", "teach"},
     {"cli", "__main__", ""},  # "": the package's own __init__
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -1,0 +1,35 @@
+"""Teaching float formats: see a format, play with its bits, in pictures and in a page.
+
+* ``values``: every code and every finite value of a format of at most 16 bits, in order,
+  from :func:`fpemu.decode`; where overflow begins;
+* ``plot_data``: the arrays behind the figures (number line, spacing and relative error
+  bound, dynamic range of formats and block formats);
+* ``plots``: the figures themselves (matplotlib, the ``plot`` extra) and :func:`plot`;
+* ``rules``, ``api``, ``blocks``: the explorer's JSON API (one code, one rounded number
+  with the rule that fired, one MX/NVFP4 block), every value from fpemu's codec;
+* ``server``: the explorer's web server (standard library, 127.0.0.1) and its static page;
+* ``cli``: ``fpemu plot`` and ``fpemu explore``.
+
+>>> finite_values("e2m1")[-3:].tolist(), overflow_threshold("e2m1")
+([3.0, 4.0, 6.0], 7.0)
+>>> encode_number("e4m3", "0.3")["code"]
+'0x2A'
+"""
+
+from __future__ import annotations
+
+from .api import describe_code, encode_number, format_from_spec
+from .blocks import describe_block
+from .cli import register_cli
+from .plot_data import DEFAULT_RANGE_FORMATS, number_line, range_entry, ranges, spacing
+from .plots import draw_number_line, draw_ranges, draw_spacing, plot
+from .server import handle_api, make_server, serve_in_thread
+from .values import all_codes, finite_values, overflow_threshold, value_classes
+
+__all__ = [
+    "all_codes", "finite_values", "value_classes", "overflow_threshold",
+    "number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS",
+    "plot", "draw_number_line", "draw_spacing", "draw_ranges",
+    "describe_code", "encode_number", "format_from_spec", "describe_block",
+    "handle_api", "make_server", "serve_in_thread", "register_cli",
+]

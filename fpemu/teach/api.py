@@ -1,0 +1,231 @@
+"""The explorer's JSON API for one number: a format from its name or its fields, one code read
+field by field, and one number rounded into the format with the rule that fired.
+
+Every value comes from fpemu's codec (:func:`fpemu.encode`, :func:`fpemu.decode`,
+:func:`fpemu.quantize`); the page only shows it. Numbers travel as text (``repr`` of the
+float64, or ``inf``, ``-inf``, ``nan``), codes as hex and as a string of bits, so that 64-bit
+codes and non-finite values survive JSON.
+
+>>> d = describe_code("e4m3", "00111000")
+>>> d["code"], d["value"], d["class"], d["down"]["value"], d["up"]["value"]
+('0x38', '1.0', 'normal', '0.9375', '1.125')
+>>> e = encode_number("e4m3", "500")
+>>> e["code"], e["value"], [r["rule"] for r in e["rules"]]
+('0x7F', 'nan', ['overflow'])
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..codec import decode, encode, quantize
+from ..formats import FORMATS, Format, get_format
+from ..mx import get_block_format
+from .blocks import BLOCK_NAMES, SCALE_RULES
+from .rules import number_text, parse_number, rounding_rules
+
+__all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
+           "ROUNDINGS", "OVERFLOWS", "number_text"]
+
+#: The rounding modes the explorer offers (the deterministic ones).
+ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd")
+#: The overflow rules it offers ("default": the format's own).
+OVERFLOWS = ("default", "saturate", "saturate_propagate", "inf", "nan", "sat_none")
+_FIELDS = ("exponent_bits", "mantissa_bits", "bias", "signed", "inf", "nan", "subnormals")
+
+
+def format_from_spec(spec: Any) -> Format:
+    """A format from the page: a registered name, or a dict of a :class:`Format`'s fields
+    (``exponent_bits``, ``mantissa_bits``, ``bias``, optional ``name``, ``signed``, ``inf``,
+    ``nan``, ``subnormals``), checked by ``Format`` itself.
+
+    >>> format_from_spec({"exponent_bits": 3, "mantissa_bits": 3, "bias": 3, "inf": "none", "nan": "none"}).max
+    30.0
+    """
+    if isinstance(spec, (str, Format)):
+        return get_format(spec)
+    if not isinstance(spec, dict):
+        raise TypeError("format must be a name or an object of fields")
+    unknown = sorted(set(spec) - set(_FIELDS) - {"name"})
+    if unknown:
+        raise ValueError(f"unknown format field(s): {', '.join(unknown)}; known: name, {', '.join(_FIELDS)}")
+    missing = [k for k in ("exponent_bits", "mantissa_bits", "bias") if k not in spec]
+    if missing:
+        raise ValueError(f"a format needs {', '.join(missing)}")
+    name = str(spec.get("name") or "custom")
+    return Format(name, **{k: spec[k] for k in _FIELDS if k in spec})
+
+
+def format_fields(fmt: Format) -> dict[str, Any]:
+    """A format's fields and landmarks, for the page.
+
+    >>> f = format_fields(get_format("e2m1"))
+    >>> f["bits"], f["max"], f["layout"]
+    (4, '6.0', [['sign', 1], ['exponent', 2], ['mantissa', 1]])
+    """
+    layout = ([["sign", 1]] if fmt.signed else []) + ([["exponent", fmt.exponent_bits]] if fmt.exponent_bits else [])
+    layout += [["mantissa", fmt.mantissa_bits]] if fmt.mantissa_bits else []
+    return {"name": fmt.name, "bits": fmt.bits, **{k: getattr(fmt, k) for k in _FIELDS},
+            "twos_complement": fmt.twos_complement, "layout": layout, "max": number_text(fmt.max),
+            "min_normal": number_text(fmt.min_normal), "min_subnormal": number_text(fmt.min_subnormal)}
+
+
+def formats_payload() -> dict[str, Any]:
+    """What the page loads first: the registered formats, the modes, the block formats."""
+    from .blocks import BLOCK_NAMES, SCALE_RULES
+
+    blocks = [{"name": n, "block_size": get_block_format(n).block_size, "nvfp4": get_block_format(n).is_nvfp4}
+              for n in BLOCK_NAMES]
+    return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),
+            "overflows": list(OVERFLOWS), "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
+
+
+def _code_from(fmt: Format, code: Any) -> int:
+    """A code from a string of bits (``"00111000"``), a hex string (``"0x38"``) or an int."""
+    if isinstance(code, bool):
+        raise TypeError("a code is a string of bits, a hex string or an integer")
+    if isinstance(code, str):
+        text = code.strip().replace("_", "").replace(" ", "")
+        if text.lower().startswith("0x"):
+            raw = int(text, 16) >> fmt.code_shift
+        elif text and set(text) <= {"0", "1"} and len(text) == fmt.bits:
+            raw = int(text, 2)
+        else:
+            raise ValueError(f"a code of {fmt.name} is {fmt.bits} bits (0/1) or hex, got {code!r}")
+    elif isinstance(code, int):
+        raw = code >> fmt.code_shift
+    else:
+        raise TypeError("a code is a string of bits, a hex string or an integer")
+    if not 0 <= raw < fmt.num_codes:
+        raise ValueError(f"code {code!r} is out of range for {fmt.name} ({fmt.bits} bits)")
+    return raw << fmt.code_shift
+
+
+def _neighbour(fmt: Format, value: float, up: bool) -> dict[str, str] | None:
+    """The next finite value above (or below) ``value``, by the codec: the float64 just past
+    it, rounded up (down) into the format. None where there is none."""
+    if np.isnan(value):
+        return None
+    start = np.nextafter(np.float64(value), np.inf if up else -np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        got = float(quantize(np.array([start]), fmt, rounding="up" if up else "down")[0])
+    if not np.isfinite(got) or (got <= value if up else got >= value):
+        return None
+    code = int(encode(np.array([got]), fmt)[0])
+    return {"value": number_text(got), "code": _hex(fmt, code), "bits": _bits(fmt, code)}
+
+
+def _hex(fmt: Format, code: int) -> str:
+    return f"0x{code:0{(fmt.storage_bits + 3) // 4}X}"
+
+
+def _bits(fmt: Format, code: int) -> str:
+    return format(code >> fmt.code_shift, f"0{fmt.bits}b")
+
+
+def describe_code(fmt: Any, code: Any) -> dict[str, Any]:
+    """One code of ``fmt`` read field by field: its bits, the fields, the class, the value
+    (:func:`fpemu.decode`), the formula and the two neighbouring finite values.
+
+    >>> d = describe_code("fp16", "0x0001")
+    >>> d["class"], d["value"], d["formula"], d["down"]["value"]
+    ('subnormal', '5.960464477539063e-08', '+2^-14 × (0 + 1/1024)', '0.0')
+    """
+    fmt = format_from_spec(fmt)
+    code = _code_from(fmt, code)
+    value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
+    raw = code >> fmt.code_shift
+    M, E = fmt.mantissa_bits, fmt.exponent_bits
+    bits = _bits(fmt, code)
+    frac, efield = raw & ((1 << M) - 1), (raw >> M) & ((1 << E) - 1)
+    negative = bool(fmt.signed and raw >> (E + M))
+    cls = _class(fmt, value, efield)
+    fields, at = [], 0
+    for name, width in format_fields(fmt)["layout"]:
+        field = int(bits[at:at + width], 2)
+        fields.append({"name": name, "bits": bits[at:at + width], "value": field,
+                       "meaning": _meaning(fmt, name, field, cls)})
+        at += width
+    if cls in ("normal", "subnormal", "fixed"):
+        formula = _formula(fmt, raw, efield, frac, negative, cls)
+    else:
+        formula = {"nan": "NaN: not a number", "inf": "infinity", "zero": "zero"}[cls]
+    return {"format": format_fields(fmt), "code": _hex(fmt, code), "bits": bits, "fields": fields,
+            "sign": "-" if negative else "+", "exponent_field": efield, "class": cls,
+            "value": number_text(value), "formula": formula, "down": _neighbour(fmt, value, up=False),
+            "up": _neighbour(fmt, value, up=True)}
+
+
+def _class(fmt: Format, value: float, efield: int) -> str:
+    if np.isnan(value):
+        return "nan"
+    if np.isinf(value):
+        return "inf"
+    if value == 0:
+        return "zero"
+    if not fmt.exponent_bits:
+        return "fixed"
+    return "subnormal" if fmt.subnormals and efield == 0 else "normal"
+
+
+def _meaning(fmt: Format, name: str, field: int, cls: str) -> str:
+    """What one field of a code says, in words (for the page's table of fields)."""
+    if cls in ("nan", "inf"):
+        return "part of the special code" if name != "sign" else ("-" if field else "+")
+    if name == "sign":
+        return "negative (two's complement)" if fmt.twos_complement and field else ("-" if field else "+")
+    if name == "exponent":
+        if fmt.subnormals and field == 0:
+            return f"0: zero or subnormal, the exponent stays at emin = 1 - bias = {fmt.emin}"
+        return f"{field} - bias {fmt.bias} = {field - fmt.bias}"
+    M = fmt.mantissa_bits
+    if fmt.twos_complement:
+        return f"{field}: with the sign bit, the two's complement integer"
+    lead = 0 if cls in ("zero", "subnormal", "fixed") else 1
+    return f"{lead} + {field}/{1 << M} = {lead + field / (1 << M)!r}"
+
+
+def _formula(fmt: Format, raw: int, efield: int, frac: int, negative: bool, cls: str) -> str:
+    """How the fields make the value, in words and powers of two."""
+    M = fmt.mantissa_bits
+    sign = "-" if negative else "+"
+    if fmt.twos_complement:
+        signed = raw - (1 << fmt.bits) if negative else raw
+        return f"{signed} × 2^{fmt.emin - M} (two's complement)"
+    if cls in ("subnormal", "fixed"):
+        return f"{sign}2^{fmt.emin} × (0 + {frac}/{1 << M})"
+    if not M:
+        return f"{sign}2^{efield - fmt.bias}"
+    return f"{sign}2^{efield - fmt.bias} × (1 + {frac}/{1 << M})"
+
+
+def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow: str = "default") -> dict[str, Any]:
+    """Round the number ``text`` into ``fmt``: the code's description (:func:`describe_code`)
+    with the input, the rounding error and the rules that fired.
+
+    >>> e = encode_number("e2m1", "2.5")
+    >>> e["value"], e["error"], [r["rule"] for r in e["rules"]]
+    ('2.0', '-0.5', ['tie'])
+    """
+    fmt = format_from_spec(fmt)
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"unknown rounding {rounding!r}; the explorer offers {', '.join(ROUNDINGS)}")
+    if overflow not in OVERFLOWS:
+        raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOWS)}")
+    x = parse_number(text)
+    ovf = None if overflow == "default" else overflow
+    code = int(encode(np.array([x]), fmt, rounding=rounding, overflow=ovf)[0])
+    out = describe_code(fmt, code)
+    value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
+    out.update(input=number_text(x), rounding=rounding, overflow=overflow,
+               rules=rounding_rules(x, fmt, rounding, ovf, value))
+    if np.isfinite(x) and np.isfinite(value):
+        err = Fraction(value) - Fraction(x)
+        out["error"] = number_text(float(err))
+        out["relative_error"] = number_text(float(err / Fraction(x))) if x else None
+    else:
+        out["error"] = out["relative_error"] = None
+    return out

@@ -1,0 +1,78 @@
+"""The ``fpemu plot`` and ``fpemu explore`` commands.
+
+``fpemu plot e4m3 e5m2 --out fp8.png`` draws the number line, the spacing and the dynamic
+range of the formats into one PNG (``--kind`` picks one panel); ``fpemu explore`` serves the
+explorer page on 127.0.0.1 until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import webbrowser
+from typing import Any
+
+from ..errors import RunError
+from ..formats import get_format
+from .plots import KINDS, check_plot_request, plot
+
+__all__ = ["cmd_plot", "cmd_explore", "register_cli"]
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``fpemu plot``: draw the figures of the formats into ``--out``."""
+    check_plot_request(args.format, args.kind)  # a bad format fails before matplotlib loads
+    drawn = plot(args.format, args.out, kind=args.kind)
+    print(f"wrote {args.out} ({', '.join(drawn)} of {', '.join(args.format)})")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    """``fpemu explore``: serve the explorer page until interrupted."""
+    from .server import make_server
+
+    start = "" if args.format is None else f"#format={get_format(args.format).name}"
+    try:
+        server = make_server(args.port, quiet=not args.verbose)
+    except OSError as exc:
+        raise RunError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
+                       "choose another with --port (0: any free port)") from None
+    url = f"http://127.0.0.1:{server.server_address[1]}/{start}"
+    print(f"fpemu explore: serving {url} (Ctrl-C stops it)", flush=True)
+    if not args.no_browser:
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, got {port}")
+    return port
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``plot`` and ``explore`` to the ``fpemu`` command line."""
+    p = subparsers.add_parser("plot", help="draw formats: number line, spacing, dynamic range (PNG)")
+    p.add_argument("format", nargs="+", metavar="FORMAT",
+                   help="format names (e4m3, bf16, ...); for --kind ranges also block formats (mxfp4)")
+    p.add_argument("--out", "-o", required=True, help="the PNG file to write")
+    p.add_argument("--kind", "-k", default="all", choices=KINDS,
+                   help="all panels (default), or line, spacing or ranges alone")
+    p.set_defaults(func=cmd_plot)
+
+    p = subparsers.add_parser("explore", help="a local web page to play with a format's bits")
+    p.add_argument("--port", "-p", type=_port, default=8765, help="port on 127.0.0.1 (default 8765; 0: any)")
+    p.add_argument("--format", "-f", default=None, help="the format the page opens with")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser, just serve")
+    p.add_argument("--verbose", action="store_true", help="log every request")
+    p.set_defaults(func=cmd_explore)
