@@ -244,7 +244,7 @@ def test_special_blocks_property(fmt, x, data):
                 assert np.array_equal(q.codes[32 * j : 32 * j + 32], clean.codes[32 * j : 32 * j + 32])
 
 
-@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp6_e2m3", "mxfp4"])
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp6_e2m3", "mxfp4", "mxint8"])
 def test_mx_stochastic_rounding_picks_a_neighbour(fmt):
     x = np.random.default_rng(9).standard_normal(4096).astype(np.float32)
     rne = mx.quantize(x, fmt)
@@ -317,8 +317,6 @@ def test_more_errors():
         mx.quantize(1.0, "mxfp4")
     with pytest.raises(TypeError):
         mx.quantize(["a"], "mxfp4")
-    with pytest.raises(ValueError, match="supports rounding"):
-        mx.quantize([1.0], "mxint8", rounding="stochastic")
     with pytest.raises(ValueError, match="variant"):
         mx.quantize([1.0], "nvfp4", variant="cudnn")
     with pytest.raises(ValueError, match="NVFP4 scales"):

@@ -18,11 +18,13 @@ of ``k`` consecutive elements (along one axis). The value of element ``i`` of a 
 >>> hex(int(r.scales[0])), r.dequantize().tolist()
 ('0x80', [512.0, -3.0, 0.1015625, 0.0, 1.0])
 
-Every element conversion goes through :func:`fpemu.encode` (RNE, saturating, as the OCP spec
-requires); scale codes are computed with integer operations on the IEEE bit patterns, and the
-division by a power-of-two scale is an exact multiplication. Quantization never loops per
-block: the whole pipeline runs on cache-sized chunks of many blocks at once (matmul loops over
-K-blocks, each one vectorised over all rows and columns).
+Every element conversion is the codec's, into the element :class:`~fpemu.formats.Format` (RNE by
+default, saturating as the OCP spec requires; INT8's deterministic modes use numpy's exact
+integer roundings, held to :func:`fpemu.encode`'s codes by the tests); scale codes are computed
+with integer operations on the IEEE bit patterns, and the division by a power-of-two scale is
+an exact multiplication. Quantization never loops per block: the whole pipeline runs on
+cache-sized chunks of many blocks at once (matmul loops over K-blocks, each one vectorised over
+all rows and columns).
 
 Layout conventions (documented in ``docs/mx.md``):
 

@@ -158,7 +158,7 @@ def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
         raise TypeError(f"BlockArray.{what} must hold integer codes, got {arr.dtype}")
     if what == "codes":
         limit, name = 1 << bf.bits, f"{bf.name} elements"
-        lowest = -128 if bf.is_int else 0  # MXINT8: an int8 value is its two's complement byte
+        lowest = -(limit >> 1) if bf.is_int else 0  # MXINT8: an int8 value is its two's complement byte
     else:
         limit, name = (128, "UE4M3 scales") if bf.is_nvfp4 else (256, "E8M0 scales")
         lowest = 0

@@ -18,12 +18,14 @@ class BlockFormat:
 
     Attributes:
         name: canonical name (``mxfp8_e4m3`` ...).
-        element: the element :class:`~fpemu.formats.Format`, or None for MXINT8.
+        element: the element :class:`~fpemu.formats.Format` (MXINT8: ``int8``, two's
+            complement with an implicit 2**-6: OCP MX v1.0, SPEC.md section 3).
         scale: the scale format (``e8m0`` for MX, ``ue4m3`` for NVFP4).
         block_size: default number of elements per block.
         emax: exponent of the element format's largest power of two (OCP ``emax_elem``).
         max_value: the largest element magnitude.
-        mantissa_bits: element precision in fraction bits (INT8: 6 below the leading bit).
+        mantissa_bits: element precision in fraction bits below the leading bit of the top
+            binade (INT8: 6, as 127/64 = 1.111111b; its Format has 7 bits, sign excluded).
         bits: element width in bits (how densely :meth:`BlockArray.pack` stores it).
 
     >>> get_block_format("MXFP4").element.name, get_block_format("mxfp4").emax
@@ -31,7 +33,7 @@ class BlockFormat:
     """
 
     name: str
-    element: Format | None
+    element: Format
     scale: Format
     block_size: int
     emax: int
@@ -45,13 +47,12 @@ class BlockFormat:
 
     @property
     def is_int(self) -> bool:
-        return self.element is None
+        """Integer (two's complement fixed-point) elements: MXINT8."""
+        return self.element.twos_complement
 
     @property
     def int_shift(self) -> int:
-        """k such that every element value is an integer multiple of 2**-k."""
-        if self.element is None:
-            return 6
+        """k such that every element value is an integer multiple of 2**-k (INT8: 6)."""
         return self.element.mantissa_bits - self.element.emin
 
 
@@ -67,7 +68,8 @@ def _block_formats() -> dict[str, BlockFormat]:
     ]:
         f = get_format(elem)
         table[name] = BlockFormat(name, f, e8m0, 32, f.emax, f.max, f.mantissa_bits, f.bits)
-    table["mxint8"] = BlockFormat("mxint8", None, e8m0, 32, 0, 127 / 64, 6, 8)
+    f = get_format("int8")  # its 7 bits below the sign hold at most 1.111111b: 6 fraction bits
+    table["mxint8"] = BlockFormat("mxint8", f, e8m0, 32, f.emax, f.max, f.mantissa_bits - 1, f.bits)
     f = get_format("e2m1")
     table["nvfp4"] = BlockFormat("nvfp4", f, ue4m3, 16, f.emax, f.max, f.mantissa_bits, 4)
     return table

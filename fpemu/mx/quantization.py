@@ -42,8 +42,9 @@ def quantize(
             ``(16, 16)`` for 2-D tiles (TransformerEngine's NVFP4 weight tiles); 1 .. 2**31.
         scale_rounding: MX scale rule: ``floor`` (OCP), ``rceil`` (NVIDIA), ``ceil`` or
             ``even`` (torchao). NVFP4 has its own rule (``variant``).
-        rounding: element rounding, any mode of :func:`fpemu.encode` (default RNE; NVFP4
-            gradients use ``"stochastic"`` with ``rng``). MXINT8 supports RNE only.
+        rounding: element rounding, any mode of :func:`fpemu.encode` (default RNE, the OCP
+            rule; NVFP4 gradients use ``"stochastic"`` with ``rng``), for every format:
+            MXINT8 with ``"nearest_away"`` is microxcaling's default (``round="nearest"``).
         rng: seed or ``np.random.Generator`` for stochastic rounding.
         inf: MX block containing +-Inf (and no NaN): ``"nan"`` gives scale 0xFF (the spec,
             torchao), ``"saturate"`` gives 0xFE with the Inf elements at +-max
@@ -74,7 +75,7 @@ def quantize(
         if inf != "nan":
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
         return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax)
-    _check_mx_options(raw, arr, bf, scale_rounding, rounding, variant, global_amax)
+    _check_mx_options(raw, arr, scale_rounding, variant, global_amax)
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
         codes, scales = _quantize_mx(arr, bf, axes, block, scale_rounding, inf, rounding, rng)
     return BlockArray(
@@ -88,8 +89,7 @@ def quantize(
 
 
 def _check_mx_options(
-    raw: np.ndarray, arr: np.ndarray, bf: BlockFormat, scale_rounding: str, rounding: str,
-    variant: str, global_amax: Any,
+    raw: np.ndarray, arr: np.ndarray, scale_rounding: str, variant: str, global_amax: Any,
 ) -> None:
     """Refuse MX options that do not apply or that fpemu cannot honour exactly."""
     if scale_rounding not in SCALE_ROUNDINGS:
@@ -98,8 +98,6 @@ def _check_mx_options(
         )
     if global_amax is not None or variant != "te":
         raise ValueError("global_amax and variant apply to NVFP4 only")
-    if bf.is_int and rounding != "nearest_even":
-        raise ValueError("MXINT8 supports rounding='nearest_even' only")
     if scale_rounding == "rceil" and raw.dtype.kind in "iu" and arr.size:
         # rceil rounds amax * (1/max) to float32 from the exact amax; an integer beyond 2**53
         # has no exact float64 amax (its round-to-odd copy keeps floor/ceil/even exact only).
