@@ -10,7 +10,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .inputs import _chunks
 from ..parallel import run_pieces
-from .dask_arrays import decode_dask, is_dask
+from .dask_arrays import blockwise, is_dask
 from .kernel import _decode_generic, _is_fp32_prefix
 
 _FP64 = Format("fp64", 11, 52, 1023)
@@ -49,8 +49,8 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
         raise ValueError(f"format {fmt.name} has values float32 cannot hold exactly "
                          f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
                          f"{fmt.mantissa_bits} mantissa bits): decode to float64")
-    if is_dask(codes):
-        return decode_dask(codes, fmt, dtype, workers)
+    if is_dask(codes):  # block by block
+        return blockwise(codes, lambda c, _, __: decode(c, fmt, dtype=dtype, workers=workers or 1), dtype)
     arr = _as_codes(codes, fmt)
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=dtype)

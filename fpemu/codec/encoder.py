@@ -13,7 +13,7 @@ import numpy as np
 
 from ..formats import Format, get_format
 from ..parallel import run_pieces
-from .dask_arrays import encode_dask, is_dask
+from .dask_arrays import blockwise, is_dask
 from .inputs import _as_real_array
 from .odd import integers_to_float64
 from .options import STOCHASTIC_WITH_BITS, _Options, _options
@@ -100,7 +100,7 @@ def encode(
     if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
         raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
-        return encode_dask(x, fmt, opts, rng, random_bits, workers)
+        return _encode_dask(x, fmt, opts, rng, random_bits, workers)
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
         arr = _integers(arr, fmt, opts)
@@ -131,6 +131,21 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
     except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
         _raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
     return out.reshape(arr.shape)
+
+
+def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, workers: int | None):
+    """encode of a Dask array, block by block; stochastic rounding keys each element's bits
+    with its position in the whole array, as in memory."""
+    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
+    key = _sr_key(rng) if stochastic else None
+
+    def block(xb: np.ndarray, rb: np.ndarray | None, where: np.ndarray) -> np.ndarray:
+        arr = _as_real_array(xb)
+        if arr.dtype.kind in "iu":
+            arr = _integers(arr, fmt, opts)
+        return _encode_array(arr, fmt, opts, random_bits=rb, workers=workers or 1, index=where, key=key)
+
+    return blockwise(x, block, fmt.code_dtype, random_bits)
 
 
 def _integers(arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:

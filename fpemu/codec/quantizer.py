@@ -12,7 +12,7 @@ from .decoder import _fits, decode
 from .encoder import encode
 from .inputs import _CHUNK, _as_real_array, _chunks
 from ..parallel import run_pieces
-from .dask_arrays import is_dask, quantize_dask
+from .dask_arrays import is_dask
 from .kernel import _decode_generic, _encode_generic, _raise_nan
 from .options import ROUNDING_MODES, _Options, _options
 
@@ -46,18 +46,14 @@ def quantize(
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
             break
-    if is_dask(arr):
-        options = dict(rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
-                       random_bits=random_bits, directed_overflow=directed_overflow)
-        return quantize_dask(arr, fmt, dtype, options, workers)
-    fast = sr_bits is None and random_bits is None and directed_overflow is None  # else: generic only
+    fast = sr_bits is None and random_bits is None and directed_overflow is None and not is_dask(arr)
     if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
         return _in_pieces(_quantize_float32_magic, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
     if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
         return _in_pieces(_quantize_float64_scaled, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
     codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
                    random_bits=random_bits, directed_overflow=directed_overflow, workers=workers)
-    if dtype == np.float16:
+    if dtype == np.float16:  # (a Dask array too: encode and decode take them)
         return decode(codes, fmt, dtype=np.float32, workers=workers).astype(np.float16)
     return decode(codes, fmt, dtype=dtype, workers=workers)
 

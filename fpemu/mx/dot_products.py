@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codec.odd import _round_to_odd_sum
 from ..codec import decode
+from ..codec.odd import _round_to_odd_sum
 from .array import BlockArray
 from .elements import _element_table, _int_table
 from .mx_scales import _pow2_from_e8m0, _rn32_product

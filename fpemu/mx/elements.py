@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..codec import decode, encode
+from ..codec.encoder import _encode_array
+from ..codec.options import _options
 from ..formats import Format
 from .formats import BlockFormat
 
@@ -64,7 +66,7 @@ def _fixed_point_codes(n: np.ndarray, fmt: Format) -> np.ndarray:
 
 
 def _encode_elements(
-    y: np.ndarray, bf: BlockFormat, rounding: str, rng: Any
+    y: np.ndarray, bf: BlockFormat, rounding: str, key: Any = None, positions: np.ndarray | None = None
 ) -> np.ndarray:
     """Element codes of already-scaled values y (a scratch array, changed in place).
 
@@ -82,7 +84,11 @@ def _encode_elements(
             y *= y.dtype.type(2.0**bf.int_shift)  # exact: a power of two, |y| <= max
             return _fixed_point_codes(to_integer(y), fmt)
     nan = "zero" if not fmt.has_nan else None
-    return encode(y, fmt, rounding=rounding, overflow="saturate", nan=nan, rng=rng)
+    if key is None:
+        return encode(y, fmt, rounding=rounding, overflow="saturate", nan=nan)
+    # Stochastic: the bits of each element follow its position in the input (see inputs.py).
+    opts = _options(fmt, rounding, "saturate", nan)
+    return _encode_array(y, fmt, opts, workers=1, index=positions, key=key)
 
 
 def _nan_fill(bf: BlockFormat) -> int:

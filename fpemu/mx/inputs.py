@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..codec import ROUNDING_MODES, integers_to_float64
+from ..codec.rounding import _sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
 #: random bits (P3109 stochastic A/B/C) and the E8M0-only one.
@@ -23,11 +24,14 @@ def _canonical_rounding(rounding: Any) -> str:
     return canonical
 
 
-def _generator(rounding: str, rng: Any) -> Any:
-    """One Generator for all chunks, so chunked stochastic rounding draws fresh bits."""
-    if rounding == "stochastic":
-        return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    return rng
+def _stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any, np.ndarray | None]:
+    """(key, positions) of stochastic rounding: one key for the whole call, and each element's
+    position in the input (moved and cut into rows like the data), which with the key fixes its
+    random bits, as ``fpemu.encode`` of the same values in input order would draw them. For
+    other roundings: (None, None)."""
+    if rounding != "stochastic":
+        return None, None
+    return _sr_key(rng), np.arange(arr.size, dtype=np.uint64).reshape(arr.shape)
 
 
 # ---- input --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 
 from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
 from .formats import BlockFormat
-from .inputs import _generator
+from .inputs import _stochastic_positions
 from .layout import (
     _moved,
     _nblocks,
@@ -25,8 +25,8 @@ from .mx_scales import _amax_bits, _mx_scale_codes, _pow2_from_e8m0
 
 # ---- quantize -------------------------------------------------------------------------------
 def _quantize_mx_rows(
-    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, rng: Any,
-    out: np.ndarray,
+    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, key: Any,
+    out: np.ndarray, positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
     scales = _mx_scale_codes(_amax_bits(rows), rows.dtype, bf, scale_rounding, inf)
@@ -36,7 +36,7 @@ def _quantize_mx_rows(
         y = rows * inv[:, None]  # exact down to the working precision's subnormals
     if rounding in _TINY_MATTERS:
         _restore_underflow(y, rows)
-    out[...] = _encode_elements(y, bf, rounding, rng)
+    out[...] = _encode_elements(y, bf, rounding, key, positions)
     if nan_blocks.any():
         out[nan_blocks] = _nan_fill(bf)
     return scales
@@ -51,13 +51,16 @@ def _quantize_mx(
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
     codes_m = np.empty(xm.shape, np.uint8)
     scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
-    rng = _generator(rounding, rng)
+    key, positions = _stochastic_positions(rounding, rng, arr)
+    pos_m = None if positions is None else _moved(positions, axes)
     for r in _regions(lengths, block):
         rows = _region_rows(xm, r)
+        pos = None if pos_m is None else _region_rows(pos_m, r)
         out, scratch = _output_rows(codes_m, r)
         scales = np.empty(rows.shape[0], np.uint8)
         for sl in _row_chunks(*rows.shape):
-            scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, rng, out[sl])
+            scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, key, out[sl],
+                                           None if pos is None else pos[sl])
         _store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     return _unmoved(codes_m, axes), _unmoved(scales_m, axes)

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import encode
 from ..formats import get_format
 from .array import BlockArray
+from .elements import _encode_elements
 from .formats import BlockFormat
-from .inputs import _float32_for_nvfp4, _generator
+from .inputs import _float32_for_nvfp4, _stochastic_positions
 from .layout import (
     _moved,
     _nblocks,
@@ -68,10 +68,12 @@ def _quantize_nvfp4(
     amax = np.uint32(measured).view(np.float32) if given is None else given
     codes_m = np.empty(xm.shape, np.uint8)
     scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
-    rng = _generator(rounding, rng)
+    key, positions = _stochastic_positions(rounding, rng, arr)
+    pos_m = None if positions is None else _moved(positions, axes)
     for r, rr, bm in zip(regions, rows, bmax):
         out, scratch = _output_rows(codes_m, r)
-        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, rng, out, bf)
+        pos = None if pos_m is None else _region_rows(pos_m, r)
+        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos)
         _store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     return BlockArray(
@@ -96,7 +98,7 @@ def _block_amax_bits(rows: np.ndarray) -> np.ndarray:
 
 def _nvfp4_region(
     rows: np.ndarray, bamax: np.ndarray, variant: str, amax: np.float32, rounding: str,
-    rng: Any, out: np.ndarray, bf: BlockFormat,
+    key: Any, out: np.ndarray, bf: BlockFormat, positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scale codes of one region's blocks (rows); the element codes go into out."""
     scales, mult = _nvfp4_block_scales(bamax, variant, amax)
@@ -106,7 +108,7 @@ def _nvfp4_region(
             # encode: 6 is representable, so clamping before rounding and saturating after it
             # agree for every rounding mode (and NaN stays NaN either way).
             y = rows[sl] * mult[sl, None]
-            out[sl] = encode(y, bf.element, rounding=rounding, overflow="saturate", nan="zero", rng=rng)
+            out[sl] = _encode_elements(y, bf, rounding, key, None if positions is None else positions[sl])
     nan_blocks = np.isnan(bamax)
     if nan_blocks.any():
         scales[nan_blocks] = get_format("ue4m3").nan_code
