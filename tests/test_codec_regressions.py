@@ -142,3 +142,13 @@ def test_inputs_are_never_modified():
         quantize(y, "fp16", rounding=rounding, rng=1)
         quantize(x, "bf16", rounding=rounding, rng=1)
     assert x.tobytes() == before.tobytes() and y.tobytes() == before32.tobytes()
+
+
+def test_float64_beyond_float32_on_the_table_path():
+    # Found by comparing with gfloat: float64 input goes through float32 (rounded to odd) on
+    # the table path, where 2^128 and beyond have no float32. A format whose largest value is
+    # (2 - 2^-M) 2^127 overflows there; under P3109's rule round-to-odd is not spared.
+    assert hex(int(encode(2.0**128, "binary11p3sf", rounding="odd", directed_overflow="p3109"))) == "0x400"
+    assert int(encode(2.0**128, "e8m0", rounding="toward_zero", directed_overflow="none")) == 0xFF
+    assert int(encode(2.0**128, "e8m0", rounding="toward_zero")) == 0xFE  # IEEE: spared
+    assert encode([1e300, -1e300, 3.0], "e4m3", overflow="saturate").tolist() == [0x7E, 0xFE, 0x44]

@@ -99,3 +99,21 @@ def test_errors_in_a_piece_reach_the_caller():
 def test_public_functions_take_workers():
     x = np.linspace(-3, 3, 11)
     assert fpemu.quantize(x, "e2m1", workers=2).tolist() == fpemu.quantize(x, "e2m1").tolist()
+
+
+@pytest.mark.parametrize("fmt, opts", [("mxfp8_e4m3", {}), ("mxfp4", {"rounding": "stochastic", "rng": 4}),
+                                       ("nvfp4", {}), ("mxint8", {"rounding": "nearest_away"})])
+def test_mx_quantize_dequantize_matmul_are_the_same_for_every_worker_count(fmt, opts):
+    from fpemu import mx
+
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((640, 1024)) * np.exp2(rng.integers(-6, 6, (640, 1024)))).astype(np.float32)
+    qs = [mx.quantize(x, fmt, workers=w, **opts) for w in (1, 2, 3)]
+    for q in qs[1:]:
+        assert np.array_equal(q.codes, qs[0].codes) and np.array_equal(q.scales, qs[0].scales)
+    values = [qs[0].dequantize(workers=w) for w in (1, 2)]
+    assert np.array_equal(values[0], values[1], equal_nan=True)
+    b = mx.quantize(x[:128].T.copy(), fmt, axis=0, **{k: v for k, v in opts.items()})
+    products = [mx.matmul(qs[0], b, workers=w) for w in (1, 2, 5)]
+    for p in products[1:]:
+        assert np.array_equal(p, products[0], equal_nan=True)

@@ -81,8 +81,13 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
     if x.dtype == np.float64:
-        x = _float64_to_float32_odd(x)
-    elif x.dtype != np.float32:
+        huge = np.abs(x) >= 2.0**128  # no float32 holds them: the generic kernel decides them
+        x32 = _float64_to_float32_odd(x)
+        codes = _encode_by_table(x32, fmt, opts)
+        if huge.any():
+            codes[huge] = _encode_generic(x[huge], fmt, opts).astype(codes.dtype)
+        return codes
+    if x.dtype != np.float32:
         x = x.astype(np.float32)
     if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel

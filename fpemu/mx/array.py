@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..codec import decode
+from ..parallel import run_each
 from .elements import _element_table
 from .formats import BlockFormat, get_block_format
 from .layout import (
@@ -128,9 +129,9 @@ class BlockArray:
     def block_shape(self) -> tuple[int, ...]:
         return self.block_size if isinstance(self.block_size, tuple) else (self.block_size,)
 
-    def dequantize(self, dtype: Any = np.float32) -> np.ndarray:
+    def dequantize(self, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:
         """The represented values (see :func:`dequantize`)."""
-        return dequantize(self, dtype=dtype)
+        return dequantize(self, dtype=dtype, workers=workers)
 
     def pack(self) -> np.ndarray:
         """The element codes densely packed along the last axis (see :func:`pack_codes`).
@@ -214,8 +215,8 @@ def _block_factors(q: BlockArray, work: np.dtype) -> tuple[np.ndarray, Any]:
     return factor, (None if post == 1 else post)
 
 
-def dequantize(q: BlockArray, dtype: Any = np.float32) -> np.ndarray:
-    """Values of a :class:`BlockArray`.
+def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:
+    """Values of a :class:`BlockArray` (on ``workers`` threads over chunks of blocks).
 
     MX: ``element * 2**(scale - 127)``, computed exactly in float32 (every product of an element
     value and a power of two in [2**-127, 2**127] is a float32 or overflows) and then cast to
@@ -240,11 +241,11 @@ def dequantize(q: BlockArray, dtype: Any = np.float32) -> np.ndarray:
     wide = dtype.itemsize >= 8 and not bf.is_nvfp4
     work = np.dtype(np.float64) if wide else np.dtype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf beyond the range; NaN blocks
-        out = _dequantize_moved(q, work)
+        out = _dequantize_moved(q, work, workers)
         return np.ascontiguousarray(_unmoved(out, q.axes), dtype=dtype)
 
 
-def _dequantize_moved(q: BlockArray, work: np.dtype) -> np.ndarray:
+def _dequantize_moved(q: BlockArray, work: np.dtype, workers: int | None = None) -> np.ndarray:
     """The values in the moved layout (block axes last), region by region."""
     axes, block = q.axes, q.block_shape
     table = _element_table(q.format, work)
@@ -256,9 +257,11 @@ def _dequantize_moved(q: BlockArray, work: np.dtype) -> np.ndarray:
         rows = _region_rows(cm, r)
         factor = factors[(Ellipsis,) + r.blocks].reshape(-1)
         out, scratch = _output_rows(out_m, r)
-        for sl in _row_chunks(*rows.shape):
+        def chunk(sl: slice, rows=rows, factor=factor, out=out) -> None:
             np.multiply(table.take(rows[sl]), factor[sl, None], out=out[sl])
             if post is not None:
                 out[sl] *= post
+
+        run_each(chunk, _row_chunks(*rows.shape), workers)
         _store_rows(out_m, r, out, scratch)
     return out_m

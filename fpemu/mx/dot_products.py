@@ -7,6 +7,7 @@ import numpy as np
 
 from ..codec import decode
 from ..codec.odd import _round_to_odd_sum
+from ..parallel import resolve_workers, run_each
 from .array import BlockArray
 from .elements import _element_table, _int_table
 from .mx_scales import _pow2_from_e8m0, _rn32_product
@@ -126,8 +127,9 @@ class _Operand:
         return v * _pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
 
 
-def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
-    """C = A @ B for block-scaled A (M, K) blocked along K and B (K, N) blocked along K.
+def matmul(a: BlockArray, b: BlockArray, *, workers: int | None = None) -> np.ndarray:
+    """C = A @ B for block-scaled A (M, K) blocked along K and B (K, N) blocked along K, its
+    rows in pieces on ``workers`` threads (the same bits for every number).
 
     The OCP Dot/DotGeneral model: for every K-block, the sum of the element products is formed
     *exactly* (integer arithmetic on the scaled significands), multiplied by both scales and
@@ -145,8 +147,28 @@ def matmul(a: BlockArray, b: BlockArray) -> np.ndarray:
     [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
     """
     bs = _check_matmul(a, b)
-    (m, k), n = a.shape, b.shape[1]
-    opa, opb = _Operand(a, 1), _Operand(b, 0)
+    m = a.shape[0]
+    opb = _Operand(b, 0)
+    # One piece of rows per thread, at least _MIN_ROWS each (every piece reads all of B).
+    count = max(1, min(resolve_workers(workers), m // _MIN_ROWS))
+    rows = [slice(m * i // count, m * (i + 1) // count) for i in range(count)]
+    parts = run_each(lambda r: _matmul_rows(_Operand(_rows_of(a, r), 1), opb, a, b, bs), rows, count)
+    return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+
+
+#: Fewest rows of A worth a thread of their own.
+_MIN_ROWS = 64
+
+
+def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
+    """Rows of an (M, K) block array blocked along K (axis 1)."""
+    return BlockArray(q.codes[rows], q.scales[rows], q.format, q.axis, q.block_size,
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+
+
+def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int) -> np.ndarray:
+    """The rows of C that opa holds (see :func:`matmul`)."""
+    m, k, n = opa.q.shape[0], a.shape[1], b.shape[1]
     shift = a.format.int_shift + b.format.int_shift
     acc = np.zeros((m, n), np.float32)
     with np.errstate(over="ignore", invalid="ignore"):

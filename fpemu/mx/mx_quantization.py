@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..parallel import run_each
 from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
 from .formats import BlockFormat
 from .inputs import _stochastic_positions
@@ -44,7 +45,7 @@ def _quantize_mx_rows(
 
 def _quantize_mx(
     arr: np.ndarray, bf: BlockFormat, axes: tuple[int, ...], block: tuple[int, ...],
-    scale_rounding: str, inf: str, rounding: str, rng: Any,
+    scale_rounding: str, inf: str, rounding: str, rng: Any, workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(codes, scales) in the input's layout, region by region, chunk by chunk."""
     xm = _moved(arr, axes)
@@ -58,9 +59,11 @@ def _quantize_mx(
         pos = None if pos_m is None else _region_rows(pos_m, r)
         out, scratch = _output_rows(codes_m, r)
         scales = np.empty(rows.shape[0], np.uint8)
-        for sl in _row_chunks(*rows.shape):
+        def chunk(sl: slice, rows=rows, out=out, scales=scales, pos=pos) -> None:
             scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, key, out[sl],
                                            None if pos is None else pos[sl])
+
+        run_each(chunk, _row_chunks(*rows.shape), workers)
         _store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     return _unmoved(codes_m, axes), _unmoved(scales_m, axes)

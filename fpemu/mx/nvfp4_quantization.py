@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import get_format
+from ..parallel import run_each
 from .array import BlockArray
 from .elements import _encode_elements
 from .formats import BlockFormat
@@ -54,6 +55,7 @@ def _quantize_nvfp4(
     rng: Any,
     variant: str,
     global_amax: Any,
+    workers: int | None = None,
 ) -> BlockArray:
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
     if variant not in ("te", "torchao"):
@@ -63,7 +65,7 @@ def _quantize_nvfp4(
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
     regions = _regions(lengths, block)
     rows = [_region_rows(xm, r) for r in regions]
-    bmax = [_block_amax_bits(rr) for rr in rows]
+    bmax = [_block_amax_bits(rr, workers) for rr in rows]
     measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
     amax = np.uint32(measured).view(np.float32) if given is None else given
     codes_m = np.empty(xm.shape, np.uint8)
@@ -73,7 +75,7 @@ def _quantize_nvfp4(
     for r, rr, bm in zip(regions, rows, bmax):
         out, scratch = _output_rows(codes_m, r)
         pos = None if pos_m is None else _region_rows(pos_m, r)
-        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos)
+        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos, workers)
         _store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     return BlockArray(
@@ -88,27 +90,33 @@ def _quantize_nvfp4(
     )
 
 
-def _block_amax_bits(rows: np.ndarray) -> np.ndarray:
+def _block_amax_bits(rows: np.ndarray, workers: int | None = None) -> np.ndarray:
     """Per-block magnitude maxima of float32 rows as uint32 patterns, chunk by chunk."""
     bmax = np.empty(rows.shape[0], np.uint32)
-    for sl in _row_chunks(*rows.shape):
+
+    def chunk(sl: slice) -> None:
         bmax[sl] = _amax_bits(rows[sl])
+
+    run_each(chunk, _row_chunks(*rows.shape), workers)
     return bmax
 
 
 def _nvfp4_region(
     rows: np.ndarray, bamax: np.ndarray, variant: str, amax: np.float32, rounding: str,
     key: Any, out: np.ndarray, bf: BlockFormat, positions: np.ndarray | None = None,
+    workers: int | None = None,
 ) -> np.ndarray:
     """Scale codes of one region's blocks (rows); the element codes go into out."""
     scales, mult = _nvfp4_block_scales(bamax, variant, amax)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for sl in _row_chunks(*rows.shape):
-            # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
-            # encode: 6 is representable, so clamping before rounding and saturating after it
-            # agree for every rounding mode (and NaN stays NaN either way).
+    def chunk(sl: slice) -> None:
+        # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
+        # encode: 6 is representable, so clamping before rounding and saturating after it
+        # agree for every rounding mode (and NaN stays NaN either way).
+        with np.errstate(over="ignore", invalid="ignore"):
             y = rows[sl] * mult[sl, None]
-            out[sl] = _encode_elements(y, bf, rounding, key, None if positions is None else positions[sl])
+        out[sl] = _encode_elements(y, bf, rounding, key, None if positions is None else positions[sl])
+
+    run_each(chunk, _row_chunks(*rows.shape), workers)
     nan_blocks = np.isnan(bamax)
     if nan_blocks.any():
         scales[nan_blocks] = get_format("ue4m3").nan_code

@@ -28,6 +28,7 @@ def quantize(
     inf: str = "nan",
     variant: str = "te",
     global_amax: float | None = None,
+    workers: int | None = None,
 ) -> BlockArray:
     """Quantize ``x`` into a block format.
 
@@ -52,6 +53,8 @@ def quantize(
         variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``.
         global_amax: NVFP4: use this tensor amax (a finite number > 0) instead of max |x|
             (a calibrated or delayed amax).
+        workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
+            the codes are the same for every number (stochastic rounding included).
 
     Returns:
         a :class:`BlockArray`.
@@ -74,10 +77,10 @@ def quantize(
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
         if inf != "nan":
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
-        return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax)
+        return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
     _check_mx_options(raw, arr, scale_rounding, variant, global_amax)
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
-        codes, scales = _quantize_mx(arr, bf, axes, block, scale_rounding, inf, rounding, rng)
+        codes, scales = _quantize_mx(arr, bf, axes, block, scale_rounding, inf, rounding, rng, workers)
     return BlockArray(
         codes=codes,
         scales=scales,
