@@ -108,8 +108,26 @@ def test_gfloat_expectations():
 
 GFLOAT_FORMATS = {"e4m3": "format_info_ocp_e4m3", "e5m2": "format_info_ocp_e5m2",
                   "fp16": "format_info_binary16", "bf16": "format_info_bfloat16",
+                  "int8": "format_info_ocp_int8",  # (gfloat 0.5.2's binary64 round_float loses low bits)
+                  "e8m0": "format_info_ocp_e8m0",
                   "binary8p3se": ("p3109", 8, 3), "binary8p4se": ("p3109", 8, 4),
+                  "binary8p4ue": ("p3109", 8, 4, "Unsigned", "Extended"),
+                  "binary8p3sf": ("p3109", 8, 3, "Signed", "Finite"),
+                  "binary6p3uf": ("p3109", 6, 3, "Unsigned", "Finite"),
                   "e2m1": "format_info_ocp_e2m1", "e3m2": "format_info_ocp_e3m2"}  # fmt: skip
+
+
+def gfloat_format(name: str):
+    """gfloat's FormatInfo for one of fpemu's formats (gfloat imported by the caller)."""
+    formats = pytest.importorskip("gfloat.formats")
+    spec = GFLOAT_FORMATS[name]
+    if isinstance(spec, str):
+        return getattr(formats, spec)
+    k, p, *rest = spec[1:]
+    if not rest:
+        return formats.format_info_p3109(k, p)
+    types = pytest.importorskip("gfloat.types")
+    return formats.format_info_p3109(k, p, getattr(types.Signedness, rest[0]), getattr(types.Domain, rest[1]))
 
 
 @pytest.mark.parametrize("name", list(GFLOAT_FORMATS))
@@ -117,15 +135,19 @@ GFLOAT_FORMATS = {"e4m3": "format_info_ocp_e4m3", "e5m2": "format_info_ocp_e5m2"
 @pytest.mark.parametrize("sat", [False, True])
 def test_gfloat_round_and_encode(name, mode, sat):
     gfloat = pytest.importorskip("gfloat")
-    formats = pytest.importorskip("gfloat.formats")
-    spec = GFLOAT_FORMATS[name]
-    fi = formats.format_info_p3109(*spec[1:]) if isinstance(spec, tuple) else getattr(formats, spec)
+    fi = gfloat_format(name)
     fmt = get_format(name)
     rng = np.random.default_rng(len(name))
     x = np.concatenate([np.ldexp(rng.uniform(-2, 2, 600), rng.integers(-30, 20, 600)),
                         [0.0, fmt.max, fmt.max * 1.01, fmt.max * 1.5, -fmt.max * 3, np.inf, -np.inf]])
     if not fmt.has_nan and not sat:  # gfloat raises where the format has nowhere to overflow to
         x = x[np.abs(x) <= fmt.max]
+    if not fmt.signed:  # gfloat returns negative values into unsigned formats as they are
+        x = x[x >= 0]
+    if not fmt.subnormals:  # gfloat does not clamp E8M0's zero and tiny values to 2^-127
+        x = x[np.abs(x) >= fmt.min_normal]
+    if fmt.twos_complement:  # gfloat's INT8 reaches down to -2
+        x = x[x >= fmt.lowest]
     rounding = {"TiesToEven": "rne", "TiesToAway": "rna", "TowardZero": "rz", "TowardPositive": "ru",
                 "TowardNegative": "rd"}[mode]  # fmt: skip
     want = []
