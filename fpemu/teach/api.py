@@ -114,6 +114,7 @@ def _neighbour(fmt: Format, value: float, up: bool) -> dict[str, str] | None:
         got = float(quantize(np.array([start]), fmt, rounding="up" if up else "down")[0])
     if not np.isfinite(got) or (got <= value if up else got >= value):
         return None
+    got += 0.0  # the neighbour zero is +0, whichever zero the rounding gave
     code = int(encode(np.array([got]), fmt)[0])
     return {"value": number_text(got), "code": _hex(fmt, code), "bits": _bits(fmt, code)}
 

@@ -1,0 +1,233 @@
+"""The explorer in a real browser: headless Chromium (Debian's ``chromium``) driven by
+Playwright, clicking bits and typing numbers, and checking what the page shows against fpemu's
+codec computed here.
+
+Skipped when the ``playwright`` package or a Chromium binary is missing (``.ci/run`` installs
+both). ``FPEMU_CHROMIUM`` names another Chromium binary; ``FPEMU_SCREENSHOTS`` a folder where
+the tests leave screenshots of the page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fpemu
+from fpemu.teach import serve_in_thread
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+CHROMIUM = os.environ.get("FPEMU_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"the browser tests need Chromium ({CHROMIUM} is missing: apt-get install chromium)",
+                allow_module_level=True)
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def url():
+    server, address = serve_in_thread(0)
+    yield address
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        try:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        except Exception as exc:  # a Chromium that cannot start here (no display libraries, ...)
+            pytest.skip(f"Chromium does not start: {str(exc).splitlines()[0]}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, url):
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    # An answer 400 is the API refusing bad input, which the page shows; anything else is a fault.
+    page.on("console", lambda msg: problems.append(msg.text)
+            if msg.type == "error" and "status of 400" not in msg.text else None)
+    page.goto(url + "#format=e4m3")
+    page.wait_for_selector("body[data-ready]")
+    yield page
+    context.close()
+    assert not problems, problems
+
+
+def settle(page, action) -> None:
+    """Do ``action`` and wait until the page has had the server's answer."""
+    seq = int(page.evaluate("document.body.dataset.seq"))
+    action()
+    page.wait_for_function(f"Number(document.body.dataset.seq) > {seq}")
+
+
+def shot(page, name: str) -> None:
+    folder = os.environ.get("FPEMU_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def text(page, selector: str) -> str:
+    return page.text_content(selector).strip()
+
+
+def bits_shown(page) -> str:
+    return "".join(page.eval_on_selector_all("button.bit", "bs => bs.map(b => b.textContent)"))
+
+
+def rules_shown(page) -> list[str]:
+    return page.eval_on_selector_all("#out-rules li", "lis => lis.map(li => li.dataset.rule)")
+
+
+def decoded(code: int, fmt: str) -> str:
+    return repr(float(fpemu.decode(np.array([code]), fmt)[0]))
+
+
+def round_number(page, value: str) -> None:
+    page.fill("#number", value)
+    settle(page, lambda: page.press("#number", "Enter"))
+
+
+def test_the_page_opens_on_a_rounded_number(page):
+    code = int(fpemu.encode(np.array([0.3]), "e4m3")[0])  # the page's first number
+    assert page.input_value("#format") == "e4m3" and page.input_value("#number") == "0.3"
+    assert text(page, "#out-code") == f"0x{code:02X}" and bits_shown(page) == format(code, "08b")
+    assert text(page, "#out-value") == decoded(code, "e4m3") == "0.3125"
+    assert text(page, "#out-down") == f"{decoded(code - 1, 'e4m3')} (0x{code - 1:02X})"
+    assert text(page, "#out-up") == f"{decoded(code + 1, 'e4m3')} (0x{code + 1:02X})"
+    assert rules_shown(page) == ["rounded"] and text(page, "#out-error") == repr(0.3125 - 0.3)
+    rows = page.eval_on_selector_all("#out-fields tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))")
+    assert rows == [["sign", "0", "+"], ["exponent", "0101", "5 - bias 7 = -2"], ["mantissa", "010", "1 + 2/8 = 1.25"]]
+    shot(page, "explore_e4m3_0.3")
+
+
+def test_clicking_bits_flips_them(page):
+    settle(page, lambda: page.click('button.bit[data-index="0"]'))  # the sign bit
+    assert bits_shown(page) == "10101010" and text(page, "#out-value") == decoded(0xAA, "e4m3") == "-0.3125"
+    assert page.get_attribute('button.bit[data-index="0"]', "aria-pressed") == "true"
+    assert page.is_hidden("#rounding-out")  # a clicked code has no rounding to explain
+    settle(page, lambda: page.click('button.bit[data-index="7"]'))  # the last mantissa bit
+    assert text(page, "#out-code") == "0xAB" and text(page, "#out-value") == decoded(0xAB, "e4m3")
+    for i in (1, 3, 5):  # every exponent and mantissa bit set: E4M3's only NaN
+        settle(page, lambda i=i: page.click(f'button.bit[data-index="{i}"]'))
+    assert bits_shown(page) == "11111111" and text(page, "#out-class") == "nan" and text(page, "#out-value") == "nan"
+    shot(page, "explore_e4m3_nan")
+
+
+def test_keyboard_flips_bits_and_keeps_focus(page):
+    assert page.eval_on_selector_all("button.bit", "bs => bs.every(b => b.tagName === 'BUTTON')")
+    page.focus('button.bit[data-index="4"]')
+    settle(page, lambda: page.keyboard.press("Space"))
+    assert bits_shown(page) == format(0x2A ^ 0x08, "08b")
+    assert text(page, "#out-value") == decoded(0x2A ^ 0x08, "e4m3")
+    assert page.evaluate("document.activeElement.dataset.index") == "4"
+    settle(page, lambda: page.keyboard.press("Enter"))  # Enter on a real button flips it back
+    assert bits_shown(page) == format(0x2A, "08b")
+    page.focus("#number")  # the focus order of the number form follows the page
+    order = []
+    for _ in range(3):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id"))
+    assert order == ["rounding", "overflow", "round"]
+    labels = page.eval_on_selector_all("label[for]", "ls => ls.map(l => l.htmlFor)")
+    assert {"format", "number", "rounding", "overflow", "block-format"} <= set(labels)
+
+
+RULE_CASES = [  # (typed, overflow, value, rules): E4M3's tie at 464, its NaN, saturation, subnormals
+    ("464", "default", 448.0, ["tie"]),
+    ("465", "default", float("nan"), ["rounded", "overflow"]),
+    ("1000", "saturate", 448.0, ["overflow"]),
+    ("0.0009765625", "saturate", 0.0, ["tie", "subnormal", "underflow"]),
+    ("0.01", "saturate", 0.009765625, ["rounded", "subnormal"]),
+]
+
+
+def test_typed_numbers_and_the_rules_that_fire(page):
+    for typed, overflow, value, fired in RULE_CASES:
+        if page.input_value("#overflow") != overflow:
+            settle(page, lambda: page.select_option("#overflow", overflow))
+        round_number(page, typed)
+        codec = float(fpemu.quantize(np.array([float(typed)]), "e4m3",
+                                     overflow=None if overflow == "default" else overflow)[0])
+        assert text(page, "#out-value") == ("nan" if np.isnan(codec) else repr(codec)), typed
+        assert np.array_equal(codec, value, equal_nan=True) and rules_shown(page) == fired, typed
+        if typed == "465":
+            shot(page, "explore_e4m3_overflow")
+
+
+def test_another_format_and_rounding_mode(page):
+    settle(page, lambda: page.select_option("#format", "e2m1"))
+    assert page.locator("button.bit").count() == 4
+    round_number(page, "2.5")
+    assert text(page, "#out-value") == repr(float(fpemu.quantize(np.array([2.5]), "e2m1")[0])) == "2.0"
+    assert rules_shown(page) == ["tie"]
+    settle(page, lambda: page.select_option("#rounding", "nearest_away"))
+    assert text(page, "#out-value") == repr(float(fpemu.quantize(np.array([2.5]), "e2m1", rounding="rna")[0]))
+    settle(page, lambda: page.click("#out-up"))  # the neighbour above 3.0
+    assert text(page, "#out-value") == "4.0" and text(page, "#out-code") == "0x06"
+
+
+def test_a_format_of_your_own(page):
+    page.click("#custom summary")
+    for field, value in (("#custom-name", "e3m3"), ("#custom-e", "3"), ("#custom-m", "3"), ("#custom-bias", "3")):
+        page.fill(field, value)
+    page.select_option("#custom-inf", "none")
+    page.select_option("#custom-nan", "none")
+    page.fill("#number", "100")
+    settle(page, lambda: page.click("#custom-use"))
+    e3m3 = fpemu.Format("e3m3", 3, 3, bias=3, inf="none", nan="none")
+    assert page.input_value("#format") == "custom" and page.locator("button.bit").count() == 7
+    assert text(page, "#out-value") == repr(float(fpemu.quantize(np.array([100.0]), e3m3)[0])) == "30.0"
+    assert rules_shown(page) == ["overflow"]
+    settle(page, lambda: page.click('button.bit[data-index="0"]'))  # flips still use the custom format
+    assert text(page, "#out-value") == "-30.0"
+    page.select_option("#custom-inf", "ieee")  # the server refuses it, in Format's words
+    settle(page, lambda: page.click("#custom-use"))
+    assert "IEEE-style Inf and NaN come together" in text(page, "#error")
+    page.fill("#custom-bias", "2.5")  # the browser refuses it: a bias is an integer (step 1)
+    assert not page.eval_on_selector("#custom-bias", "i => i.checkValidity()")
+
+
+def test_errors_are_shown_on_the_page(page):
+    round_number(page, "abc")
+    assert text(page, "#error") == "Error: cannot read 'abc' as a number"
+    round_number(page, "1")
+    assert text(page, "#error") == "" and text(page, "#out-value") == "1.0"
+    settle(page, lambda: page.select_option("#overflow", "inf"))
+    assert "has no Inf" in text(page, "#error")
+
+
+def test_one_block_view(page):
+    settle(page, lambda: page.click("#tab-block"))
+    assert page.is_visible("#view-block") and page.is_hidden("#view-number")
+    inputs = page.eval_on_selector_all("#block-inputs input", "is => is.map(i => i.value)")
+    assert len(inputs) == 32
+    x = np.array([float(v) for v in inputs])
+    q = fpemu.mx.quantize(x, "mxfp4")
+    assert text(page, "#block-scale-code") == f"0x{int(q.scales[0]):02X}"
+    rows = page.eval_on_selector_all("#block-table tbody tr",
+                                     "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+    assert [int(r[2], 16) for r in rows] == q.codes.tolist()
+    assert [r[5] for r in rows] == [repr(float(v)) for v in q.dequantize(np.float64)]
+    shot(page, "explore_block_mxfp4")
+    settle(page, lambda: page.select_option("#block-format", "nvfp4"))
+    assert page.locator("#block-inputs input").count() == 16 and page.is_disabled("#scale-rounding")
+    page.fill("#bx3", "-50")
+    settle(page, lambda: page.click("#block-run"))
+    x16 = np.array([float(v) for v in page.eval_on_selector_all("#block-inputs input", "is => is.map(i => i.value)")])
+    q16 = fpemu.mx.quantize(x16, "nvfp4")
+    rows = page.eval_on_selector_all("#block-table tbody tr", "rs => rs.map(r => r.cells[2].textContent)")
+    assert [int(c, 16) for c in rows] == q16.codes.tolist() and x16[3] == -50
+    assert text(page, "#block-scale-code") == f"0x{int(q16.scales[0]):02X}"
+    assert text(page, "#block-global") == repr(float(q16.global_scale))
