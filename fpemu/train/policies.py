@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..formats import Format, get_format
+from .accumulate import accumulator_matmul
 from .checks import _check_int
 from .recipes import CurrentScaling, DelayedScaling, TensorScale, _fp8_recipe
 from .rounders import _rounder
@@ -22,15 +23,7 @@ def _default_matmul(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: 
 
 def _accumulator_matmul(name: str, *formats: Format) -> Callable[..., np.ndarray]:
     """A GEMM through an accumulator model of :mod:`fpemu.accumulator`."""
-    from ..accumulator import gemm, get_accumulator
-
-    for fmt in formats:  # a bad name or input format fails here, before training starts
-        get_accumulator(name, fmt)
-
-    def matmul(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
-        return gemm(a, b, inputs=(fa, fb), accumulator=name)
-
-    return matmul
+    return accumulator_matmul(name, *formats)
 
 
 class _FP32Policy:

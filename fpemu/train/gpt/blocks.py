@@ -1,0 +1,152 @@
+"""A linear layer's GEMMs on block-scaled operands (:func:`fpemu.mx.quantize`): MXFP8 as
+TransformerEngine's ``MXFP8BlockScaling`` runs it, and NVFP4 with the elements of NVIDIA's
+NVFP4 pre-training recipe (arXiv 2509.25149) as switchable options (:class:`NVFP4Recipe`).
+
+Every operand is quantized along its GEMM's K axis — X and W along ``d_in`` for the forward
+GEMM, dY and W along ``d_out`` for dgrad, X and dY along the tokens for wgrad — as TE keeps a
+row-wise and a column-wise copy of each tensor. The dequantized operands are multiplied in
+FP32; bias gradients come from the unquantized dY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import mx
+from ...formats import get_format
+from .linears import LinearFP32
+
+
+@dataclass(frozen=True)
+class NVFP4Recipe:
+    """Which elements of NVIDIA's NVFP4 training recipe are on (all by default).
+
+    * ``weights_2d``: weights in 16x16 tiles with one scale each, so the forward and the dgrad
+      GEMM see the same quantized weight (1-D blocks of 16 along each GEMM's K otherwise);
+    * ``stochastic``: gradients (dY) rounded stochastically, unbiased (RNE otherwise);
+    * ``hadamard``: a 16x16 random Hadamard transform on both wgrad operands along the tokens,
+      which spreads outliers over a block before it is quantized;
+    * ``bf16_last``: how many of the last transformer blocks keep BF16 GEMMs.
+
+    >>> NVFP4Recipe().label, NVFP4Recipe(hadamard=False, bf16_last=0).label
+    ('2d+sr+rht+last1', '2d+sr')
+    """
+
+    weights_2d: bool = True
+    stochastic: bool = True
+    hadamard: bool = True
+    bf16_last: int = 1
+
+    @property
+    def label(self) -> str:
+        parts = [n for n, on in (("2d", self.weights_2d), ("sr", self.stochastic), ("rht", self.hadamard)) if on]
+        if self.bf16_last:
+            parts.append(f"last{self.bf16_last}")
+        return "+".join(parts) or "plain"
+
+
+RECIPE_ELEMENTS = ("2d", "sr", "rht", "last")
+
+
+def parse_recipe(text: str) -> NVFP4Recipe:
+    """A recipe from ``"all"``, ``"none"`` or a comma list of :data:`RECIPE_ELEMENTS`
+    (``last`` or ``lastN``: the last N blocks in BF16).
+
+    >>> parse_recipe("2d,rht").label, parse_recipe("all").label, parse_recipe("none").label
+    ('2d+rht', '2d+sr+rht+last1', 'plain')
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"an NVFP4 recipe is a string such as 'all', 'none' or '2d,sr', got {text!r}")
+    t = text.strip().lower()
+    if t == "all":
+        return NVFP4Recipe()
+    parts = [] if t == "none" else [p.strip() for p in t.replace("+", ",").split(",") if p.strip()]
+    last = 0
+    for p in parts:
+        if p.startswith("last"):
+            n = p[4:] or "1"
+            if not n.isdigit():
+                raise ValueError(f"NVFP4 recipe element {p!r}: write last or lastN, N a number of blocks")
+            last = int(n)
+        elif p not in RECIPE_ELEMENTS:
+            raise ValueError(f"unknown NVFP4 recipe element {p!r}; choose from all, none or {', '.join(RECIPE_ELEMENTS)}")
+    return NVFP4Recipe("2d" in parts, "sr" in parts, "rht" in parts, last)
+
+
+def hadamard_matrix(seed: int, n: int = 16) -> np.ndarray:
+    """``H D / sqrt(n)``: Sylvester's Hadamard matrix times random signs, an orthogonal matrix.
+
+    >>> m = hadamard_matrix(0)
+    >>> bool(np.allclose(m @ m.T, np.eye(16))), sorted(set(np.abs(m).ravel().tolist()))
+    (True, [0.25])
+    """
+    h = np.ones((1, 1))
+    while len(h) < n:
+        h = np.block([[h, h], [h, -h]])
+    signs = np.random.default_rng([seed, 0x4AD]).choice([-1.0, 1.0], n)
+    return (h * signs / np.sqrt(n)).astype(np.float32)
+
+
+def hadamard_rows(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``m`` applied to every block of ``len(m)`` rows of ``x``; zero rows pad the last block,
+    and the result keeps them (they are no longer zero).
+
+    Since ``m`` is orthogonal, ``hadamard_rows(a, m).T @ hadamard_rows(b, m) == a.T @ b`` in
+    exact arithmetic: wgrad is unchanged but for the quantization.
+
+    >>> a = np.arange(32.0, dtype=np.float32).reshape(16, 2); m = hadamard_matrix(1)
+    >>> bool(np.allclose(hadamard_rows(a, m).T @ hadamard_rows(a, m), a.T @ a))
+    True
+    """
+    k = len(m)
+    pad = (-len(x)) % k
+    xp = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)]) if pad else x
+    return (m @ xp.reshape(-1, k, *x.shape[1:])).reshape(xp.shape)
+
+
+class LinearBlock(LinearFP32):
+    """MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0 scales, NVIDIA's ``rceil``) or NVFP4
+    (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales, TE's arithmetic) GEMMs.
+
+    >>> lin = LinearBlock("nvfp4", NVFP4Recipe(), seed=0)
+    >>> y, ctx = lin.fwd(np.ones((16, 32), np.float32), np.ones((32, 16), np.float32), None)
+    >>> float(y[0, 0])
+    32.0
+    """
+
+    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0) -> None:
+        self.name = kind
+        self.recipe = recipe if kind == "nvfp4" else NVFP4Recipe(False, False, False, 0)
+        self.block = "mxfp8_e4m3" if kind == "mxfp8" else "nvfp4"
+        self.low = get_format("e4m3" if kind == "mxfp8" else "e2m1")
+        self.rng = np.random.default_rng([seed, 0x5F4])
+        self.rht = hadamard_matrix(seed) if self.recipe.hadamard else None
+
+    def _q(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False) -> np.ndarray:
+        kw: dict = {"scale_rounding": "rceil"} if self.name == "mxfp8" else {}
+        if grad and self.recipe.stochastic:
+            kw.update(rounding="stochastic", rng=self.rng)
+        if tiles:
+            kw.update(axis=(0, 1), block_size=(16, 16))
+        else:
+            kw.update(axis=axis)
+        return np.asarray(mx.quantize(t, self.block, **kw).dequantize(), dtype=np.float32)
+
+    def fwd(self, x, w, b):
+        xq = self._q(x, 1)
+        wq = self._q(w, 0, tiles=self.recipe.weights_2d)
+        y = xq @ wq
+        return (y if b is None else y + b), (x, w, wq)
+
+    def bwd(self, dy, ctx, stats, kind="act"):
+        x, w, wq = ctx
+        dyq = self._q(dy, 1, grad=True)
+        if stats is not None:
+            stats.add(dy, dyq, kind=kind)  # the dgrad copy: where underflow is counted
+        wq_t = wq if self.recipe.weights_2d else self._q(w, 1)
+        dx = dyq @ wq_t.T
+        xt, dyt = (hadamard_rows(x, self.rht), hadamard_rows(dy, self.rht)) if self.rht is not None else (x, dy)
+        dw = self._q(xt, 0).T @ self._q(dyt, 0, grad=True)
+        return dx, dw, dy.sum(axis=0)

@@ -1,0 +1,132 @@
+"""A linear layer's three GEMMs — forward ``Y = X W + b``, dgrad ``dX = dY W^T``, wgrad
+``dW = X^T dY`` — in FP32, in FP16/BF16 as autocast runs them, and in TransformerEngine's
+per-tensor FP8.
+
+Each class keeps what its backward needs in a context object returned by :meth:`fwd`.
+``stats`` (:class:`fpemu.train.stats._CastStats`) counts every gradient value rounded to a low
+format: ``kind`` is ``"loss"`` for the logits' gradient, ``"act"`` for other activation
+gradients, and ``"weight"``, ``"bias"`` for what the GEMMs write.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...formats import Format, get_format
+from ..recipes import CurrentScaling, DelayedScaling, TensorScale
+from ..rounders import _rounder
+
+
+def _plain(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
+    return a @ b
+
+
+class LinearFP32:
+    """Plain arithmetic in the inputs' dtype (FP32; FP64 in the gradient tests).
+
+    >>> lin = LinearFP32()
+    >>> y, ctx = lin.fwd(np.ones((2, 3)), np.ones((3, 4)), np.zeros(4))
+    >>> dx, dw, db = lin.bwd(np.ones((2, 4)), ctx, None)
+    >>> y[0].tolist(), dx[0].tolist(), dw.shape, db.tolist()
+    ([3.0, 3.0, 3.0, 3.0], [4.0, 4.0, 4.0], (3, 4), [2.0, 2.0, 2.0, 2.0])
+    """
+
+    name = "fp32"
+    low: Format | None = None
+
+    def fwd(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, tuple]:
+        y = x @ w
+        return (y if b is None else y + b), (x, w)
+
+    def bwd(self, dy: np.ndarray, ctx: tuple, stats, kind: str = "act") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x, w = ctx
+        return dy @ w.T, x.T @ dy, dy.sum(axis=0)
+
+    def end_step(self) -> None:
+        pass
+
+
+class LinearLow(LinearFP32):
+    """FP16/BF16 as ``torch.autocast`` runs ``nn.Linear``: input, weight and bias rounded to the
+    low format, exact products and FP32 sums (or an accumulator model), the output rounded
+    once; the backward GEMMs take the gradient in the low format and write low-format dX, dW
+    and db.
+
+    >>> lin = LinearLow("fp16")
+    >>> y, ctx = lin.fwd(np.float32([[1e-8, 1.0]]), np.float32([[1.0], [1.0]]), None)
+    >>> y.tolist()
+    [[1.0]]
+    """
+
+    def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None) -> None:
+        self.low = get_format(fmt)
+        self.name = self.low.name
+        self.round = _rounder(self.low)
+        self.mm = matmul or _plain
+
+    def fwd(self, x, w, b):
+        xq, wq = self.round(x), self.round(w)
+        y = self.mm(xq, wq, self.low, self.low)
+        return self.round(y if b is None else y + self.round(b)), (xq, wq)
+
+    def _cast(self, y, stats, kind):
+        q = self.round(y)
+        if stats is not None:
+            stats.add(y, q, kind=kind)
+        return q
+
+    def bwd(self, dy, ctx, stats, kind="act"):
+        xq, wq = ctx
+        dyq = self._cast(dy, stats, kind)
+        dx = self._cast(self.mm(dyq, wq.T, self.low, self.low), stats, "act")
+        dw = self._cast(self.mm(xq.T, dyq, self.low, self.low), stats, "weight")
+        return dx, dw, self._cast(dyq.sum(axis=0, dtype=np.float32), stats, "bias")
+
+
+class LinearFP8(LinearFP32):
+    """TransformerEngine's FP8 ``Linear`` (HYBRID): X and W in E4M3, dY in E5M2, each tensor
+    times its own scale (delayed or current scaling, :mod:`fpemu.train.recipes`), saturating
+    casts; FP32 sums (or an accumulator model) times both inverse scales; FP32 outputs; the
+    bias gradient from the unquantized dY, as TE's cast kernel computes it.
+
+    >>> lin = LinearFP8(CurrentScaling())
+    >>> y, _ = lin.fwd(np.float32([[1.0, 3.5]]), np.float32([[3.5], [1.0]]), None)  # scales 448/3.5
+    >>> y.tolist()
+    [[7.0]]
+    """
+
+    def __init__(self, recipe: DelayedScaling | CurrentScaling, matmul: Callable[..., np.ndarray] | None = None) -> None:
+        self.name = "fp8"
+        self.fwd_fmt, self.bwd_fmt = get_format(recipe.fwd_format), get_format(recipe.bwd_format)
+        self.low = self.bwd_fmt
+        self.round_fwd = _rounder(self.fwd_fmt, overflow="saturate")
+        self.round_bwd = _rounder(self.bwd_fmt, overflow="saturate")
+        self.scales = {r: TensorScale(f.max, recipe) for r, f in (("x", self.fwd_fmt), ("w", self.fwd_fmt), ("dy", self.bwd_fmt))}
+        self.mm = matmul or _plain
+
+    def _quantize(self, role: str, t: np.ndarray, record: bool = True) -> tuple[np.ndarray, np.float32]:
+        s = self.scales[role].scale_for(t, record)
+        rnd = self.round_bwd if role == "dy" else self.round_fwd
+        return rnd(t * s), np.float32(1.0) / s
+
+    def fwd(self, x, w, b):
+        (xq, ix), (wq, iw) = self._quantize("x", x), self._quantize("w", w)
+        y = self.mm(xq, wq, self.fwd_fmt, self.fwd_fmt) * ix * iw
+        return (y if b is None else y + b), (xq, ix, wq, iw)
+
+    def bwd(self, dy, ctx, stats, kind="act"):
+        xq, ix, wq, iw = ctx
+        s = self.scales["dy"].scale_for(dy)
+        scaled = dy * s
+        dyq, idy = self.round_bwd(scaled), np.float32(1.0) / s
+        if stats is not None:
+            stats.add(dy, dyq, overflowed=np.abs(scaled) > np.float32(self.bwd_fmt.max), kind=kind)
+        dx = self.mm(dyq, wq.T, self.bwd_fmt, self.fwd_fmt) * idy * iw
+        dw = self.mm(xq.T, dyq, self.fwd_fmt, self.bwd_fmt) * ix * idy
+        return dx, dw, dy.sum(axis=0)
+
+    def end_step(self) -> None:
+        for state in self.scales.values():
+            state.update()
