@@ -88,11 +88,12 @@ def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[s
             if not np.isfinite(value):
                 continue  # no normals: no "min normal" mark
             dashed = value > line["max"]
-            ax.plot([np.log2(value)] * 2, [-0.5, 0.5], color=color, lw=1.2, ls="--" if dashed else "-")
-            ax.annotate(text, (np.log2(value), 0.5 * side), xytext=(0, 6 * side), textcoords="offset points",
+            # beside the row of ticks, not over it: below for min normal, above for the top
+            ax.plot([np.log2(value)] * 2, [0.3 * side, 0.8 * side], color=color, lw=1.5, ls="--" if dashed else "-")
+            ax.annotate(text, (np.log2(value), 0.8 * side), xytext=(0, 6 * side), textcoords="offset points",
                         ha=align, va="center", fontsize=8, color=color)
         ax.set_yticks([0], [line["format"]])
-        ax.set_ylim(-1.1, 1.1)
+        ax.set_ylim(-1.5, 1.5)
         ax.grid(axis="x", alpha=0.3)
         if row == 0:
             ax.set_title("Every finite value on a log scale (one tick per positive value; negatives mirror them)",
