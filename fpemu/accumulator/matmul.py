@@ -94,7 +94,7 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     K = a_arr.shape[-1]
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
     c_arr = _prepare_c(c, shape, out).reshape(R)
-    prods = _Products(a_arr.reshape(R, K), b_arr.reshape(R, K), fa, fb, False, acc.flush_subnormals)
+    prods = _Products(a_arr.reshape(R, K), b_arr.reshape(R, K), fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
     return _finish(_run(prods, c_arr, acc, out), acc, out).reshape(shape)
 
 
@@ -136,7 +136,7 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = _chunk_rows(acc, K, N)
     for i in range(0, M, rows):
-        prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals)
+        prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals, acc.zero_exponent)
         part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
     return result

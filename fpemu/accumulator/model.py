@@ -1,7 +1,9 @@
 """The parameters of one accumulation model (:class:`Accumulator`) and their checks.
 
 Pure description: nothing here computes a sum. The presets (``presets``) are rows of these
-fields, the kernels (``kernels``) read them.
+fields, the kernels (``kernels``) read them. One description covers NVIDIA's block FMA, AMD
+CDNA3's two-stage fused sum (per-stage kept bits, c joining late, even/odd lanes, c dropped
+out of range), AMD CDNA1/2's rounded pairwise trees with their flushing, and the IEEE loops.
 """
 
 from __future__ import annotations
@@ -41,13 +43,45 @@ class Accumulator:
         out_frac_bits: fraction bits of that fp32 result (23; 13 for FP8 on Ada/Hopper, whose
             fp32 result keeps only 13). fp16 output is always rounded RNE to fp16.
         zero_c_exponent: the exponent a zero accumulator takes part in the alignment with.
-        late_c: CDNA3 style: the products of a block are aligned and summed without ``c``;
-            that partial sum and ``c`` are then aligned (``F`` bits, ``term_rounding``), added
-            and rounded.
-        even_odd: CDNA3 FP8 style (with ``late_c``): even- and odd-indexed products of a block
-            are aligned and summed separately, then combined with ``c``.
-        flush_subnormals: inputs below their format's smallest normal are read as zero (DAZ)
-            and subnormal results are flushed to zero (FTZ), as AMD CDNA2 does.
+        zero_exponent: the exponent a zero operand counts with: its product (value 0) then
+            takes part in the alignment with this plus its partner's exponent (MMA-Sim gives
+            every zero -126). None: zero products are dropped (NVIDIA, as the dumps show).
+        late_c: the products of a block are aligned (to their largest exponent ``E_p``, ``F``
+            bits, ``term_rounding``) and summed without ``c``; ``c`` joins in a second stage.
+            With ``sum_frac_bits`` None (the first CDNA3 guess): that partial sum, at the
+            exponent of its leading bit, and ``c`` are aligned (``F`` bits, ``term_rounding``)
+            and added.
+        even_odd: (with ``late_c``) even- and odd-indexed products of a block are aligned and
+            summed separately (two lanes), then combined.
+        lane_frac_bits: (with ``even_odd`` and ``sum_frac_bits``) the two lane sums are aligned
+            to the larger lane exponent and cut (``late_rounding``) to this many fraction
+            bits before c joins (CDNA3 FP8: 24).
+        sum_frac_bits: (with ``late_c``) the second stage as MMA-Sim has it for CDNA3: the
+            product sum keeps its first-stage exponent ``E_p`` (not renormalised), the
+            alignment exponent is ``M = max(E_p, e_c)``, and the product sum is cut
+            (``late_rounding``) to this many fraction bits below ``M`` (CDNA3: 31).
+        c_frac_bits: fraction bits below ``M`` ``c`` is cut to in that second stage (CDNA3:
+            24; None: ``sum_frac_bits``).
+        c_window: ``c`` is dropped when its exponent lies more than this many binades below
+            ``M`` (CDNA3 FP8: 25). None: never.
+        late_rounding: the cut of the second-stage terms: ``"rd"`` floors (CDNA3), ``"rz"``
+            truncates.
+        product_overflow: a finite product of magnitude 2**128 or more is an Inf (both signs
+            in one block: NaN) once Inf/NaN operands have had their say (CDNA3).
+        signed_underflow: a non-zero block sum that rounds to zero keeps its sign (-0), as a
+            float64 -> fp32 conversion does (CDNA3 in MMA-Sim). False: every zero result of a
+            block is +0 (NVIDIA).
+        round_products: (``"pairwise"``) each product is first rounded to ``acc_format``, as
+            an FMA with a +0 addend does: an exact zero product is +0, an underflowing one
+            keeps its sign, an overflowing one is Inf (CDNA1/2: bf16 products, fmaf(a, b, 0)).
+            ``block`` then groups are padded with +0 products to ``block``.
+        flush_subnormals: inputs below their format's smallest normal and a subnormal
+            accumulator operand read as +0 (DAZ); every rounded result (product, pair sum,
+            accumulation) below fp32's smallest normal is flushed to a zero of its sign (FTZ),
+            as MMA-Sim has AMD CDNA2.
+        instruction_k: products per instruction: a flushing model reads (flushes) its
+            accumulator operand once per instruction, so a -0 running sum becomes +0 at an
+            instruction boundary. None: all of K is one instruction.
         acc_format: the running sum's format for ``"sequential"``/``"pairwise"`` (fp32, fp16,
             bf16); block models keep their result in the output format.
         acc_rounding: rounding of every step of ``"sequential"``/``"pairwise"``.
@@ -68,9 +102,19 @@ class Accumulator:
     out_rounding: OutRounding = "rz"
     out_frac_bits: int = 23
     zero_c_exponent: int = -126
+    zero_exponent: int | None = None
     late_c: bool = False
     even_odd: bool = False
+    lane_frac_bits: int | None = None
+    sum_frac_bits: int | None = None
+    c_frac_bits: int | None = None
+    c_window: int | None = None
+    late_rounding: TermRounding = "rd"
+    product_overflow: bool = False
+    signed_underflow: bool = False
+    round_products: bool = False
     flush_subnormals: bool = False
+    instruction_k: int | None = None
     acc_format: str = "fp32"
     acc_rounding: OutRounding = "rne"
     promote: int | None = None
@@ -90,11 +134,13 @@ class Accumulator:
         for field in ("frac_bits", "out_frac_bits", "zero_c_exponent"):
             if not _is_int(getattr(self, field)):
                 problems.append(f"{field} must be an integer, got {getattr(self, field)!r}")
-        for field in ("block", "promote"):
+        for field in ("block", "promote", "instruction_k", "zero_exponent") + _LATE_BITS:
             value = getattr(self, field)
             if value is not None and not _is_int(value):
-                problems.append(f"{field} must be a positive integer or None, got {value!r}")
-        for field in ("late_c", "even_odd", "flush_subnormals"):
+                kind = {"zero_exponent": "an integer"}.get(field, "a non-negative integer")
+                kind = "a positive integer" if field in ("block", "promote", "instruction_k") else kind
+                problems.append(f"{field} must be {kind} or None, got {value!r}")
+        for field in _FLAGS:
             if not isinstance(getattr(self, field), (bool, np.bool_)):
                 problems.append(f"{field} must be True or False, got {getattr(self, field)!r}")
         if not isinstance(self.acc_format, (str, Format)):
@@ -124,11 +170,46 @@ class Accumulator:
             problems.append(f"zero_c_exponent must be in -1022..1023, got {self.zero_c_exponent}")
         if self.even_odd and not self.late_c:
             problems.append("even_odd needs late_c")
-        if self.promote is not None and self.promote < 1:
-            problems.append(f"promote must be a positive integer or None, got {self.promote!r}")
+        for field in ("promote", "instruction_k"):
+            if getattr(self, field) is not None and getattr(self, field) < 1:
+                problems.append(f"{field} must be a positive integer or None, got {getattr(self, field)!r}")
         if get_format(self.acc_format).name not in ("fp32", "fp16", "bf16"):
             problems.append(f"acc_format must be fp32, fp16 or bf16, got {self.acc_format!r}")
+        return problems + self._stage_problems()
+
+    def _stage_problems(self) -> list[str]:
+        """The fields of the second stage, the zero and overflow rules, the rounded products:
+        each needs the kind (and the fields) that read it, so that none is silently ignored."""
+        problems = []
+        if self.late_rounding not in ("rz", "rd"):
+            problems.append(f"late_rounding must be 'rz' or 'rd', got {self.late_rounding!r}")
+        if self.zero_exponent is not None and not -500 <= self.zero_exponent <= 500:
+            problems.append(f"zero_exponent must be in -500..500, got {self.zero_exponent}")
+        bits = [getattr(self, f) for f in _LATE_BITS if getattr(self, f) is not None]
+        if any(not 0 <= b <= 48 for b in bits):
+            problems.append("lane_frac_bits, sum_frac_bits, c_frac_bits and c_window must be in 0..48")
+        elif bits and self.block is not None and self.block << (max(bits + [self.frac_bits]) + 2) >= 1 << 52:
+            problems.append("block << (kept bits + 2) must stay below 2**52: fewer products or fewer bits")
+        if self.sum_frac_bits is not None and not self.late_c:
+            problems.append("sum_frac_bits needs late_c")
+        for field in ("c_frac_bits", "c_window"):
+            if getattr(self, field) is not None and self.sum_frac_bits is None:
+                problems.append(f"{field} needs sum_frac_bits")
+        if (self.lane_frac_bits is not None) != (self.even_odd and self.sum_frac_bits is not None):
+            problems.append("lane_frac_bits goes with even_odd and sum_frac_bits: all three or not all")
+        if self.instruction_k is not None and self.block is not None and self.instruction_k % self.block:
+            problems.append(f"instruction_k must be a multiple of block ({self.block}), got {self.instruction_k}")
+        block_only = ("zero_exponent", "product_overflow", "signed_underflow", "late_c")
+        if self.kind != "block":
+            problems += [f"{f} applies to block models only" for f in block_only if getattr(self, f) not in (None, False)]
+        if self.round_products and self.kind != "pairwise":
+            problems.append("round_products applies to pairwise models only")
         return problems
+
+
+# Kept-bit fields of the second stage (None: not used), and the True/False fields.
+_LATE_BITS = ("lane_frac_bits", "sum_frac_bits", "c_frac_bits", "c_window")
+_FLAGS = ("late_c", "even_odd", "flush_subnormals", "product_overflow", "signed_underflow", "round_products")
 
 
 def _is_int(value: object) -> bool:

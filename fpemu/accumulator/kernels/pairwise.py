@@ -1,5 +1,9 @@
 """Pairwise summation (``kind="pairwise"``): the products of each block summed as a
-balanced binary tree, every addition rounded, each tree's sum added to the accumulator."""
+balanced binary tree, every addition rounded, each tree's sum added to the accumulator.
+
+With ``round_products`` (AMD CDNA1/2 as MMA-Sim has them) every product is first rounded as
+``fmaf(a, b, +0)`` would, a short last group is padded with +0 products, and Inf/NaN travel
+through the IEEE additions themselves."""
 
 from __future__ import annotations
 
@@ -7,11 +11,17 @@ import numpy as np
 
 from ..model import Accumulator
 from .products import _Products, _with_specials
-from .rounding import _add, _round, _Target
+from .rounding import _add, _read_acc, _round, _Target
 
 
 def _tree(values: np.ndarray, t: _Target) -> np.ndarray:
-    """Pairwise sum over axis 0, every addition rounded to the target."""
+    """Pairwise sum over axis 0, every addition rounded to the target (adjacent pairs; an odd
+    one is carried up: for 2**j values, the halving tree of MMA-Sim's ``pairwise_dot``).
+
+    >>> from .rounding import _target
+    >>> _tree(np.array([[1.0], [2.0**-24], [2.0**-24], [0.0]]), _target("fp32", "rne")).tolist()
+    [1.0]
+    """
     while values.shape[0] > 1:
         half = values.shape[0] // 2
         summed = _add(values[0 : 2 * half : 2], values[1 : 2 * half : 2], t)
@@ -19,11 +29,24 @@ def _tree(values: np.ndarray, t: _Target) -> np.ndarray:
     return values[0]
 
 
+def _rounded_products(prods: _Products, s: int, e: int, n: int, t: _Target) -> np.ndarray:
+    """Products s..e-1 as fmaf(a, b, +0) gives them (an exact zero is +0, Inf/NaN kept),
+    padded with +0 to n rows."""
+    rows = [_round(prods.raw_value(k) + 0.0, t) for k in range(s, e)]
+    rows += [np.zeros(prods.R)] * (n - len(rows))
+    return np.stack(rows)
+
+
 def _run_pairwise(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:
     n = acc.block or (k1 - k0)
-    out = _round(c, t)
+    out = _read_acc(_round(c, t), t)
     for s in range(k0, k1, max(n, 1)):
         e = min(s + n, k1)
+        if acc.instruction_k and s > k0 and (s - k0) % acc.instruction_k == 0:
+            out = _read_acc(out, t)  # a new instruction reads its accumulator operand
+        if acc.round_products:
+            out = _add(out, _tree(_rounded_products(prods, s, e, n, t), t), t)
+            continue
         finite = np.where(np.isfinite(out), out, 0.0)
         out = _with_specials(prods, s, e, out, _add(finite, _tree(prods.values(s, e), t), t))
     return out

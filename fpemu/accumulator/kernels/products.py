@@ -8,9 +8,13 @@ import numpy as np
 from ...formats import Format
 from .rounding import _exponent
 
+#: Products of this magnitude overflow in models with ``product_overflow`` (beyond fp32).
+_PRODUCT_LIMIT = 2.0**128
+
 
 def _flush_inputs(v: np.ndarray, fmt: Format) -> np.ndarray:
-    return np.where(np.abs(v) < fmt.min_normal, np.copysign(0.0, v), v)
+    """Inputs below the format's smallest normal read as +0 (DAZ; the sign is not kept)."""
+    return np.where(np.abs(v) < fmt.min_normal, 0.0, v)
 
 
 class _Products:
@@ -18,11 +22,13 @@ class _Products:
 
     ``value(k)`` is the float64 product for every element (exact; non-finite products are
     replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
-    (int16; _NO_EXPONENT for zero products). Both are computed on demand, so a GEMM never
-    holds more than a few (R,) arrays: R is kept cache-sized by the caller.
+    (int16; _NO_EXPONENT for zero products, or ``zero_exponent`` plus the partner's exponent
+    when a zero operand has one). Both are computed on demand, so a GEMM never holds more than
+    a few (R,) arrays: R is kept cache-sized by the caller.
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format, outer: bool, flush: bool):
+    def __init__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format, outer: bool, flush: bool,
+                 zero_exponent: int | None = None):  # fmt: skip
         # gemm: a (M, K), b (K, N), element (i, j) uses a[i, k] * b[k, j];
         # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
         if flush:
@@ -36,6 +42,9 @@ class _Products:
         self.b = np.where(np.isfinite(self.b_raw), self.b_raw, 0.0) if self.nonfinite else self.b_raw
         self.ea = _exponent(self.a_raw, fa.emin).astype(np.int16)
         self.eb = _exponent(self.b_raw, fb.emin).astype(np.int16)
+        if zero_exponent is not None:  # MMA-Sim: a zero operand has an exponent too
+            self.ea[self.a_raw == 0] = zero_exponent
+            self.eb[self.b_raw == 0] = zero_exponent
         self.K = self.a.shape[0]
         self.R = a.shape[0] * b.shape[1] if outer else a.shape[0]
 
@@ -53,6 +62,20 @@ class _Products:
     def values(self, k0: int, k1: int) -> np.ndarray:
         """Products k0..k1-1 stacked, shape (k1 - k0, R)."""
         return np.stack([self.value(k) for k in range(k0, k1)]) if k1 > k0 else np.zeros((0, self.R))
+
+    def raw_value(self, k: int) -> np.ndarray:
+        """The float64 product with its Inf and NaN (Inf*0 is NaN)."""
+        with np.errstate(invalid="ignore"):
+            return self._pair(self.a_raw, self.b_raw, k, np.multiply)
+
+    def overflow(self, k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Whether some finite product of k0..k1-1 reaches +2**128, and -2**128."""
+        pos, neg = np.zeros(self.R, dtype=bool), np.zeros(self.R, dtype=bool)
+        for k in range(k0, k1):
+            v = self.value(k)
+            pos |= v >= _PRODUCT_LIMIT
+            neg |= v <= -_PRODUCT_LIMIT
+        return pos, neg
 
     def special(self, k0: int, k1: int) -> np.ndarray:
         total = np.zeros(self.R)

@@ -70,3 +70,15 @@ def _round(v: np.ndarray, t: _Target) -> np.ndarray:
 def _add(x: np.ndarray, y: np.ndarray, t: _Target) -> np.ndarray:
     """round(x + y) to the target, exactly (x, y exact float64 values)."""
     return _round(_round_to_odd_sum(x, y), t)
+
+
+def _read_acc(c: np.ndarray, t: _Target) -> np.ndarray:
+    """The accumulator operand as a flushing unit reads it: a zero or subnormal one is +0
+    (MMA-Sim's CDNA2 flushes c to +0, the sign not kept); unchanged without flushing.
+
+    >>> _read_acc(np.array([-0.0, -2.0**-130, 1.0]), _target("fp32", "rne", flush=True)).tolist()
+    [0.0, 0.0, 1.0]
+    """
+    if not t.flush:
+        return c
+    return np.where(np.abs(c) < np.ldexp(1.0, t.emin), 0.0, c)

@@ -28,7 +28,7 @@ def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndar
     else:
         t = _target(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
         if acc.kind == "sequential":
-            step = lambda k0, k1, c0: _run_sequential(prods, k0, k1, c0, t)  # noqa: E731
+            step = lambda k0, k1, c0: _run_sequential(prods, k0, k1, c0, t, acc)  # noqa: E731
         else:
             step = lambda k0, k1, c0: _run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
     if acc.promote is None:
