@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_accumulator import NVIDIA_16
 
@@ -38,17 +40,76 @@ def test_gpu_presets_follow_the_spec_table(name, inputs, block, frac_bits, out_f
 
 def test_amd_presets():
     mi250 = get_accumulator("mi250", "fp16")
-    assert (mi250.kind, mi250.flush_subnormals, mi250.acc_rounding) == ("pairwise", True, "rne")
+    assert (mi250.kind, mi250.block, mi250.flush_subnormals, mi250.round_products) == ("pairwise", 4, True, True)
     mi300 = get_accumulator("mi300", "bf16")
-    assert (mi300.late_c, mi300.frac_bits, mi300.term_rounding, mi300.out_rounding) == (True, 24, "rd", "rne")
-    assert get_accumulator("cdna3", "e4m3fnuz").even_odd
+    assert (mi300.late_c, mi300.block, mi300.frac_bits, mi300.term_rounding, mi300.sum_frac_bits, mi300.c_frac_bits) == (
+        True, 8, 24, "rz", 31, 24
+    )
+    fp8 = get_accumulator("cdna3", ("e4m3fnuz", "e5m2fnuz"))
+    assert (fp8.block, fp8.even_odd, fp8.lane_frac_bits, fp8.c_window) == (16, True, 24, 25)
+    assert get_accumulator("mi100", "fp32").kind == get_accumulator("mi250", "fp32").kind == "sequential"
+    assert not get_accumulator("mi250", "fp32").flush_subnormals  # the fp32 FMA chain does not flush
+    assert not get_accumulator("mi100", "fp16").flush_subnormals
+
+
+@pytest.mark.parametrize(
+    "name,inputs,instruction,block",
+    [
+        ("mi250", "bf16", None, 4),  # bf16_1k is CDNA2's default for bf16
+        ("mi250", "bf16", "bf16_1k", 4),
+        ("mi250", "bf16", "bf16", 2),  # the CDNA1 instructions
+        ("mi250/bf16", "bf16", None, 2),
+        ("MI210/BF16", "bf16", "bf16", 2),
+        ("mi100", "bf16", None, 2),
+        ("mi300", "fp16", None, 8),
+        ("mi300x", "fp16", "f16_k4", 4),
+        ("cdna3/bf16_k4", "bf16", None, 4),
+        ("mi300", "tf32", "xf32", 4),
+        ("b200", ("e2m1", "e4m3"), "f8f6f4", 32),
+    ],
+)
+def test_instruction_families(name, inputs, instruction, block):
+    assert get_accumulator(name, inputs, instruction=instruction).block == block
+
+
+def test_instruction_family_names_and_errors():
+    assert get_accumulator("mi250", "bf16").name == "mi250/bf16"
+    assert get_accumulator("mi250/bf16", "bf16").name == "mi250/bf16/bf16"
+    with pytest.raises(ValueError, match="has no instruction family 'bf16_2k'; it has: f32, f16, bf16_1k, bf16"):
+        get_accumulator("mi250", "bf16", instruction="bf16_2k")
+    with pytest.raises(ValueError, match="f16_k4 instructions do not multiply bf16 by bf16"):
+        get_accumulator("mi300", "bf16", instruction="f16_k4")
+    with pytest.raises(ValueError, match="names the instruction 'bf16' but instruction='bf16_1k'"):
+        get_accumulator("mi250/bf16", "bf16", instruction="bf16_1k")
+    assert get_accumulator("h100/fp8", "e4m3") == get_accumulator("h100", "e4m3")
+    with pytest.raises(ValueError, match="hopper\\) has no instruction family 'f8f6f4'"):
+        get_accumulator("h100/f8f6f4", "e4m3")
+
+
+@pytest.mark.parametrize("gpu,arch", [("mi100", "cdna1"), ("mi210", "cdna2"), ("mi250x", "cdna2"), ("mi300", "cdna3"),
+                                      ("mi300x", "cdna3"), ("mi325x", "cdna3")])  # fmt: skip
+def test_amd_gpu_names(gpu, arch):
+    for inputs in ("fp32", "fp16", "bf16"):
+        acc, want = get_accumulator(gpu, inputs), get_accumulator(arch, inputs)
+        assert dataclasses.replace(acc, name="x") == dataclasses.replace(want, name="x")
+
+
+@pytest.mark.parametrize("fa", ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1"])
+@pytest.mark.parametrize("fb", ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1"])
+def test_blackwell_takes_fp6_and_fp4_mixed(fa, fb):
+    """kind::f8f6f4: any mix of FP8, FP6 and FP4 operands, one model (the B200 FP8 one)."""
+    acc = get_accumulator("b200", (fa, fb))
+    assert dataclasses.replace(acc, name="x") == dataclasses.replace(get_accumulator("b200", "e4m3"), name="x")
+    narrow = fa if fa not in ("e4m3", "e5m2") else "e2m1"
+    with pytest.raises(ValueError, match=f"no {narrow} inputs"):  # Hopper and Ada: FP8 only
+        get_accumulator("h100", (narrow, fb))
 
 
 def test_ieee_presets():
     assert get_accumulator("exact").kind == "exact"
     assert get_accumulator("bf16").acc_format == "bf16"
     assert get_accumulator("pairwise_fp32").block is None
-    assert set(NVIDIA_16 + ["mi250", "mi300", "volta", "cdna2"]) <= set(accumulator_names())
+    assert set(NVIDIA_16 + ["mi250", "mi300", "volta", "cdna2", "mi100", "mi325x", "cdna1", "cdna2/bf16"]) <= set(accumulator_names())
 
 
 @pytest.mark.parametrize(
@@ -58,6 +119,8 @@ def test_ieee_presets():
         ("t4", "e4m3", "no e4m3 inputs"),
         ("a100", "e4m3", "no e4m3 inputs"),
         ("mi300", "e4m3", "no e4m3 inputs"),
+        ("mi250", "tf32", "no tf32 inputs"),
+        ("mi100", ("fp16", "bf16"), "does not multiply fp16 by bf16"),
         ("h100", ("fp16", "bf16"), "does not multiply fp16 by bf16"),
         ("x9000", "fp16", "unknown accumulator 'x9000'"),
     ],

@@ -123,55 +123,6 @@ def ref_block(a, b, c: float, acc: Accumulator, fa: str, fb: str) -> float:
     return c
 
 
-def _ftz(x: float) -> float:
-    return math.copysign(0.0, x) if abs(x) < 2.0**-126 else x
-
-
-def ref_cdna2(a, b, c: float, fmt: str, block: int) -> float:
-    """CDNA2 as SPEC describes it: subnormal inputs read as 0, products exact, pairs summed in
-    fp32 with RNE (a tree of `block` products), every result's subnormals flushed; the tree's
-    value added to the accumulator (also fp32 RNE, flushed), block after block."""
-    tiny = get_format(fmt).min_normal
-    flush_in = [math.copysign(0.0, x) if abs(x) < tiny else x for x in a], [math.copysign(0.0, y) if abs(y) < tiny else y for y in b]
-    acc = _ftz(ref_add(c, 0.0, "fp32")) if c != 0 else c
-    prods = [x * y for x, y in zip(*flush_in)]
-    for s in range(0, len(prods), block):
-        vals = prods[s : s + block]
-        while len(vals) > 1:
-            nxt = [_ftz(ref_add(vals[i], vals[i + 1], "fp32")) for i in range(0, len(vals) - 1, 2)]
-            vals = nxt + (vals[-1:] if len(vals) % 2 else [])
-        acc = _ftz(ref_add(acc, vals[0], "fp32"))
-    return acc
-
-
-def _floor_terms(terms: list[Fraction], E: int, F: int) -> Fraction:
-    unit = Fraction(2) ** (E - F)
-    return sum((math.floor(v / unit) for v in terms), 0) * unit
-
-
-def ref_cdna3(a, b, c: float, acc: Accumulator, fmt: str) -> float:
-    """CDNA3 as SPEC describes it: per block, the products (even and odd ones apart when
-    even_odd) aligned among themselves to F bits and floored, summed; then those sums and c
-    aligned to their largest exponent, floored to F bits, added and rounded RNE to fp32."""
-    emin = get_format(fmt).emin
-    F = acc.frac_bits
-    for s in range(0, len(a), acc.block):
-        if math.isinf(c):
-            return c  # an overflowed accumulator stays Inf (the products are finite)
-        idx = list(range(s, min(s + acc.block, len(a))))
-        groups = [idx[0::2], idx[1::2]] if acc.even_odd else [idx]
-        partials = []
-        for g in groups:
-            terms = [(Fraction(a[i]) * Fraction(b[i]), _model_exponent(a[i], emin) + _model_exponent(b[i], emin)) for i in g if a[i] != 0 and b[i] != 0]
-            if terms:
-                partials.append(_floor_terms([v for v, _ in terms], max(e for _, e in terms), F))
-        exps = [acc.zero_c_exponent if c == 0 else _model_exponent(c, -126)]
-        exps += [_floor_log2(abs(v)) for v in partials if v != 0]
-        total = _floor_terms([Fraction(c)] + partials, max(exps), F)
-        c = fmt_round(total, "fp32", "rne") + 0.0
-    return c
-
-
 # ---- strategies -------------------------------------------------------------------------------
 def values(fmt: str, *, wide: bool = True):
     """Finite values of a format, from codes: the whole range (subnormals, the largest values)."""
@@ -288,20 +239,3 @@ def test_rounding_kernel_equals_codec(fmt, mode, frac_bits):
     want = fpemu.quantize(x, target_fmt, rounding="rz" if mode == "rz" else "rne")
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     np.testing.assert_array_equal(got, want)
-
-
-@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "fp32"]))
-def test_cdna2_model_equals_fraction_reference(data, fmt):
-    A, B, C = data.draw(matrices(fmt, max_k=12))
-    acc = get_accumulator("mi250", fmt)
-    got = gemm(A, B, C, inputs=fmt, accumulator=acc)
-    _same(got, _each(A, B, C, lambda a, b, c: ref_cdna2(a, b, c, fmt, acc.block)))
-
-
-@both(data=st.data(), fmt=st.sampled_from(["fp16", "bf16", "tf32", "e4m3fnuz", "e5m2fnuz"]))
-def test_cdna3_model_equals_fraction_reference(data, fmt):
-    A, B, C = data.draw(matrices(fmt, max_k=20))
-    acc = get_accumulator("mi300", fmt)
-    got = gemm(A, B, C, inputs=fmt, accumulator=acc)
-    _same(got, _each(A, B, C, lambda a, b, c: ref_cdna3(a, b, c, acc, fmt)))
-

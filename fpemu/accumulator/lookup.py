@@ -7,16 +7,27 @@ from typing import Sequence
 
 from ..formats import Format, get_format
 from .model import Accumulator
-from .presets import _ARCH, _FAMILY, _GPUS, _IEEE, _SUPPORTS
+from .presets import _ARCH, _GPUS, _IEEE
 
 
 def accumulator_names() -> list[str]:
-    """Every name :func:`get_accumulator` knows.
+    """Every name :func:`get_accumulator` knows: IEEE models, GPUs, architectures, and the
+    architectures' instruction families that are no input format's default
+    (``"cdna2/bf16"``; every GPU name takes ``/family`` too).
 
     >>> "h100" in accumulator_names() and "hopper" in accumulator_names()
     True
+    >>> [n for n in accumulator_names() if "/" in n]
+    ['cdna2/bf16', 'cdna3/f16_k4', 'cdna3/bf16_k4']
     """
-    return list(_IEEE) + list(_GPUS) + [a for a in _ARCH if a not in _GPUS]
+    variants = [f"{arch}/{fam}" for arch, fams in _ARCH.items() for fam in fams if not _is_default(arch, fam)]
+    return list(_IEEE) + list(_GPUS) + [a for a in _ARCH if a not in _GPUS] + variants
+
+
+def _is_default(arch: str, family: str) -> bool:
+    """Whether the family is the default (the first listed) for some input format it takes."""
+    fams = _ARCH[arch]
+    return any(next(f for f in fams if fmt in fams[f]["takes"]) == family for fmt in fams[family]["takes"])
 
 
 def _input_formats(inputs: str | Format | Sequence[str | Format]) -> tuple[Format, Format]:
@@ -30,17 +41,25 @@ def _input_formats(inputs: str | Format | Sequence[str | Format]) -> tuple[Forma
     return get_format(first), get_format(second)
 
 
-def get_accumulator(name: str | Accumulator, inputs: str | Format | Sequence[str | Format] = "fp32") -> Accumulator:
+def get_accumulator(
+    name: str | Accumulator, inputs: str | Format | Sequence[str | Format] = "fp32", *, instruction: str | None = None
+) -> Accumulator:
     """The named accumulation model for these input formats.
 
     ``name`` is an IEEE model ("exact", "fp32", "fp16", "bf16", "pairwise_fp32"), a GPU
     ("v100", "t4", "a100", "a30", "a2", "ada", "l40s", "h100", "h200", "h800", "b200",
-    "mi250", "mi300", ...) or an architecture ("volta", "turing", "ampere", "ada", "hopper",
-    "blackwell", "cdna2", "cdna3"). GPU parameters depend on the inputs (H100 fp16 fuses 16
-    products with F = 25, H100 e4m3 32 products with F = 13). An Accumulator passes through.
+    "mi100", "mi250", "mi300x", ...) or an architecture ("volta", "turing", "ampere", "ada",
+    "hopper", "blackwell", "cdna1", "cdna2", "cdna3"). GPU parameters depend on the inputs
+    (H100 fp16 fuses 16 products with F = 25, H100 e4m3 32 products with F = 13). Where a
+    unit has several instruction families for the same inputs, the first listed in the
+    presets is the default and ``instruction`` (or ``"gpu/family"``) picks another:
+    CDNA2 bf16 is ``bf16_1k`` unless ``instruction="bf16"``; CDNA3 fp16/bf16 is the k = 8/16
+    family unless ``instruction="f16_k4"``/``"bf16_k4"``. An Accumulator passes through.
 
     >>> get_accumulator("h100", "e4m3").block, get_accumulator("h100", "fp16").block
     (32, 16)
+    >>> get_accumulator("mi250", "bf16").block, get_accumulator("mi250/bf16", "bf16").block
+    (4, 2)
     >>> get_accumulator("v100", "bf16")
     Traceback (most recent call last):
     ...
@@ -53,16 +72,33 @@ def get_accumulator(name: str | Accumulator, inputs: str | Format | Sequence[str
     key = name.strip().lower()
     if key in _IEEE:
         return Accumulator(key, **_IEEE[key])
+    key, _, picked = key.partition("/")
+    if picked and instruction is not None and picked != instruction.strip().lower():
+        raise ValueError(f"{name!r} names the instruction {picked!r} but instruction={instruction!r}")
+    picked = picked or (instruction.strip().lower() if instruction is not None else "")
     arch = _GPUS.get(key, key)
     if arch not in _ARCH:
         raise ValueError(f"unknown accumulator {name!r}; known: {', '.join(accumulator_names())}")
+    fams = _ARCH[arch]
     fa, fb = _input_formats(inputs)
-    takes = _SUPPORTS[arch]
+    takes = list(dict.fromkeys(f for fam in fams.values() for f in fam["takes"]))
     label = key if key == arch else f"{key} ({arch})"
     for fmt in (fa, fb):
         if fmt.name not in takes:
             raise ValueError(f"{label} has no {fmt.name} inputs in its matrix unit; it takes: {', '.join(takes)}")
-    if fa != fb and not (_FAMILY[fa.name].startswith("fp8") and _FAMILY[fa.name] == _FAMILY[fb.name]):
-        raise ValueError(f"{label} does not multiply {fa.name} by {fb.name}")
-    fam_a = _FAMILY[fa.name]
-    return Accumulator(f"{key}/{fa.name}" if fa == fb else f"{key}/{fa.name}x{fb.name}", **_ARCH[arch][fam_a])
+    if picked and picked not in fams:
+        raise ValueError(f"{label} has no instruction family {picked!r}; it has: {', '.join(fams)}")
+    usable = [f for f in ([picked] if picked else fams) if _multiplies(fams[f], fa.name, fb.name)]
+    if not usable:
+        which = f"{label}'s {picked} instructions" if picked else label
+        raise ValueError(f"{which} do{'' if picked else 'es'} not multiply {fa.name} by {fb.name}")
+    family = usable[0]
+    pair = fa.name if fa == fb else f"{fa.name}x{fb.name}"
+    default = picked == "" or picked == next(f for f in fams if _multiplies(fams[f], fa.name, fb.name))
+    label = f"{key}/{pair}" if default else f"{key}/{family}/{pair}"
+    return Accumulator(label, **fams[family]["params"])
+
+
+def _multiplies(family: dict, a: str, b: str) -> bool:
+    """Whether an instruction family takes A in format a and B in format b."""
+    return a in family["takes"] and b in family["takes"] and (a == b or family["mixed"])
