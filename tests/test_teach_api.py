@@ -11,7 +11,13 @@ from reference import ref_encode
 
 import fpemu
 from fpemu.formats import Format, get_format
-from fpemu.teach import describe_block, describe_code, encode_number, finite_values, handle_api
+from fpemu.teach import (
+    describe_block,
+    describe_code,
+    encode_number,
+    finite_values,
+    handle_api,
+)
 from fpemu.teach.api import ROUNDINGS
 
 SMALL = ["e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "ue4m3", "e8m0", "int8", "e4m3fnuz", "binary8p3se"]

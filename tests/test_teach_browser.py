@@ -19,7 +19,7 @@ import pytest
 import fpemu
 from fpemu.teach import serve_in_thread
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (pip install playwright)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
 CHROMIUM = os.environ.get("FPEMU_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"the browser tests need Chromium ({CHROMIUM} is missing: apt-get install chromium)",
@@ -156,7 +156,7 @@ RULE_CASES = [  # (typed, overflow, value, rules): E4M3's tie at 464, its NaN, s
 def test_typed_numbers_and_the_rules_that_fire(page):
     for typed, overflow, value, fired in RULE_CASES:
         if page.input_value("#overflow") != overflow:
-            settle(page, lambda: page.select_option("#overflow", overflow))
+            settle(page, lambda o=overflow: page.select_option("#overflow", o))
         round_number(page, typed)
         codec = float(fpemu.quantize(np.array([float(typed)]), "e4m3",
                                      overflow=None if overflow == "default" else overflow)[0])

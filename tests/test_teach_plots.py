@@ -13,7 +13,15 @@ from cli_helpers import fails
 
 import fpemu
 from fpemu.cli import main
-from fpemu.teach import draw_number_line, draw_ranges, draw_spacing, number_line, plot, ranges, spacing
+from fpemu.teach import (
+    draw_number_line,
+    draw_ranges,
+    draw_spacing,
+    number_line,
+    plot,
+    ranges,
+    spacing,
+)
 
 
 def positive_values(name: str) -> np.ndarray:

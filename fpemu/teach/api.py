@@ -75,8 +75,6 @@ def format_fields(fmt: Format) -> dict[str, Any]:
 
 def formats_payload() -> dict[str, Any]:
     """What the page loads first: the registered formats, the modes, the block formats."""
-    from .blocks import BLOCK_NAMES, SCALE_RULES
-
     blocks = [{"name": n, "block_size": get_block_format(n).block_size, "nvfp4": get_block_format(n).is_nvfp4}
               for n in BLOCK_NAMES]
     return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),

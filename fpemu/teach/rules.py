@@ -133,7 +133,8 @@ def rounding_rules(x: float, fmt: Format, rounding: str, overflow: str | None, v
             rules.append(_rule("rounded", f"{g(x)} lies between {g(lo)} and {g(hi)}: {_MODE_WORDS[rounding]}"))
     elif a < near:  # below the smallest value of a format without zero
         rules.append(_rule("rounded", f"{g(x)} is below {fmt.name}'s smallest value {g(near)}"))
-    if fmt.exponent_bits and fmt.has_normals and (0 < abs(value) < fmt.min_normal or (value == 0 and a < fmt.min_normal)):
+    below_normal = 0 < abs(value) < fmt.min_normal or (value == 0 and a < fmt.min_normal)
+    if fmt.exponent_bits and fmt.has_normals and below_normal:
         rules.append(_subnormal(fmt))
     if value == 0:
         rules.append(_rule("underflow", f"{g(x)} is too small for {fmt.name}: it rounded to zero (underflow)"))

@@ -74,7 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "fpemu-explore"
     quiet = True
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+    def log_message(self, format: str, *args: Any) -> None:
         if not self.quiet:
             super().log_message(format, *args)
 
@@ -99,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
         return host in ("127.0.0.1", "localhost")
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         if not self._local_host():
             return self._json(403, {"error": "the explorer answers on 127.0.0.1 only"})
         path = self.path.split("?", 1)[0]
@@ -113,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = resources.files(__package__).joinpath("static", name).read_bytes()
         self._send(200, data, STATIC_FILES[name])
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if not self._local_host():
             return self._json(403, {"error": "the explorer answers on 127.0.0.1 only"})
         length = int(self.headers.get("Content-Length") or 0)
@@ -126,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             status, payload = handle_api(self.path.split("?", 1)[0], body if body is not None else {})
         except Exception as exc:  # a bug: still one line, and the server goes on
-            status, payload = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"internal error ({type(exc).__name__}: {exc})"}
+            status = HTTPStatus.INTERNAL_SERVER_ERROR
+            payload = {"error": f"internal error ({type(exc).__name__}: {exc})"}
         self._json(int(status), payload)
 
 

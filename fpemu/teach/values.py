@@ -2,8 +2,8 @@
 in order, their classes, and where overflow begins.
 
 A format of at most 16 bits has at most 65536 codes, so its values are listed by decoding every
-code with :func:`fpemu.decode` (``Format.values()`` does not exist; these helpers are the
-teaching tools' own). Wider formats are refused: FP32 has four billion codes.
+code with :func:`fpemu.decode`: the teaching tools' own helpers, built on the codec alone, so
+that a figure shows what the codec does. Wider formats are refused: FP32 has four billion codes.
 
 >>> finite_values("e2m1").tolist()
 [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
