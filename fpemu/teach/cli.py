@@ -51,6 +51,11 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def _port(text: str) -> int:
+    """A port number from the command line (0: any free port).
+
+    >>> _port("8765"), _port("0")
+    (8765, 0)
+    """
     try:
         port = int(text)
     except ValueError:

@@ -40,7 +40,15 @@ def _pyplot():
 
 
 def check_plot_request(formats: Sequence[str], kind: str) -> list[str]:
-    """The formats as names, refusing what the kind of figure cannot draw (ValueError)."""
+    """The formats as names, refusing what the kind of figure cannot draw (ValueError).
+
+    >>> check_plot_request(["E4M3", "bfloat16", "MXFP4"], "ranges")
+    ['e4m3', 'bf16', 'mxfp4']
+    >>> check_plot_request(["fp32"], "line")
+    Traceback (most recent call last):
+    ...
+    ValueError: fp32 has 32 bits: the number line and the spacing plot list every value (formats of at most 16 bits); use --kind ranges
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
     if isinstance(formats, str):
