@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu.train.gpt.blocks import LinearBlock, NVFP4Recipe, hadamard_matrix, hadamard_rows, parse_recipe
+from fpemu.train.gpt.blocks import (
+    LinearBlock,
+    NVFP4Recipe,
+    hadamard_matrix,
+    hadamard_rows,
+    parse_recipe,
+)
 from fpemu.train.gpt.linears import LinearFP8, LinearLow
 from fpemu.train.gpt.precision import make_gpt_precision
 from fpemu.train.recipes import CurrentScaling, DelayedScaling

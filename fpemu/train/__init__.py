@@ -14,6 +14,10 @@ in NumPy. Every matrix multiply can run in an emulated precision:
   scaling; casts saturate; GEMM outputs stay FP32.
 * ``"mxfp8"``, ``"nvfp4"``: block-scaled GEMM operands through :mod:`fpemu.mx`.
 
+:mod:`fpemu.train.gpt` trains a small decoder-only transformer the same way, with NVIDIA's
+NVFP4 recipe elements as options (:func:`run_gpt`), and quantizes it after training
+(``fpemu infer``).
+
 Loss scaling is ``"none"``, ``"static"`` (a fixed factor, steps with Inf/NaN gradients skipped)
 or ``"dynamic"`` (:class:`GradScaler`, the semantics of ``torch.amp.GradScaler``).
 
@@ -35,13 +39,16 @@ The package, in the order data flows (each module imports only those above it):
 * ``checks``: the argument checks every entry point starts with.
 * ``scalers``: loss scaling (:class:`GradScaler`, :class:`StaticLossScaler`).
 * ``recipes``: FP8 per-tensor scaling (TransformerEngine delayed and current scaling).
-* ``rounders``, ``stats``: the casts to the low formats and what they count.
+* ``rounders``, ``stats``: the casts to the low formats and what they count, per kind of
+  gradient tensor.
+* ``accumulate``: GEMMs through an accumulator model (with DeepSeek-V3's promotion).
 * ``policies``: how each precision casts and multiplies (:func:`make_policy`).
 * ``task``, ``network``, ``optimizers``: the data, the MLP, SGD and Adam.
 * ``history``, ``blas``: what a run records; OpenBLAS on one thread.
 * ``loop``: :func:`run` and :func:`compare`.
-* ``report``, ``plots``: the table and the figures.
-* ``cli``: the ``fpemu train`` command.
+* ``gpt``: the transformer task (its own subpackage).
+* ``report``, ``lesson``, ``plots``: the table with its one-line verdicts, the figures.
+* ``files``, ``cli``: output files; the ``fpemu train`` and ``fpemu infer`` commands.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from __future__ import annotations
 import numpy as np  # noqa: F401  (the examples above use np)
 
 from .cli import register_cli
+from .gpt import GPTConfig, GPTTask, NVFP4Recipe, compare_gpt, make_gpt_task, run_gpt, train_gpt
 from .history import History
 from .loop import compare, run
 from .policies import PRECISIONS
@@ -64,6 +72,7 @@ from .cli import _finite_or_null, cmd_train  # noqa: F401
 from .loop import COMPARE_RUNS, DEFAULT_STEPS, MAX_STEPS  # noqa: F401
 from .network import init_params  # noqa: F401
 from .plots import PLOT_FILES, plot  # noqa: F401
+from .report import excess_loss, what_happened  # noqa: F401
 from .policies import make_policy  # noqa: F401
 from .recipes import TensorScale  # noqa: F401
 from .rounders import _rounder  # noqa: F401
@@ -87,5 +96,12 @@ __all__ = [
     "PRECISIONS",
     "LOSS_SCALES",
     "register_cli",
+    "GPTConfig",
+    "GPTTask",
+    "NVFP4Recipe",
+    "make_gpt_task",
+    "run_gpt",
+    "train_gpt",
+    "compare_gpt",
 ]
 

@@ -4,15 +4,17 @@ the table, the JSON file and the plots."""
 from __future__ import annotations
 
 import argparse
-import errno
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Callable
 
 from .blas import single_threaded_blas
-from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _RunSetup, _setup, _train
+from .files import _check_json_file, _finite_or_null
+from .gpt.cli import gpt_setups, register_infer
+from .gpt.loop import DEFAULT_GPT_STEPS
+from .gpt.loop import _train as train_gpt_setup
+from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _setup, _train
 from .plots import _plot_directory, _pyplot, plot
 from .policies import PRECISIONS
 from .report import summary_table
@@ -39,13 +41,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     Everything that can fail is checked before training (it takes ~30 s): the arguments, and
     that the ``--json`` file and the ``--plot`` directory can be written.
     """
-    setups = _cli_setups(args)
+    setups, train = _cli_setups(args)
     _check_outputs(args)
     with single_threaded_blas():
-        histories = [_train(setup) for setup in setups]
+        histories = [train(setup) for setup in setups]
     print(summary_table(histories))
     if args.json:
-        payload = {"steps": args.steps, "seed": args.seed, "runs": [h.to_dict() for h in histories]}
+        payload = {"task": args.task, "steps": histories[0].steps, "seed": args.seed,
+                   "runs": [h.to_dict() for h in histories]}
         # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
         Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
     if args.plot:
@@ -54,19 +57,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cli_setups(args: argparse.Namespace) -> list[_RunSetup]:
-    """The checked runs the command line asks for (ValueError/TypeError: a usage error)."""
+def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
+    """The checked runs the command line asks for (ValueError/TypeError: a usage error), and
+    the function that trains one of them into a History."""
     if args.precision is None and args.loss_scale is not None:
         raise ValueError("--loss-scale sets the loss scaling of a single run: give --precision too")
     if args.compare and args.precision is not None:
         raise ValueError("--compare runs the default comparison: leave out --precision")
+    if args.promote is not None and args.accumulator is None:
+        raise ValueError("--promote applies to GEMMs through an accumulator model: give --accumulator too")
     progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
+    if args.task == "gpt":
+        return gpt_setups(args, progress), lambda setup: train_gpt_setup(setup)[0]
+    for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote)):
+        if value is not None:
+            raise ValueError(f"{option} applies to --task gpt")
+    steps = DEFAULT_STEPS if args.steps is None else args.steps
     kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, fp8_recipe=args.fp8_recipe)
     if args.precision is None:
-        return _compare_setups(args.steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw)
+        return _compare_setups(steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw), _train
     ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
     cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
-    return [_setup(args.precision, ls, args.steps, args.seed, args.accumulator, progress=cb, **kw)]
+    return [_setup(args.precision, ls, steps, args.seed, args.accumulator, progress=cb, **kw)], _train
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -88,43 +100,23 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
 
 
-def _check_json_file(path: str) -> None:
-    """Open ``path`` for appending (creating nothing that was not there): an OSError naming
-    it if it is a directory, its directory is missing, or it is not writable."""
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(p))
-    existed = p.exists()
-    with open(p, "a"):
-        pass
-    if not existed:
-        p.unlink()
-
-
-def _finite_or_null(value: object) -> object:
-    """``value`` with every non-finite float replaced by None (JSON null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
-    return value
-
-
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``train`` subcommand."""
+    """Add the ``train`` and ``infer`` subcommands."""
     p = subparsers.add_parser(
         "train",
         help="train a small network in emulated mixed precision (default: compare policies)",
-        description="Train a deep narrow MLP on a generated task with emulated precision. "
-        "Without --precision it compares fp32, fp16 without and with dynamic loss scaling, "
-        "bf16 and fp8.",
+        description="Train a deep narrow MLP (--task mlp, the default) or a small transformer "
+        "(--task gpt) on a generated task with emulated precision. Without --precision the MLP "
+        "compares fp32, fp16 without and with dynamic loss scaling, bf16 and fp8; the transformer "
+        "fp32, fp16 (dynamic scaling), bf16, fp8 (delayed and current scaling), mxfp8 and nvfp4 "
+        "(with and without NVIDIA's recipe).",
     )
+    p.add_argument("--task", choices=("mlp", "gpt"), default="mlp", help="the network (default mlp)")
     p.add_argument("--precision", "-p", choices=PRECISIONS, default=None, help="one run in this precision")
     p.add_argument("--loss-scale", choices=LOSS_SCALES, default=None,
                    help="loss scaling of a single run (default: dynamic for fp16, else none)")
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"training steps (default {DEFAULT_STEPS} for mlp, {DEFAULT_GPT_STEPS} for gpt)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data, initialisation and batches")
     p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
     p.add_argument("--init-scale", type=float, default=None,
@@ -132,7 +124,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler growth interval")
     p.add_argument("--fp8-recipe", choices=("delayed", "current"), default="delayed",
                    help="fp8 per-tensor scaling recipe (default delayed)")
+    p.add_argument("--nvfp4-recipe", default=None, metavar="ELEMENTS",
+                   help="gpt: NVIDIA's NVFP4 recipe elements, 'all' (default), 'none' or a comma list of "
+                   "2d (16x16 weight tiles), sr (stochastic rounding of gradients), rht (random Hadamard "
+                   "transform on wgrad), last or lastN (the last N blocks in bf16)")
+    p.add_argument("--promote", type=int, default=None, metavar="N",
+                   help="gpt with --accumulator: promote partial sums to fp32 every N products (DeepSeek-V3)")
     p.add_argument("--compare", action="store_true", help="compare the policies (the default)")
     p.add_argument("--json", metavar="FILE", help="write the summaries and per-step histories")
-    p.add_argument("--plot", metavar="DIR", help="write loss, loss-scale and gradient-histogram PNGs")
+    p.add_argument("--plot", metavar="DIR",
+                   help="write lesson.png (excess loss, loss scale, underflow per kind), loss, "
+                   "loss-scale and gradient-histogram PNGs")
     p.set_defaults(func=cmd_train)
+    register_infer(subparsers)

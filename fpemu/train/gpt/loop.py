@@ -4,6 +4,7 @@ comparison (:func:`compare_gpt`); every run records a :class:`~fpemu.train.histo
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -12,7 +13,7 @@ from ..blas import single_threaded_blas
 from ..checks import _check_callable, _check_int
 from ..history import History, _Recorder
 from ..scalers import LOSS_SCALES, _make_scaler
-from .config import init_gpt
+from .config import GPTConfig, init_gpt
 from .layers import cross_entropy
 from .model import forward, loss_and_grads
 from .precision import GPTPrecision, make_gpt_precision
@@ -43,33 +44,57 @@ def evaluate(params: dict, task: GPTTask, prec: GPTPrecision | None = None) -> t
     return loss, float(np.mean(np.argmax(logits, axis=1) == y.ravel())), logits
 
 
-def train_gpt(
+@dataclass
+class GPTSetup:
+    """A checked transformer run, ready to train."""
+
+    task: GPTTask
+    prec: GPTPrecision
+    scaler: object
+    loss_scale: str
+    steps: int
+    seed: int
+    progress: Callable[[int, int], None] | None
+
+
+def gpt_setup(
     precision: str = "fp32", loss_scale: str | None = None, steps: int = DEFAULT_GPT_STEPS, seed: int = 0, *,
     task: GPTTask | None = None, fp8_recipe="delayed", nvfp4_recipe="all", accumulator: str | None = None,
     promote: int | None = None, init_scale: float | None = None, growth_interval: int = 2000,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[History, dict]:
-    """:func:`run_gpt`, also returning the trained FP32 master weights."""
+) -> GPTSetup:
+    """Check every argument of :func:`run_gpt` and build the run (no training yet)."""
     steps = _check_int("steps", steps, 1, 10**6)
     seed = _check_int("seed", seed, 0)
     _check_callable("progress", progress, optional=True)
     if task is not None and not isinstance(task, GPTTask):
         raise TypeError(f"task must be a GPTTask (see make_gpt_task) or None, got {task!r}")
-    task = task or make_gpt_task(seed)
-    prec = make_gpt_precision(precision, task.config.n_layer, fp8_recipe=fp8_recipe, nvfp4_recipe=nvfp4_recipe,
+    if loss_scale is not None and loss_scale not in LOSS_SCALES:
+        raise ValueError(f"unknown loss scaling {loss_scale!r}; choose from {', '.join(LOSS_SCALES)}")
+    n_layer = task.config.n_layer if task is not None else GPTConfig().n_layer
+    prec = make_gpt_precision(precision, n_layer, fp8_recipe=fp8_recipe, nvfp4_recipe=nvfp4_recipe,
                               accumulator=accumulator, promote=promote, seed=seed)
     if loss_scale is None:
         loss_scale = "dynamic" if prec.name == "fp16" else "none"
-    if loss_scale not in LOSS_SCALES:
-        raise ValueError(f"unknown loss scaling {loss_scale!r}; choose from {', '.join(LOSS_SCALES)}")
     if prec.name == "fp32":
         loss_scale = "none"
     scaler = _make_scaler(loss_scale, init_scale, growth_interval=growth_interval)
+    return GPTSetup(task or make_gpt_task(seed), prec, scaler, loss_scale, steps, seed, progress)
+
+
+def train_gpt(precision: str = "fp32", loss_scale: str | None = None, steps: int = DEFAULT_GPT_STEPS,
+              seed: int = 0, **kw) -> tuple[History, dict]:
+    """:func:`run_gpt`, also returning the trained FP32 master weights."""
+    return _train(gpt_setup(precision, loss_scale, steps, seed, **kw))
+
+
+def _train(setup: GPTSetup) -> tuple[History, dict]:
     with single_threaded_blas(), np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        return _loop(task, prec, scaler, loss_scale, steps, seed, accumulator, progress)
+        return _loop(setup)
 
 
-def _loop(task, prec, scaler, loss_scale, steps, seed, accumulator, progress) -> tuple[History, dict]:
+def _loop(setup: GPTSetup) -> tuple[History, dict]:
+    task, prec, scaler, steps, seed = setup.task, setup.prec, setup.scaler, setup.steps, setup.seed
     cfg = task.config
     params = init_gpt(cfg, seed)
     names = list(params)
@@ -87,12 +112,12 @@ def _loop(task, prec, scaler, loss_scale, steps, seed, accumulator, progress) ->
         scaler.update()
         prec.end_step()
         rec.record(step, loss, scale, not taken, stats)
-        if progress is not None:
-            progress(step + 1, steps)
+        if setup.progress is not None:
+            setup.progress(step + 1, steps)
     elapsed = time.perf_counter() - t0
     val_loss, acc, _ = evaluate(params, task)
     h = rec.history(
-        precision=prec.name, loss_scale=loss_scale, accumulator=None, seed=seed,
+        precision=prec.name, loss_scale=setup.loss_scale, accumulator=None, seed=seed,
         low_format=prec.low.name if prec.low is not None else None, final_loss=val_loss,
         final_accuracy=acc, time_s=elapsed, variant=prec.variant, task_name="gpt",
     )
@@ -124,9 +149,19 @@ def compare_gpt(steps: int = DEFAULT_GPT_STEPS, seed: int = 0,
                 progress: Callable[[str, int, int], None] | None = None, **kw) -> list[History]:
     """Train every run of ``runs`` ((precision, fp8 recipe, NVFP4 recipe) triples) on the same
     task and seed."""
-    task = kw.pop("task", None) or make_gpt_task(seed)
-    out = []
+    return [_train(setup)[0] for setup in compare_setups(steps, seed, runs, progress, **kw)]
+
+
+def compare_setups(steps: int, seed: int, runs: Sequence[tuple[str, str, str]],
+                   progress: Callable[[str, int, int], None] | None = None, **kw) -> list[GPTSetup]:
+    """The checked setups of :func:`compare_gpt` (every run checked before the first trains)."""
+    _check_callable("progress", progress, optional=True)
+    if not isinstance(runs, (list, tuple)) or not runs or not all(
+            isinstance(r, (list, tuple)) and len(r) == 3 and all(isinstance(v, str) for v in r) for r in runs):
+        raise TypeError(f"runs must be a non-empty list of (precision, fp8 recipe, nvfp4 recipe), got {runs!r}")
+    task = kw.pop("task", None) or make_gpt_task(_check_int("seed", seed, 0))
+    setups = []
     for p, fp8, nv in runs:
         cb = None if progress is None else (lambda i, n, _l=p: progress(_l, i, n))
-        out.append(run_gpt(p, None, steps, seed, task=task, fp8_recipe=fp8, nvfp4_recipe=nv, progress=cb, **kw))
-    return out
+        setups.append(gpt_setup(p, None, steps, seed, task=task, fp8_recipe=fp8, nvfp4_recipe=nv, progress=cb, **kw))
+    return setups

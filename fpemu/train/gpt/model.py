@@ -8,7 +8,14 @@ import numpy as np
 
 from .attention import attention, attention_back
 from .config import GPTConfig
-from .layers import cross_entropy, cross_entropy_back, gelu, gelu_back, layer_norm, layer_norm_back
+from .layers import (
+    cross_entropy,
+    cross_entropy_back,
+    gelu,
+    gelu_back,
+    layer_norm,
+    layer_norm_back,
+)
 from .precision import GPTPrecision
 
 

@@ -1,0 +1,106 @@
+"""The transformer on the command line: the runs of ``fpemu train --task gpt`` and the
+``fpemu infer`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..blas import single_threaded_blas
+from .infer import INFER_FORMATS, inference_table, quantized_inference
+from .loop import (
+    DEFAULT_GPT_STEPS,
+    GPT_RUNS,
+    GPTSetup,
+    _train,
+    compare_setups,
+    gpt_setup,
+)
+
+
+def gpt_setups(args: argparse.Namespace, progress: Callable[[str, int, int], None] | None) -> list[GPTSetup]:
+    """The checked transformer runs ``fpemu train --task gpt`` asks for."""
+    steps = DEFAULT_GPT_STEPS if args.steps is None else args.steps
+    kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, accumulator=args.accumulator,
+              promote=args.promote)
+    if args.precision is None:
+        if args.accumulator is not None:
+            raise ValueError("--accumulator with --task gpt applies to a single run: give --precision fp16, bf16 or fp8")
+        runs = GPT_RUNS if args.nvfp4_recipe is None else [
+            (p, f, args.nvfp4_recipe if p == "nvfp4" else nv) for p, f, nv in GPT_RUNS]
+        return compare_setups(steps, args.seed, runs, progress, **kw)
+    cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
+    return [gpt_setup(args.precision, args.loss_scale, steps, args.seed, fp8_recipe=args.fp8_recipe,
+                      nvfp4_recipe=args.nvfp4_recipe or "all", progress=cb, **kw)]
+
+
+def train_setups(setups: list[GPTSetup]) -> list:
+    """Train the runs; their histories."""
+    return [_train(s)[0] for s in setups]
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    """``fpemu infer``: train the transformer in FP32, then run it with FP8/FP4 weights and
+    activations and compare with FP32."""
+    from ...errors import RunError
+    from ..files import _check_json_file, _finite_or_null
+
+    formats = _formats(args.formats)
+    setup = gpt_setup("fp32", None, DEFAULT_GPT_STEPS if args.steps is None else args.steps, args.seed,
+                      progress=_progress(sys.stdout))
+    if args.json:
+        try:
+            _check_json_file(args.json)
+        except OSError as exc:
+            raise RunError(f"cannot write --json {exc.filename or args.json}: {exc.strerror or exc}") from None
+    with single_threaded_blas():
+        _, params = _train(setup)
+        rows = quantized_inference(params, setup.task, formats, seed=setup.seed)
+    print(f"transformer trained in fp32 ({setup.steps} steps, seed {setup.seed}); block linear layers "
+          "quantized (weights and activations), embeddings, output layer, attention and layer norm in fp32")
+    print(inference_table(rows))
+    if args.json:
+        payload = {"steps": setup.steps, "seed": setup.seed, "rows": rows}
+        Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
+    return 0
+
+
+def _formats(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return INFER_FORMATS
+    names = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    bad = [f for f in names if f not in INFER_FORMATS]
+    if bad or not names:
+        raise ValueError(f"--formats: unknown format {bad[0] if bad else text!r}; choose from {', '.join(INFER_FORMATS)}")
+    return names
+
+
+def _progress(stream) -> Callable[[int, int], None] | None:
+    if not stream.isatty():
+        return None
+
+    def show(i: int, n: int) -> None:
+        if i % 10 == 0 or i == n:
+            stream.write(f"\rtraining fp32 {i}/{n}" + ("\r" + " " * 30 + "\r" if i == n else ""))
+            stream.flush()
+
+    return show
+
+
+def register_infer(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``infer`` subcommand."""
+    p = subparsers.add_parser(
+        "infer",
+        help="post-training FP8/FP4 quantization of the small transformer: loss and logit error",
+        description="Train the small transformer of 'fpemu train --task gpt' in fp32, then run its "
+        "blocks' linear layers with weights and activations in per-tensor FP8 (calibrated, as "
+        "TransformerEngine), MXFP8, MXFP4 and NVFP4, and compare loss, perplexity and logits with fp32.",
+    )
+    p.add_argument("--steps", type=int, default=None, help=f"fp32 training steps (default {DEFAULT_GPT_STEPS})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus, initialisation and batches")
+    p.add_argument("--formats", default=None, help=f"comma list of {', '.join(INFER_FORMATS)} (default all)")
+    p.add_argument("--json", metavar="FILE", help="write the table's numbers")
+    p.set_defaults(func=cmd_infer)
