@@ -195,6 +195,10 @@ def check_decode(fmt: Format) -> None:
         codes = np.concatenate([mags, mags | sign]) if fmt.signed else mags
     stored = codes << np.uint64(fmt.code_shift)
     want = np.array([ref_decode(int(c), fmt).to_float() for c in stored])
+    if width <= 12:  # Format.codes() and .values(): every code, every finite value once
+        assert fmt.codes().tolist() == stored.tolist()
+        finite = np.unique(want[np.isfinite(want)] + 0.0)
+        assert np.array_equal(fmt.values(), finite)
     same = _values_equal(decode(stored.astype(fmt.code_dtype), fmt), want)
     assert same.all(), f"decode differs at codes {[hex(int(c)) for c in stored[~same][:4]]}"
     # float32 holds every value when the format's finest spacing, 2**(emin - M), is 2**-149 or

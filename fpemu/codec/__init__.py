@@ -8,7 +8,8 @@ exist only where they are provably identical to it, and each is tested against i
 The package, bottom up: ``options`` (modes and policies, checked once per call), ``inputs``
 (the arrays the kernels accept), ``kernel`` (the generic encoder and decoder), ``encoder``,
 ``decoder`` and ``quantizer`` (the public functions with their fast paths), ``explainer``
-(one number in plain words), and ``conventions`` (other libraries' rules as options).
+(one number in plain words), ``conventions`` (other libraries' rules as options), and
+``bit_views``/``foreign`` (torch, ml_dtypes and DLPack arrays in; codes out as theirs).
 
 >>> encode([1.0625, 1.1875, 464.0, 1000.0], "e4m3")
 array([ 56,  58, 126, 127], dtype=uint8)
@@ -26,8 +27,10 @@ from .conventions import like
 from .decoder import decode
 from .encoder import encode
 from .explainer import explain
+from .foreign import to_ml_dtypes, to_torch
 from .odd import integers_to_float64
 from .options import OVERFLOW_MODES, ROUNDING_MODES
 from .quantizer import quantize
 
-__all__ = ["encode", "decode", "quantize", "explain", "like", "ROUNDING_MODES", "OVERFLOW_MODES", "integers_to_float64"]
+__all__ = ["encode", "decode", "quantize", "explain", "like", "to_ml_dtypes", "to_torch", "ROUNDING_MODES",
+           "OVERFLOW_MODES", "integers_to_float64"]

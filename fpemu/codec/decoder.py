@@ -10,6 +10,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .inputs import _chunks
 from ..parallel import run_pieces
+from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
 from .kernel import _decode_generic, _is_fp32_prefix
 
@@ -51,6 +52,13 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
                          f"{fmt.mantissa_bits} mantissa bits): decode to float64")
     if is_dask(codes):  # block by block
         return blockwise(codes, lambda c, _, __: decode(c, fmt, dtype=dtype, workers=workers or 1), dtype)
+    coded = foreign_codes(codes)  # a torch or ml_dtypes array of a low-precision format
+    if coded is not None:
+        codes, held = coded
+        if held != fmt:
+            raise ValueError(f"these are {held.name} codes (a {held.name} array), not {fmt.name}")
+    elif is_torch(codes):
+        codes = codes.detach().cpu().numpy()
     arr = _as_codes(codes, fmt)
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=dtype)

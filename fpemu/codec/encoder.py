@@ -14,6 +14,7 @@ import numpy as np
 from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .dask_arrays import blockwise, is_dask
+from .foreign import as_numpy
 from .inputs import _as_real_array
 from .odd import integers_to_float64
 from .options import STOCHASTIC_WITH_BITS, _Options, _options
@@ -99,6 +100,7 @@ def encode(
     opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
     if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
         raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
+    x = as_numpy(x)  # torch tensors, DLPack objects
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
         return _encode_dask(x, fmt, opts, rng, random_bits, workers)
     arr = _as_real_array(x)

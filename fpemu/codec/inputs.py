@@ -18,13 +18,13 @@ def _as_real_array(x: Any) -> np.ndarray:
     kind = arr.dtype.kind
     if kind in "fiu" and not arr.dtype.isnative:  # big-endian data: compute in native order
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    if kind == "f":
-        if arr.dtype.itemsize > 8:
-            raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
+    if kind == "f" and arr.dtype in (np.float16, np.float32, np.float64):
         return arr
+    if kind == "f" and arr.dtype.itemsize > 8:
+        raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
     if kind in "iu":
         return arr
-    if kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
+    if kind in "fV" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
         # ml_dtypes' narrow floats (bfloat16, float8_*, ...) all widen to float32 exactly.
         try:
             return arr.astype(np.float32)

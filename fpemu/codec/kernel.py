@@ -133,16 +133,8 @@ def _decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
         negative = (codes & _U64(fmt.sign_mask)) != 0
         mag = codes & _U64(fmt.top_code)
     efield = (mag >> _U64(M)).astype(np.int64)
-    frac = (mag & _U64((1 << M) - 1)).astype(np.float64)
-    if fmt.subnormals:
-        is_sub = efield == 0
-        significand = np.where(is_sub, frac, frac + 2.0**M)
-        exponent = np.where(is_sub, fmt.emin, efield - fmt.bias) - M
-    else:
-        significand = frac + 2.0**M
-        exponent = efield - fmt.bias - M
-    with np.errstate(over="ignore"):  # only the Inf/NaN codes, replaced below, can overflow
-        values = np.ldexp(significand, exponent.astype(np.int32))
+    frac = mag & _U64((1 << M) - 1)
+    values = fmt.magnitudes(mag)  # the Inf/NaN codes, replaced below, may read as anything
     values = np.where(negative, -values, values)
     if fmt.has_inf:
         values = np.where(mag == fmt.inf_code, np.where(negative, -np.inf, np.inf), values)

@@ -13,6 +13,7 @@ from .encoder import encode
 from .inputs import _CHUNK, _as_real_array, _chunks
 from ..parallel import run_pieces
 from .dask_arrays import is_dask
+from .foreign import as_numpy
 from .kernel import _decode_generic, _encode_generic, _raise_nan
 from .options import ROUNDING_MODES, _Options, _options
 
@@ -40,6 +41,7 @@ def quantize(
     array([1.015625e-01, 4.480000e+02])
     """
     fmt = get_format(fmt)
+    x = as_numpy(x)  # torch tensors, DLPack objects
     arr = x if is_dask(x) else _as_real_array(x)
     dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):

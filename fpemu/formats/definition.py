@@ -159,11 +159,48 @@ class Format:
         >>> Format("e2m1", 2, 1, 1, inf="none", nan="none").magnitude(5)
         3.0
         """
+        return float(self.magnitudes(np.array([k]))[0])
+
+    def magnitudes(self, k: np.ndarray) -> np.ndarray:
+        """float64 values of an array of magnitude codes read as finite numbers (the exponent
+        unbounded above: codes past the largest finite one give the values an endless format
+        would have, up to float64's range)."""
         M = self.mantissa_bits
-        field, frac = k >> M, k & ((1 << M) - 1)
-        if self.subnormals and field == 0:
-            return float(np.ldexp(float(frac), self.emin - M))
-        return float(np.ldexp(float((1 << M) | frac), field - self.bias - M))
+        k = np.asarray(k).astype(np.uint64)
+        field = (k >> np.uint64(M)).astype(np.int64)
+        frac = (k & np.uint64((1 << M) - 1)).astype(np.float64)
+        sub = (field == 0) if self.subnormals else np.zeros(field.shape, bool)
+        significand = np.where(sub, frac, frac + 2.0**M)
+        exponent = np.where(sub, self.emin, field - self.bias) - M
+        with np.errstate(over="ignore"):  # past float64's range: Inf (only beyond the format)
+            return np.ldexp(significand, exponent.astype(np.int32))
+
+    def codes(self) -> np.ndarray:
+        """Every code in order (in its container), formats of at most 16 bits.
+
+        >>> Format("e2m1", 2, 1, 1, inf="none", nan="none").codes().tolist()[:4]
+        [0, 1, 2, 3]
+        """
+        self._check_enumerable("codes")
+        return (np.arange(self.num_codes, dtype=np.uint64) << np.uint64(self.code_shift)).astype(self.code_dtype)
+
+    def values(self) -> np.ndarray:
+        """Every finite value, ascending, each once (zero once), as float64; formats of at most
+        16 bits.
+
+        >>> Format("e2m1", 2, 1, 1, inf="none", nan="none").values().tolist()
+        [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+        """
+        self._check_enumerable("values")
+        positive = self.magnitudes(np.arange(self.max_code + 1))
+        negative = -positive[::-1] if self.signed else positive[:0]
+        if self.twos_complement:
+            negative = np.concatenate([[-self.magnitude(self.max_code + 1)], negative])
+        return np.unique(np.concatenate([negative, positive]) + 0.0)  # + 0.0: -0 is 0
+
+    def _check_enumerable(self, what: str) -> None:
+        if self.bits > 16:
+            raise ValueError(f"{what}() lists formats of at most 16 bits; {self.name} has {self.bits}")
 
     @property
     def emin(self) -> int:
