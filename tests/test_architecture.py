@@ -21,11 +21,11 @@ LAYERS = [
     {"formats"},
     {"codec"},
     {"tables"},
-    {"mx"},
+    {"mx", "scaling"},
     {"accumulator"},
     {"train"},
     {"cases", "backends"},
-    {"crosscheck", "fit", "probe", "vectors", "teach"},
+    {"crosscheck", "fit", "probe", "vectors", "teach", "testing"},
     {"cli", "__main__", ""},  # "": the package's own __init__
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -1,0 +1,138 @@
+"""Scaled casts: a tensor cast to FP8 (or any format) with a scale per tensor, row, column or
+tile, as TransformerEngine's FP8 recipes and ``torch._scaled_mm`` use them.
+
+The scale is computed in float32 as TransformerEngine does (SPEC section 6): ``scale =
+(fmt.max / amax) / 2**margin``; an amax that is zero, Inf or NaN gives scale 1, an infinite
+scale becomes FLT_MAX; ``power_of_two`` rounds the scale down to a power of two (exact
+dequantization). The cast is ``encode(fp32(x * scale), fmt)`` with saturation, and
+``scale_inv = fp32(1 / scale)`` is what a GEMM multiplies back (``torch._scaled_mm``'s
+``scale_a``/``scale_b``). Granularity: per tensor, per row (``"row"``: over the last axis),
+per column (``"column"``: over the first), or per tile, e.g. ``(1, 128)`` for DeepSeek-V3's
+activations and ``(128, 128)`` for its weights.
+
+>>> t = scaled_cast(np.array([[1.0, -3.0], [100.0, 0.5]]), "e4m3")
+>>> float(t.scale), t.dequantize().tolist()
+(4.480000019073486, [[1.0044642686843872, -2.9017856121063232], [100.0, 0.5022321343421936]])
+>>> scaled_cast(np.array([[1.0, -3.0], [100.0, 0.5]]), "e4m3", granularity="row").scale.ravel().tolist()
+[149.3333282470703, 4.480000019073486]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .codec import decode, encode
+from .formats import Format, get_format
+
+__all__ = ["ScaledTensor", "scaled_cast"]
+
+_F32 = np.float32
+_FLT_MAX = np.finfo(np.float32).max
+
+
+@dataclass(frozen=True, eq=False)
+class ScaledTensor:
+    """Codes of ``format`` with the float32 ``scale`` they were multiplied by (one per group,
+    shaped to broadcast against the codes) and its inverse ``scale_inv``."""
+
+    codes: np.ndarray
+    scale: np.ndarray
+    scale_inv: np.ndarray
+    format: Format
+    granularity: Any
+
+    def dequantize(self) -> np.ndarray:
+        """float32 values: decode(codes) * scale_inv."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return decode(self.codes, self.format, dtype=np.float32) * self.scale_inv
+
+
+def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = None, margin: int = 0,
+                granularity: Any = "tensor", power_of_two: bool = False, rounding: str = "nearest_even",
+                rng: Any = None) -> ScaledTensor:
+    """Cast x to fmt with a scale per tensor, row, column or tile (see the module docstring).
+
+    Args:
+        scale: the scale to use (delayed scaling: computed from an amax history), one per group.
+        amax: the amax to compute the scale from (default: max |x| of each group, NaN ignored).
+        margin: TransformerEngine's margin: the scale is divided by 2**margin.
+        granularity: ``"tensor"``, ``"row"``, ``"column"`` or a tile shape ``(rows, cols)``.
+        power_of_two: round each scale down to a power of two.
+        rounding, rng: the element rounding (stochastic rounding for gradients).
+    """
+    fmt = get_format(fmt)
+    x32 = np.asarray(x, dtype=np.float32)
+    groups = _groups(x32.shape, granularity)
+    if scale is None:
+        if amax is None:
+            amax = _group_amax(x32, groups)
+        scale = _scale_from_amax(np.asarray(amax, dtype=np.float32), _F32(fmt.max), margin)
+    scale = np.asarray(scale, dtype=np.float32)
+    if granularity == "tensor":
+        scale = scale.reshape(())  # one scale for the whole tensor
+    if power_of_two:
+        scale = np.ldexp(_F32(1), np.frexp(scale)[1] - 1).astype(np.float32)
+    if np.any(~np.isfinite(scale) | (scale <= 0)):
+        raise ValueError("scales must be finite and > 0")
+    full = _expand(scale, groups, x32.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = x32 * full  # float32, as the recipes compute it
+        inv = (_F32(1) / scale).astype(np.float32)
+    codes = encode(scaled, fmt, rounding=rounding, overflow="saturate", rng=rng,
+                   nan=None if fmt.has_nan else "zero")
+    return ScaledTensor(codes, scale, _expand(inv, groups, x32.shape, keep=True), fmt, granularity)
+
+
+def _scale_from_amax(amax: np.ndarray, fmt_max: np.float32, margin: int) -> np.ndarray:
+    """TransformerEngine's rule in float32: (max / amax) / 2**margin; 1 where amax is 0, Inf or
+    NaN; FLT_MAX where the quotient overflows."""
+    good = np.isfinite(amax) & (amax > 0)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        s = (fmt_max / np.where(good, amax, _F32(1))) / _F32(2.0**margin)
+    s = np.where(good, s, _F32(1))
+    return np.where(np.isinf(s), _FLT_MAX, s).astype(np.float32)
+
+
+def _groups(shape: tuple, granularity: Any) -> tuple[int, ...]:
+    """The group shape: the extent of one scale along each axis."""
+    if granularity == "tensor":
+        return tuple(shape)
+    if len(shape) < 1:
+        raise ValueError("per-row, per-column and tile scaling need an array")
+    if granularity == "row":
+        return (1,) * (len(shape) - 1) + (shape[-1],)
+    if granularity == "column":
+        return (shape[0],) + (1,) * (len(shape) - 1)
+    tile = tuple(granularity) if isinstance(granularity, (tuple, list)) else None
+    if tile is None or len(tile) != 2 or len(shape) != 2 or not all(isinstance(t, int) and t >= 1 for t in tile):
+        raise ValueError(f"granularity must be 'tensor', 'row', 'column' or a tile (rows, cols) of a "
+                         f"2-D array, got {granularity!r}")
+    return tile
+
+
+def _group_amax(x: np.ndarray, groups: tuple[int, ...]) -> np.ndarray:
+    """max |x| over each group (NaN ignored), one per group."""
+    a = np.where(np.isnan(x), 0, np.abs(x))
+    for axis, g in enumerate(groups):
+        n = -(-x.shape[axis] // g)
+        pad = n * g - x.shape[axis]
+        if pad:
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = (0, pad)
+            a = np.pad(a, widths)
+        a = a.reshape(a.shape[:axis] + (n, g) + a.shape[axis + 1:]).max(axis=axis + 1)
+    return a
+
+
+def _expand(per_group: np.ndarray, groups: tuple[int, ...], shape: tuple, keep: bool = False) -> np.ndarray:
+    """Per-group values repeated over each group to the array's shape (keep: as given)."""
+    out = np.asarray(per_group, dtype=np.float32)
+    if keep and out.ndim == 0:
+        return out
+    out = np.broadcast_to(out, tuple(-(-s // g) for s, g in zip(shape, groups))) if out.ndim == 0 else out
+    for axis, g in enumerate(groups):
+        out = np.repeat(out, g, axis=axis)
+    return out[tuple(slice(0, s) for s in shape)]
