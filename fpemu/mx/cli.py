@@ -13,6 +13,7 @@ import numpy as np
 
 from ..codec import decode
 from .array import BlockArray
+from .conventions import CONVENTION_NAMES
 from .formats import BLOCK_FORMATS
 from .inputs import _as_float_array
 from .mx_scales import SCALE_ROUNDINGS
@@ -170,6 +171,7 @@ def cmd_mx(args: argparse.Namespace) -> int:
         scale_rounding=args.scale_rounding,
         inf=args.inf,
         variant=args.variant,
+        convention=args.convention,
     )
     print(describe(q, x))
     return 0
@@ -188,9 +190,11 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--format", "-f", default="mxfp8_e4m3", help=f"one of {', '.join(BLOCK_FORMATS)}")
     p.add_argument("--block-size", "-b", type=int, default=None,
                    help="elements per block (1 .. 2**31; default: the format's)")
-    p.add_argument("--scale-rounding", "-s", default="floor", choices=SCALE_ROUNDINGS,
-                   help="MX scale rule (default floor, the OCP rule)")
-    p.add_argument("--inf", default="nan", choices=("nan", "saturate"),
-                   help="scale of an MX block holding Inf: 0xFF (nan) or 0xFE (saturate)")
+    p.add_argument("--scale-rounding", "-s", default=None, choices=SCALE_ROUNDINGS,
+                   help="MX scale rule (default floor, the OCP rule, or the convention's own)")
+    p.add_argument("--inf", default=None, choices=("nan", "saturate"),
+                   help="scale of an MX block holding Inf: 0xFF (nan, the default) or 0xFE (saturate)")
+    p.add_argument("--convention", "-c", default=None, choices=CONVENTION_NAMES,
+                   help="reproduce a library's MX rule (default: the OCP spec; see docs/mx.md)")
     p.add_argument("--variant", default="te", choices=("te", "torchao"), help="NVFP4 arithmetic")
     p.set_defaults(func=cmd_mx)

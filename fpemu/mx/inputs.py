@@ -60,15 +60,16 @@ def _as_float_array(x: Any) -> np.ndarray:
     raise TypeError(f"cannot quantize {arr.dtype} input: pass real numbers (a float or integer array)")
 
 
-def _float32_for_nvfp4(arr: np.ndarray) -> np.ndarray:
-    """NVFP4's recipes compute in float32: float64 input is rounded to float32 (RNE), and a
-    finite value that would become Inf is refused rather than quantized as if it were Inf."""
+def _float32_input(arr: np.ndarray, who: str = "nvfp4") -> np.ndarray:
+    """For NVFP4's recipes and the libraries' MX conventions, which compute in float32:
+    float64 input is rounded to float32 (RNE), and a finite value that would become Inf is
+    refused rather than quantized as if it were Inf."""
     if arr.dtype == np.float64:
         too_big = np.isfinite(arr) & (np.abs(arr) >= 2.0**128 - 2.0**103)  # RNE -> Inf from here
         if too_big.any():
             example = float(arr[too_big].reshape(-1)[0])
             raise ValueError(
-                f"nvfp4 computes in float32, and {int(too_big.sum())} finite input value(s) such "
+                f"{who} computes in float32, and {int(too_big.sum())} finite input value(s) such "
                 f"as {example:g} lie beyond float32's range (max 3.4028235e+38): scale the input "
                 "down (or clip it) first"
             )

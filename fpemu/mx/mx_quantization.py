@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..parallel import run_each
+from .conventions import MXRule
 from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
 from .formats import BlockFormat
 from .inputs import _stochastic_positions
@@ -25,19 +26,39 @@ from .mx_scales import _amax_bits, _mx_scale_codes, _pow2_from_e8m0
 
 
 # ---- quantize -------------------------------------------------------------------------------
+#: Element multipliers libraries use instead of 1/scale for scale codes 0 and 0xFE.
+_CODE0 = {"one": 1.0, "min_normal": 2.0**126}
+_CODE254 = {"zero": 0.0}
+_CUDA_NAN = 0x7F  # CUDA's float32 -> FP8 conversions give every NaN this code (E4M3 and E5M2)
+
+
+def _library_multipliers(inv: np.ndarray, scales: np.ndarray, rule: MXRule) -> None:
+    """Replace the exact 1/scale of codes 0 and 0xFE by the rule's multipliers (in place)."""
+    if rule.code0 in _CODE0:
+        inv[scales == 0] = _CODE0[rule.code0]
+    if rule.code254 in _CODE254:
+        inv[scales == 254] = _CODE254[rule.code254]
+
+
 def _quantize_mx_rows(
-    rows: np.ndarray, bf: BlockFormat, scale_rounding: str, inf: str, rounding: str, key: Any,
+    rows: np.ndarray, bf: BlockFormat, rule: MXRule, rounding: str, key: Any,
     out: np.ndarray, positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
-    scales = _mx_scale_codes(_amax_bits(rows), rows.dtype, bf, scale_rounding, inf)
+    amax = _amax_bits(rows, skip_nan=rule.nan == "ignore")
+    scales = _mx_scale_codes(amax, rows.dtype, bf, rule.scale, rule.inf)
     nan_blocks = scales == 255
     inv = _pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
+    if not rule.is_spec:
+        _library_multipliers(inv, scales, rule)
     with np.errstate(over="ignore", invalid="ignore"):
         y = rows * inv[:, None]  # exact down to the working precision's subnormals
     if rounding in _TINY_MATTERS:
         _restore_underflow(y, rows)
+    nan_elements = np.isnan(y) if rule.nan == "ignore" else None
     out[...] = _encode_elements(y, bf, rounding, key, positions)
+    if nan_elements is not None:
+        out[nan_elements] = _CUDA_NAN
     if nan_blocks.any():
         out[nan_blocks] = _nan_fill(bf)
     return scales
@@ -45,7 +66,7 @@ def _quantize_mx_rows(
 
 def _quantize_mx(
     arr: np.ndarray, bf: BlockFormat, axes: tuple[int, ...], block: tuple[int, ...],
-    scale_rounding: str, inf: str, rounding: str, rng: Any, workers: int | None = None,
+    rule: MXRule, rounding: str, rng: Any, workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(codes, scales) in the input's layout, region by region, chunk by chunk."""
     xm = _moved(arr, axes)
@@ -60,7 +81,7 @@ def _quantize_mx(
         out, scratch = _output_rows(codes_m, r)
         scales = np.empty(rows.shape[0], np.uint8)
         def chunk(sl: slice, rows=rows, out=out, scales=scales, pos=pos) -> None:
-            scales[sl] = _quantize_mx_rows(rows[sl], bf, scale_rounding, inf, rounding, key, out[sl],
+            scales[sl] = _quantize_mx_rows(rows[sl], bf, rule, rounding, key, out[sl],
                                            None if pos is None else pos[sl])
 
         run_each(chunk, _row_chunks(*rows.shape), workers)

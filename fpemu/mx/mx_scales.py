@@ -2,10 +2,13 @@
 
 Scale codes are computed with integer operations on the IEEE bit patterns; the reciprocal
 scale is a power of two built from bits, so the division by a scale is an exact
-multiplication.
+multiplication. torchao's eager RCEIL (``rceil_log2``), whose float32 log2 rounds to an
+integer just above a power of two, is a table of how far above each power that happens.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -21,11 +24,15 @@ _F64_INF_BITS = np.uint64(0x7FF0000000000000)
 
 
 # ---- MX scales ----------------------------------------------------------------------------------
-def _amax_bits(xb: np.ndarray) -> np.ndarray:
-    """Per-block max |x| as an unsigned bit pattern (one integer reduction; NaN patterns win)."""
+def _amax_bits(xb: np.ndarray, skip_nan: bool = False) -> np.ndarray:
+    """Per-block max |x| as an unsigned bit pattern (one integer reduction; NaN patterns win,
+    or with ``skip_nan`` are left out, as CUDA's fmaxf leaves them)."""
     utype, mbits, _ = _BITS[xb.dtype]
     sign_off = utype(np.iinfo(utype).max >> 1)
     mag = np.bitwise_and(xb.view(utype), sign_off)
+    if skip_nan:
+        inf_bits = utype(sign_off ^ ((1 << mbits) - 1))
+        mag[mag > inf_bits] = 0  # mag is a fresh array
     return mag.max(axis=-1) if mag.shape[-1] else np.zeros(mag.shape[:-1], utype)
 
 
@@ -64,6 +71,47 @@ def _rn32_product(a: np.ndarray, c: float) -> np.ndarray:
         return _round_to_odd_sum(head * c, (a - head) * c).astype(np.float32)
 
 
+def _log2_slack() -> tuple[np.ndarray, int]:
+    """How far above 2**k a float32 d may lie and still have log2(d), rounded to float32
+    (RNE, as torch's CPU log2 does), equal k: for each exponent field E = k + 127 the largest
+    mantissa M (d = 2**k * (1 + M * 2**-23)) that does, and for subnormal d (k = -127, 22
+    fraction bits) the largest M - 2**22. log2(d) - k = log2(1 + f) rounds to k while it stays
+    below h, half the gap between k and the next float32 above it, so f < 2**h - 1 (never
+    equal: log2 of such d is irrational). The bounds are small integers (at most 22) far
+    from a rounding boundary, so float64 computes them exactly."""
+    def half_gap(k: int) -> float:
+        a = abs(k)
+        binade = a.bit_length() - 1  # floats just above k lie in |k|'s binade, or (k = -2**j)
+        step = binade - 23 - (1 if k < 0 and a == 1 << binade else 0)  # the one below it
+        return 2.0 ** (step - 1)
+
+    table = np.zeros(256, np.uint32)
+    for e in range(1, 255):
+        k = e - 127
+        if k:
+            table[e] = math.floor(math.expm1(half_gap(k) * math.log(2.0)) * 2.0**23)
+    return table, math.floor(math.expm1(half_gap(-127) * math.log(2.0)) * 2.0**22)
+
+
+_LOG2_SLACK, _LOG2_SLACK_SUBNORMAL = _log2_slack()
+
+
+def _rceil_log2_exponent(bits: np.ndarray, bf: BlockFormat) -> np.ndarray:
+    """torchao's eager RCEIL: ceil(log2(fp32(amax / max_elem))) with torch's float32 log2,
+    which is one low where d lies just above a power of two (``_log2_slack``). The float64
+    quotient rounded to float32 is torch's float32 division: max_elem's odd part is 3, 7 or
+    15, so an inexact quotient of a float32 amax lies at least 1/30 of a float32 step from a
+    rounding boundary, far beyond float64's error."""
+    with np.errstate(under="ignore"):
+        d = (bits.view(np.float64) / bf.max_value).astype(np.float32)
+    dbits = d.view(np.uint32)
+    efield, mant = dbits >> np.uint32(23), dbits & np.uint32(0x7FFFFF)
+    low = np.where(efield == 0,
+                   (mant > np.uint32(0x400000)) & (mant - np.uint32(0x400000) <= _LOG2_SLACK_SUBNORMAL),
+                   (mant != 0) & (mant <= _LOG2_SLACK[efield]))
+    return _ceil_log2_bits(dbits, np.float32) - low + bf.emax
+
+
 def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> np.ndarray:
     """log2 of the unclamped scale plus emax, per block, from finite float64 amax patterns."""
     if scale_rounding == "floor":
@@ -82,6 +130,8 @@ def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> n
         c = float(np.float32(1) / np.float32(bf.max_value))
         v = _rn32_product(bits.view(np.float64), c)
         return _ceil_log2_bits(v.view(np.uint32), np.float32) + bf.emax
+    if scale_rounding == "rceil_log2":
+        return _rceil_log2_exponent(bits, bf)
     raise ValueError(
         f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
     )
@@ -90,7 +140,9 @@ def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> n
 def _mx_scale_codes(
     amax_bits: np.ndarray, dtype: np.dtype, bf: BlockFormat, scale_rounding: str, inf: str
 ) -> np.ndarray:
-    """E8M0 scale code of each block from the bit pattern of its amax."""
+    """E8M0 scale code of each block from the bit pattern of its amax. A block holding Inf
+    (and no NaN) gets 0xFF (``inf="nan"``), 0xFE (``"saturate"``) or the code read off Inf's
+    exponent field, ``255 - emax`` (``"exponent"``, torchao); a NaN amax 0xFF."""
     bits = _as_float64_bits(amax_bits, dtype)
     finite = np.minimum(bits, _F64_INF_BITS - np.uint64(1))  # keep the arithmetic finite
     e = _scale_exponent(finite, bf, scale_rounding)
@@ -98,7 +150,7 @@ def _mx_scale_codes(
     codes[bits == 0] = 0
     nonfinite = bits >= _F64_INF_BITS
     if nonfinite.any():
-        codes[nonfinite] = 0xFE if inf == "saturate" else 0xFF
+        codes[nonfinite] = {"saturate": 0xFE, "exponent": 255 - bf.emax}.get(inf, 0xFF)
         codes[bits > _F64_INF_BITS] = 0xFF
     return codes
 

@@ -12,7 +12,7 @@ from ..parallel import run_each
 from .array import BlockArray
 from .elements import _encode_elements
 from .formats import BlockFormat
-from .inputs import _float32_for_nvfp4, _stochastic_positions
+from .inputs import _float32_input, _stochastic_positions
 from .layout import (
     _moved,
     _nblocks,
@@ -61,7 +61,7 @@ def _quantize_nvfp4(
     if variant not in ("te", "torchao"):
         raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
     given = None if global_amax is None else _global_amax_argument(global_amax)
-    xm = _moved(_float32_for_nvfp4(arr), axes)
+    xm = _moved(_float32_input(arr), axes)
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
     regions = _regions(lengths, block)
     rows = [_region_rows(xm, r) for r in regions]

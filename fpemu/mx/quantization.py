@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from .array import BlockArray
+from .conventions import mx_rule
 from .formats import BlockFormat, get_block_format
-from .inputs import _as_float_array, _canonical_rounding
+from .inputs import _as_float_array, _canonical_rounding, _float32_input
 from .layout import _normalize_layout
 from .mx_quantization import _quantize_mx
-from .mx_scales import SCALE_ROUNDINGS
 from .nvfp4_quantization import _quantize_nvfp4
 
 
@@ -22,13 +22,14 @@ def quantize(
     *,
     axis: int | tuple[int, int] | None = None,
     block_size: int | tuple[int, int] | None = None,
-    scale_rounding: str = "floor",
+    scale_rounding: str | None = None,
     rounding: str = "nearest_even",
     rng: int | np.random.Generator | None = None,
-    inf: str = "nan",
+    inf: str | None = None,
     variant: str = "te",
     global_amax: float | None = None,
     workers: int | None = None,
+    convention: str | None = None,
 ) -> BlockArray:
     """Quantize ``x`` into a block format.
 
@@ -41,20 +42,26 @@ def quantize(
         axis: the block axis (default -1); for 2-D tiles a pair (default ``(-2, -1)``).
         block_size: elements per block (default 32 for MX, 16 for NVFP4), or a pair such as
             ``(16, 16)`` for 2-D tiles (TransformerEngine's NVFP4 weight tiles); 1 .. 2**31.
-        scale_rounding: MX scale rule: ``floor`` (OCP), ``rceil`` (NVIDIA), ``ceil`` or
-            ``even`` (torchao). NVFP4 has its own rule (``variant``).
+        scale_rounding: MX scale rule: ``floor`` (OCP, the default), ``rceil`` (NVIDIA),
+            ``ceil`` or ``even`` (torchao). NVFP4 has its own rule (``variant``).
         rounding: element rounding, any mode of :func:`fpemu.encode` (default RNE, the OCP
             rule; NVFP4 gradients use ``"stochastic"`` with ``rng``), for every format:
             MXINT8 with ``"nearest_away"`` is microxcaling's default (``round="nearest"``).
         rng: seed or ``np.random.Generator`` for stochastic rounding.
-        inf: MX block containing +-Inf (and no NaN): ``"nan"`` gives scale 0xFF (the spec,
-            torchao), ``"saturate"`` gives 0xFE with the Inf elements at +-max
-            (TransformerEngine).
+        inf: MX block containing +-Inf (and no NaN): ``"nan"`` (the default) gives scale 0xFF
+            (the spec, microxcaling), ``"saturate"`` gives 0xFE with the Inf elements at +-max
+            (TransformerEngine, torchao RCEIL).
         variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``.
         global_amax: NVFP4: use this tensor amax (a finite number > 0) instead of max |x|
             (a calibrated or delayed amax).
         workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
             the codes are the same for every number (stochastic rounding included).
+        convention: MX only: reproduce a library's rule, departures from the spec included:
+            ``"torchao-0.18"`` (eager ``to_mx``, any ``scale_rounding`` it offers),
+            ``"torchao-0.18-triton"``, ``"transformer-engine-2.12"`` (2.6 to 2.12) or
+            ``"transformer-engine-2.13"`` (2.13 and later); None or ``"ocp"``: the OCP MX
+            spec. A library computes in float32 with RNE elements: float64 and integer input
+            is rounded to float32 first, and ``inf``/``rounding`` are fixed (see docs/mx.md).
 
     Returns:
         a :class:`BlockArray`.
@@ -62,6 +69,9 @@ def quantize(
     >>> q = quantize([100.0, -37.0, 5.0] + [0.0] * 13 + [0.001, -0.0004] + [0.0] * 14, "nvfp4")
     >>> q.scales.tolist(), q.codes[:3].tolist(), q.codes[16:18].tolist()
     ([126, 2], [7, 12, 1], [7, 13])
+    >>> r = quantize([2.0**-120], "mxfp8_e4m3", convention="torchao-0.18")  # divides by 2**-126
+    >>> r.scales.tolist(), r.codes.tolist(), r.dequantize().tolist()
+    ([0], [104], [3.76158192263132e-37])
     """
     bf = get_block_format(fmt)
     raw = np.asarray(x)
@@ -70,17 +80,20 @@ def quantize(
         raise ValueError("quantize needs an array of at least one dimension")
     axes, block = _normalize_layout(arr.ndim, axis, block_size, bf)
     rounding = _canonical_rounding(rounding)
-    if inf not in ("nan", "saturate"):
-        raise ValueError(f"inf must be 'nan' or 'saturate', got {inf!r}")
     if bf.is_nvfp4:
-        if scale_rounding != "floor":
+        if scale_rounding not in (None, "floor"):
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
-        if inf != "nan":
+        if inf not in (None, "nan"):
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
+        if convention is not None:
+            raise ValueError("convention= applies to MX formats; NVFP4 follows variant= ('te' or 'torchao')")
         return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
-    _check_mx_options(raw, arr, scale_rounding, variant, global_amax)
+    rule, scale_rounding = mx_rule(convention, scale_rounding, inf, rounding, bf.name)
+    if convention not in (None, "ocp"):
+        raw = arr = _float32_input(arr, f"convention {convention!r}")
+    _check_mx_options(raw, arr, rule.scale, variant, global_amax)
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
-        codes, scales = _quantize_mx(arr, bf, axes, block, scale_rounding, inf, rounding, rng, workers)
+        codes, scales = _quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
     return BlockArray(
         codes=codes,
         scales=scales,
@@ -95,10 +108,6 @@ def _check_mx_options(
     raw: np.ndarray, arr: np.ndarray, scale_rounding: str, variant: str, global_amax: Any,
 ) -> None:
     """Refuse MX options that do not apply or that fpemu cannot honour exactly."""
-    if scale_rounding not in SCALE_ROUNDINGS:
-        raise ValueError(
-            f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
-        )
     if global_amax is not None or variant != "te":
         raise ValueError("global_amax and variant apply to NVFP4 only")
     if scale_rounding == "rceil" and raw.dtype.kind in "iu" and arr.size:
