@@ -15,36 +15,69 @@ Negative numbers are values, not options: ``fpemu show -3e-5 -f e4m3`` works.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import sys
 from typing import Callable, NoReturn, Sequence
 
 from . import codec
+from .codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
 from .errors import RunError
+from .version import __version__
+
+# The choices the core commands list in --help (rounding modes without their aliases; the
+# overflow rules with P3109's names).
+_ROUNDINGS = sorted(set(codec.ROUNDING_MODES.values()))
+_OVERFLOWS = list(OVERFLOW_MODES) + list(OVERFLOW_ALIASES)
+_NANS = list(_NAN_POLICIES_WITH_NAN) + list(_NAN_POLICIES_WITHOUT_NAN)
 
 
 # ---- core commands (issue 2) ----------------------------------------------------------------
 def cmd_formats(args: argparse.Namespace) -> int:
     """Print the table of every registered format."""
+    from .formats import FORMATS
     from .tables import format_table
 
-    print(format_table(markdown=args.markdown))
+    if args.json:
+        print(json.dumps([_format_record(f) for f in FORMATS.values()], indent=1))
+    else:
+        print(format_table(markdown=args.markdown))
     return 0
+
+
+def _number(v: float) -> float | str:
+    """A float as JSON allows it: Inf and NaN as text."""
+    v = float(v)
+    return v if math.isfinite(v) else str(v)
+
+
+def _format_record(fmt) -> dict:
+    fields = {k: getattr(fmt, k) for k in ("name", "exponent_bits", "mantissa_bits", "bias", "signed", "inf",
+                                            "nan", "subnormals", "container_bits", "twos_complement")}
+    derived = {k: _number(getattr(fmt, k)) for k in ("max", "min_normal", "min_subnormal", "eps")}
+    return fields | {"bits": fmt.bits} | derived
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Explain how one value is encoded."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
-    text = codec.explain(
-        _parse_value(args.value),
-        args.format,
-        rounding=args.rounding,
-        overflow=args.overflow,
-        nan=args.nan,
-        color=color,
-    )
-    print(text)
+    x = _parse_value(args.value)
+    options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan)
+    text = codec.explain(x, args.format, color=color and not args.json, **options)
+    if args.json:
+        from .formats import get_format
+
+        fmt = get_format(args.format)
+        code = int(codec.encode([x], fmt, **options)[0])
+        value = float(codec.decode([code], fmt)[0])
+        record = {"input": _number(x), "format": fmt.name, **{k: v for k, v in options.items()},
+                  "code": code, "code_hex": f"0x{code:X}", "value": _number(value),
+                  "explanation": text.splitlines()}
+        print(json.dumps(record, indent=1))
+    else:
+        print(text)
     return 0
 
 
@@ -52,7 +85,13 @@ def cmd_table(args: argparse.Namespace) -> int:
     """Print every code of a format of at most 8 bits."""
     from .tables import code_table
 
-    print(code_table(args.format))
+    text = code_table(args.format)
+    if args.json:
+        rows = [line.split() for line in text.splitlines()[2:]]
+        print(json.dumps([{"code": int(r[0], 16), "bits": " ".join(r[1:-2]), "value": _number(float(r[-2])),
+                           "class": r[-1]} for r in rows], indent=1))
+    else:
+        print(text)
     return 0
 
 
@@ -103,21 +142,30 @@ def build_parser() -> ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    parser.add_argument("--version", action="version", version=f"fpemu {__version__}")
+
     p = sub.add_parser("formats", help="table of every format (bits, bias, range, Inf/NaN)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", action="store_true", help="print the formats as JSON")
     p.set_defaults(func=cmd_formats)
 
     p = sub.add_parser("show", help="explain how one value is encoded in a format")
     p.add_argument("value", help="a number: 1.5, -3e-5, -inf, nan, 0x1.8p3 or 1/3")
     p.add_argument("--format", "-f", required=True, help="format name, e.g. e4m3")
-    p.add_argument("--rounding", "-r", default="nearest_even", help="rounding mode (default RNE)")
-    p.add_argument("--overflow", "-o", default=None, help="saturate, inf or nan (default: the format's)")
-    p.add_argument("--nan", default=None, help="NaN policy for formats without NaN: raise, zero, ml_dtypes")
+    p.add_argument("--rounding", "-r", default="nearest_even", choices=sorted(codec.ROUNDING_MODES),
+                   metavar="ROUNDING", help=f"rounding mode: {', '.join(_ROUNDINGS)} (or an alias such as "
+                                            "rne, rz; default nearest_even)")
+    p.add_argument("--overflow", "-o", default=None, choices=_OVERFLOWS, metavar="OVERFLOW",
+                   help=f"overflow rule: {', '.join(_OVERFLOWS)} (default: the format's)")
+    p.add_argument("--nan", default=None, choices=_NANS, metavar="NAN",
+                   help=f"the code of NaN results: {', '.join(_NANS)} (default: sign, or raise without NaN)")
     p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("table", help="every code of a format of at most 8 bits")
     p.add_argument("format", help="format name, e.g. e2m1")
+    p.add_argument("--json", action="store_true", help="print the codes as JSON")
     p.set_defaults(func=cmd_table)
 
     # Further subcommands register themselves here (one block per feature).

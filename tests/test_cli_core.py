@@ -66,7 +66,7 @@ def test_table_lists_every_code(capsys):
         (["show", "1", "-f", "e2m1", "--overflow", "inf"], "has no Inf"),
         (["show", "nan", "-f", "e2m1"], "1 NaN value"),
         (["table", "bf16"], "at most 8 bits"),
-        (["show", "1", "-f", "e4m3", "-r", "banana"], "unknown rounding 'banana'"),
+        (["show", "1", "-f", "e4m3", "-r", "banana"], "invalid choice: 'banana'"),
     ],
 )
 def test_errors_print_one_line_and_exit_2(capsys, argv, message):
@@ -90,3 +90,33 @@ def test_formats_doc_is_fresh():
         capture_output=True, text=True,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_version(capsys):
+    from fpemu import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fpemu {__version__}"
+
+
+def test_json_output_of_the_core_commands(capsys):
+    import json
+
+    assert main(["show", "0.3", "-f", "e4m3", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["code"], record["code_hex"], record["value"]) == (0x2A, "0x2A", 0.3125)
+    assert main(["show", "1e9", "-f", "e4m3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == "nan"  # valid JSON: NaN as text
+    assert main(["table", "e2m1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 16 and rows[15] == {"code": 15, "bits": "1 11 1", "value": -6.0, "class": "normal"}
+    assert main(["formats", "--json"]) == 0
+    formats = {f["name"]: f for f in json.loads(capsys.readouterr().out)}
+    assert formats["e4m3"]["max"] == 448.0 and formats["e8m0"]["subnormals"] is False
+
+
+def test_help_lists_the_choices(capsys):
+    assert main(["show", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name in ("nearest_away", "stochastic_a", "sat_none", "ones_with_sign", "ml_dtypes"):
+        assert name in out

@@ -128,7 +128,7 @@ def test_negative_numbers_in_a_list(capsys):
         (["show", "abc", "-f", "e4m3"], "cannot read 'abc'"),
         (["show", "1/0", "-f", "e4m3"], "cannot read '1/0'"),
         (["show", "nan", "-f", "e2m1"], "NaN"),
-        (["show", "1", "-f", "e4m3", "-r", "sideways"], "unknown rounding"),
+        (["show", "1", "-f", "e4m3", "-r", "sideways"], "invalid choice: 'sideways'"),
         (["show", "1", "-f", "e4m3", "-o", "inf"], "has no Inf"),
         (["table", "fp16"], "at most 8 bits"),
     ],

@@ -24,7 +24,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json)  # before a run of seconds, not after it
     _check_formats_exist(backends, formats)
-    rows = run_crosscheck(backends, formats, args.n, args.seed)
+    rows = run_crosscheck(backends, formats, args.n, args.seed, quiet=args.quiet)
     print(format_table(rows))
     print(f"\n{summary(rows)}")
     if formats:
@@ -60,4 +60,5 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--n", type=int, default=20000, help=f"random cases per cast (default 20000; 0: edge cases only; at most {MAX_RANDOM:,})")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the rows as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_crosscheck)

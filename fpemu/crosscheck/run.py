@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..backends import BACKENDS, Backend
 from ..formats import get_format
+from ..progress import progress
 from .casts import compare_cast, compare_decode
 from .matmul import cpu_matmul_rows, gpu_matmul_rows
 from .table import Row
 
 
-def backend_rows(backend: Backend, formats: Sequence[str] | None = None, n_random: int = 20000, seed: int = 0) -> list[Row]:
-    """Every cross-check row of one (available) backend."""
+def backend_rows(backend: Backend, formats: Sequence[str] | None = None, n_random: int = 20000, seed: int = 0,
+                 step: Callable[[int], None] = lambda n=1: None) -> list[Row]:
+    """Every cross-check row of one (available) backend (``step()`` after each format)."""
     rows = []
     for fmt in backend.dtypes():
         if formats and get_format(fmt).name not in {get_format(f).name for f in formats}:
@@ -34,6 +36,7 @@ def backend_rows(backend: Backend, formats: Sequence[str] | None = None, n_rando
             except (RuntimeError, NotImplementedError) as exc:  # the backend's build lacks it (torch raises these)
                 note = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 rows.append(Row(op, fmt, backend.name, status="unsupported", note=f"{backend.name} raised: {note}"))
+        step(1)
     return rows
 
 
@@ -43,9 +46,10 @@ def run_crosscheck(
     n_random: int = 20000,
     seed: int = 0,
     matmul: bool = True,
+    quiet: bool = True,
 ) -> list[Row]:
     """Run the cross-check for the named backends ("all" = every one); missing backends give
-    one ``skipped`` row each."""
+    one ``skipped`` row each. A progress bar shows on a terminal unless ``quiet``."""
     names = list(BACKENDS) if "all" in backends else list(backends)
     unknown = [n for n in names if n not in BACKENDS]
     if unknown or not names:
@@ -57,17 +61,22 @@ def run_crosscheck(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     rows: list[Row] = []
-    for name in names:
-        backend = BACKENDS[name]()
-        why = backend.missing()
-        if why:
-            rows.append(Row("-", "-", name, status="skipped", note=why))
-            continue
-        rows.extend(backend_rows(backend, formats, n_random, seed))
-        if name == "torch" and matmul:
-            rows.extend(cpu_matmul_rows())
-        if name == "torch-cuda" and matmul:
-            rows.extend(gpu_matmul_rows("cuda"))
+    present = [(name, BACKENDS[name]()) for name in names]
+    total = sum(len(b.dtypes()) + (name in ("torch", "torch-cuda") and matmul) for name, b in present
+                if not b.missing())
+    with progress(total, "crosscheck", enabled=None if not quiet else False) as step:
+        for name, backend in present:
+            why = backend.missing()
+            if why:
+                rows.append(Row("-", "-", name, status="skipped", note=why))
+                continue
+            rows.extend(backend_rows(backend, formats, n_random, seed, step))
+            if name == "torch" and matmul:
+                rows.extend(cpu_matmul_rows())
+                step(1)
+            if name == "torch-cuda" and matmul:
+                rows.extend(gpu_matmul_rows("cuda"))
+                step(1)
     return rows
 
 

@@ -1,0 +1,57 @@
+"""Progress of a long command on stderr: shown only on a terminal (never in a pipe, a log or a
+test), off with ``--quiet``; tqdm draws it where installed (``pip install fpemu[progress]``),
+else one plain line rewritten in place.
+
+>>> with progress(3, "cases", enabled=False) as step:
+...     for _ in range(3):
+...         step()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Callable, Iterator
+
+__all__ = ["progress", "wanted"]
+
+
+def wanted(quiet: bool = False) -> bool:
+    """Whether to show progress: stderr is a terminal and the user did not ask for quiet."""
+    return not quiet and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def progress(total: int, label: str, enabled: bool | None = None) -> Iterator[Callable[[int], None]]:
+    """A ``step(n=1)`` callback that advances a bar of ``total`` steps, shown when ``enabled``
+    (default: :func:`wanted`); the bar is cleared when the block ends."""
+    if enabled is None:
+        enabled = wanted()
+    if not enabled:
+        yield lambda n=1: None
+        return
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        with tqdm(total=total, desc=label, file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+            yield bar.update
+        return
+    done = [0]
+    last = [0.0]
+
+    def step(n: int = 1) -> None:
+        done[0] += n
+        now = time.monotonic()
+        if now - last[0] >= 0.2 or done[0] >= total:
+            last[0] = now
+            sys.stderr.write(f"\r{label}: {done[0]}/{total}")
+            sys.stderr.flush()
+
+    try:
+        yield step
+    finally:
+        sys.stderr.write("\r" + " " * (len(label) + 2 * len(str(total)) + 4) + "\r")
+        sys.stderr.flush()
