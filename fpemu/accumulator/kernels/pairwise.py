@@ -32,9 +32,8 @@ def _tree(values: np.ndarray, t: _Target) -> np.ndarray:
 def _rounded_products(prods: _Products, s: int, e: int, n: int, t: _Target) -> np.ndarray:
     """Products s..e-1 as fmaf(a, b, +0) gives them (an exact zero is +0, Inf/NaN kept),
     padded with +0 to n rows."""
-    rows = [_round(prods.raw_value(k) + 0.0, t) for k in range(s, e)]
-    rows += [np.zeros(prods.R)] * (n - len(rows))
-    return np.stack(rows)
+    rows = [prods.raw_value(k) for k in range(s, e)] + [np.zeros(prods.R)] * (n - (e - s))
+    return _round(np.stack(rows) + 0.0, t)  # one rounding call for the whole group
 
 
 def _run_pairwise(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:

@@ -55,13 +55,19 @@ _ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
 
 
 def _round(v: np.ndarray, t: _Target) -> np.ndarray:
-    """Round float64 values (exact inputs) to the target with the codec; IEEE overflow
-    (RNE -> Inf, RZ -> largest finite); a zero keeps its sign.
+    """Round float64 values (exact inputs) to the target with the codec (fp32 RNE: numpy's
+    IEEE cast, the same rounding); IEEE overflow (RNE -> Inf, RZ -> largest finite); a zero
+    keeps its sign.
 
     >>> _round(np.array([1 + 2**-23 + 2**-24, -3.0]), _target("fp16", "rne")).tolist()
     [1.0, -3.0]
     """
-    r = quantize(np.asarray(v, dtype=np.float64), t.format, rounding=_ROUNDING_NAMES[t.mode])
+    v = np.asarray(v, dtype=np.float64)
+    if t.mode == "rne" and t.format.name == "fp32":
+        with np.errstate(over="ignore"):  # IEEE: the cast rounds RNE, underflows gradually, overflows to Inf
+            r = v.astype(np.float32).astype(np.float64)
+    else:
+        r = quantize(v, t.format, rounding=_ROUNDING_NAMES[t.mode])
     if t.flush:
         r = np.where(np.abs(r) < np.ldexp(1.0, t.emin), np.copysign(0.0, v), r)
     return np.where(np.isfinite(v), r, v)
