@@ -5,9 +5,12 @@ loop does. NVIDIA tensor cores take a block of ``n`` exact products and the accu
 align them all to the largest exponent ``E`` with ``F`` fraction bits, truncate every term
 toward zero, add the truncated terms exactly and round the sum once (toward zero for fp32
 output). Longer dot products repeat this block by block (the rounded result is the next
-block's ``c``). :class:`Accumulator` holds the parameters of such a model; the named presets of
-:func:`get_accumulator` come from the published parameters of each architecture (see
-``docs/accumulator.md``), and reproduce real GPU dumps bit for bit.
+block's ``c``). AMD matrix cores add in two stages (CDNA3: products first, ``c`` late, each
+with its own kept bits) or as rounded pairwise trees (CDNA1/2, flushing subnormals on CDNA2).
+:class:`Accumulator` holds the parameters of such a model; the named presets of
+:func:`get_accumulator` come from the published parameters of each architecture and reproduce
+real GPU dumps bit for bit (NVIDIA), or reproduce MMA-Sim's models bit for bit (AMD), one per
+instruction family (see ``docs/accumulator.md``).
 
 >>> acc = get_accumulator("v100", "fp16")
 >>> acc.block, acc.frac_bits, acc.out_rounding
@@ -29,8 +32,9 @@ The package, bottom up (data flows one way, each module imports only those befor
 ``model`` (the :class:`Accumulator` parameters and their checks), ``presets`` (the GPU and IEEE
 tables as data: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
 and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
-``products``, one module per kind of model, ``block``, ``sequential``, ``pairwise``, ``exact``,
-and ``run``, which drives a model over all of K with promotion), ``matmul`` (:func:`dot` and
+``products``, ``grid`` (alignment and cuts), one module per kind of model, ``block`` with
+``two_stage``, ``sequential``, ``pairwise``, ``exact``, and ``run``, which drives a model over
+all of K with promotion), ``matmul`` (:func:`dot` and
 :func:`gemm`: operands checked and rounded, handed to the kernels), ``error``
 (:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``).
 """
