@@ -15,7 +15,7 @@ from fpemu.vectors import (
     write_vectors,
 )
 
-EXTS = ["npz", "csv", "json"]
+EXTS = ["npz", "csv", "json", "bin", "h"]
 
 
 def _same_arrays(a: dict, b: dict) -> None:

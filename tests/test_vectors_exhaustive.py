@@ -305,7 +305,7 @@ def test_stochastic_draws_match_their_probability():
 
 
 # ---- files: the exact path, nothing left behind -------------------------------------------------
-@pytest.mark.parametrize("name", ["v.NPZ", "v.Csv", "v.JSON"])
+@pytest.mark.parametrize("name", ["v.NPZ", "v.Csv", "v.JSON", "v.Bin", "v.H"])
 def test_suffix_is_case_insensitive_and_the_path_exact(tmp_path, capsys, name):
     out = tmp_path / name
     assert cli.main(["vectors", "e4m3", "--out", str(out)]) == 0
@@ -332,11 +332,15 @@ def test_a_failed_check_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys, m
 def test_an_error_while_writing_leaves_nothing(tmp_path, monkeypatch):
     from fpemu.vectors import files as vectors_files
 
-    def half_then_fail(v, path, ext):
+    def half_then_fail(v, path, ext, target=None):
         path.write_bytes(b"half a file")
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(vectors_files, "_write", half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         write_vectors(cast_vectors("e2m1", "edge", nan="zero"), tmp_path / "v.csv")
+    assert not any(tmp_path.iterdir())
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="too many for a C header"):  # refused, nothing left behind
+        write_vectors(cast_vectors("bf16", "edge"), tmp_path / "bf16.h")
     assert not any(tmp_path.iterdir())

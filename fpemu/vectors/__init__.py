@@ -1,6 +1,8 @@
 """Golden test vectors: fpemu's answers written to a file, for testing other kernels against.
 
-Three kinds of vector files, each as ``.npz``, ``.csv`` or ``.json``:
+Three kinds of vector files, each as ``.npz``, ``.csv``, ``.json``, ``.bin`` (raw
+little-endian arrays after a JSON header line, which C++ reads without a JSON library) or
+``.h`` (a C header of ``static const`` arrays, for small sets):
 
 * casts (:func:`cast_vectors`): input bit patterns (float32, or float64 with
   ``source="f64"``), the expected code and the expected decoded value, for one format and one
@@ -24,8 +26,8 @@ True
 The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inputs`), ``make``
 (the vectors: :func:`cast_vectors`, :func:`block_vectors`, :func:`dot_vectors`), ``files``
 (:func:`write_vectors`, :func:`read_vectors`, :func:`verify_vectors`, and
-:func:`atomic_output`, which writes any output file all at once) and ``cli`` (``fpemu
-vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
+:func:`atomic_output`, which writes any output file all at once) with ``binary`` and
+``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 """
 
 from .cli import register_cli
@@ -38,6 +40,7 @@ from .make import block_vectors, cast_vectors, dot_vectors
 from .cli import cmd_vectors  # noqa: F401
 from .exhaustive import MAX_EXHAUSTIVE_BITS  # noqa: F401
 from .make import MAX_K, MAX_VALUES  # noqa: F401
+from .cheader import MAX_HEADER_BYTES  # noqa: F401
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
            "verify_vectors", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip

@@ -63,7 +63,7 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     ext = _ext(args.out)
     v = _vectors_from_args(args)
     with atomic_output(args.out) as tmp:
-        _write(v, tmp, ext)
+        _write(v, tmp, ext, target=args.out)
         n, same = _verify(_read(tmp, ext))
         if same != n:
             raise RunError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug); nothing written")
@@ -87,7 +87,8 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser("vectors", help="golden test vectors (casts, MX/NVFP4 blocks, dot products) to a file")
     p.add_argument("format", help="element format (e4m3 ...), block format (mxfp8_e4m3, nvfp4 ...), or with "
                                   "--accumulator the dot inputs (fp16 ...)")  # fmt: skip
-    p.add_argument("--out", required=True, help="output file: .npz, .csv or .json (suffix in any case)")
+    p.add_argument("--out", required=True, help="output file: .npz, .csv, .json, .bin (raw arrays after a JSON header line, "
+                                              "for C++/CUDA) or .h (a C header, small sets); suffix in any case")
     p.add_argument("--kind", default=None, choices=_KINDS, help=_KIND_HELP)
     p.add_argument("--n", type=int, default=None,
                    help=f"--kind random: cases (default 10000), blocks (64) or dot rows (1000); "

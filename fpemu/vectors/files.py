@@ -1,5 +1,6 @@
-"""Vector files: written as .npz, .csv or .json all at once (a failure leaves no partial file),
-read back bit for bit, and re-checked against fpemu."""
+"""Vector files: written as .npz, .csv, .json, .bin (raw arrays after a JSON header line, for
+C++ and CUDA tests: :mod:`.binary`) or .h (a C header: :mod:`.cheader`), all at once (a failure
+leaves no partial file), read back bit for bit, and re-checked against fpemu."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import numpy as np
 
 from ..codec import encode
 from ..outputs import atomic_output
+from .binary import read_binary, write_binary
+from .cheader import read_c_header, write_c_header
 from .make import _FLOAT
 
-_EXTS = (".npz", ".csv", ".json")
+_EXTS = (".npz", ".csv", ".json", ".bin", ".h")
 
 
 def _hexes(arr: np.ndarray) -> list:
@@ -26,15 +29,20 @@ def _ext(path: str | Path) -> str:
     """The file type from the suffix, case-insensitive (``V.NPZ`` is an .npz file)."""
     ext = Path(path).suffix.lower()
     if ext not in _EXTS:
-        raise ValueError(f"vector files are .npz, .csv or .json (any case), got {Path(path).name!r}")
+        raise ValueError(f"vector files are .npz, .csv, .json, .bin or .h (any case), got {Path(path).name!r}")
     return ext
 
 
-def _write(vectors: dict[str, Any], path: Path, ext: str) -> None:
-    """Write vectors to exactly ``path`` in the format ``ext`` names."""
+def _write(vectors: dict[str, Any], path: Path, ext: str, target: str | Path | None = None) -> None:
+    """Write vectors to exactly ``path`` in the format ``ext`` names; ``target`` is the file's
+    final name (a C header's identifiers come from it), by default ``path``."""
     meta = vectors["meta"]
     arrays = {k: np.asarray(v) for k, v in vectors.items() if k != "meta"}
-    if ext == ".npz":
+    if ext == ".bin":
+        write_binary(vectors, path)
+    elif ext == ".h":
+        write_c_header(vectors, path, Path(target if target is not None else path).stem)
+    elif ext == ".npz":
         with open(path, "wb") as fh:  # a file object: numpy would append ".npz" to a name without it
             np.savez_compressed(fh, meta=json.dumps(meta), **arrays)
     elif ext == ".json":
@@ -56,13 +64,15 @@ def _write(vectors: dict[str, Any], path: Path, ext: str) -> None:
 
 def write_vectors(vectors: dict[str, Any], path: str | Path) -> None:
     """Write vectors as ``.npz`` (arrays and a ``meta`` JSON string), ``.json`` (meta and the
-    arrays as lists of hex strings, shapes kept) or ``.csv`` (a ``# meta`` comment line, then
-    one row per case; multi-element fields are space-separated hex). The suffix is read
-    case-insensitively and the file is written at exactly ``path``, all at once: a failure
-    leaves no partial file."""
+    arrays as lists of hex strings, shapes kept), ``.csv`` (a ``# meta`` comment line, then
+    one row per case; multi-element fields are space-separated hex), ``.bin`` (a magic line, a
+    JSON header line, the raw little-endian arrays) or ``.h`` (a C header; names start with
+    the file's name, at most :data:`~fpemu.vectors.cheader.MAX_HEADER_BYTES` of arrays). The
+    suffix is read case-insensitively and the file is written at exactly ``path``, all at
+    once: a failure leaves no partial file (docs/golden.md describes every layout)."""
     ext = _ext(path)
     with atomic_output(path) as tmp:
-        _write(vectors, tmp, ext)
+        _write(vectors, tmp, ext, target=path)
 
 
 def _dtype_name(arr: np.ndarray) -> str:
@@ -82,6 +92,10 @@ def _from_hex(hexes: list, dtype: str, shape: tuple) -> np.ndarray:
 
 
 def _read(path: Path, ext: str) -> dict[str, Any]:
+    if ext == ".bin":
+        return read_binary(path)
+    if ext == ".h":
+        return read_c_header(path)
     if ext == ".npz":
         with np.load(path, allow_pickle=False) as z:
             out = {k: z[k] for k in z.files if k != "meta"}

@@ -1,0 +1,181 @@
+"""The ``.h`` layout of vector files: a C header (C99 and C++) that a test ``#include``s, for
+small vector sets (at most :data:`MAX_HEADER_BYTES` of arrays; larger ones belong in a
+``.bin`` file read at run time).
+
+For a file ``e4m3_sat.h`` (the prefix is the file's name made a C identifier):
+
+* a comment in words, then one comment line ``/* fpemu-vectors 1 {JSON} */`` holding the
+  prefix, every array's dtype and shape, and the metadata (what :func:`read_c_header` reads);
+* ``#define E4M3_SAT_<KEY> value`` for each metadata entry that is a string, number or
+  boolean (``E4M3_SAT_FORMAT "e4m3"``, ``E4M3_SAT_N 1550``, ...);
+* per array ``#define E4M3_SAT_<NAME>_LEN`` (elements), ``_ROWS`` and ``_COLS`` for tables,
+  and ``static const uintN_t e4m3_sat_<name>[...] = {0x..., ...};`` in hex, C (row-major)
+  shape; float arrays are their bit patterns (``float32`` as ``uint32_t``, ``float64`` as
+  ``uint64_t``: ``memcpy`` them into a float or double).
+
+>>> import numpy as np
+>>> v = {"meta": {"type": "demo", "n": 2}, "code": np.array([0x38, 0x7E], dtype=np.uint8)}
+>>> text = c_header_text(v, "demo")
+>>> print("\\n".join(line for line in text.splitlines() if "DEMO_N " in line or "demo_code" in line))
+#define DEMO_N 2
+static const uint8_t FPEMU_VECTORS_UNUSED demo_code[2] = {
+>>> parse_c_header(text)["code"].tolist()
+[56, 126]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_HEADER_BYTES", "c_header_text", "parse_c_header", "c_prefix"]
+
+#: The most bytes of arrays a generated C header may hold (1 MiB: about 6 MB of text). Larger
+#: vector sets are refused with the reason; write them as ``.bin`` and read them at run time.
+MAX_HEADER_BYTES = 1 << 20
+_TAG = "/* fpemu-vectors 1 "
+_PER_LINE = {1: 16, 2: 12, 4: 8, 8: 4}
+_UNUSED = """#ifndef FPEMU_VECTORS_UNUSED
+#if defined(__GNUC__) || defined(__clang__)
+#define FPEMU_VECTORS_UNUSED __attribute__((unused))
+#else
+#define FPEMU_VECTORS_UNUSED
+#endif
+#endif"""
+
+
+def c_prefix(stem: str) -> str:
+    """The C identifier a header's names start with, from the file's name without suffix.
+
+    >>> c_prefix("e4m3_sat"), c_prefix("2024-golden.v1"), c_prefix("_x")
+    ('e4m3_sat', 'v2024_golden_v1', 'v_x')
+    """
+    name = re.sub(r"[^0-9A-Za-z_]", "_", stem)
+    return name if name[:1].isalpha() else "v" + name
+
+
+def _c_string(text: str) -> str:
+    """A C string literal of ``text`` (printable ASCII as is, the rest as octal escapes)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        ch = chr(byte)
+        out.append("\\" + ch if ch in '"\\' else ch if 32 <= byte < 127 and ch != "?" else f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _c_meta(value: Any) -> str | None:
+    """A metadata value as a C constant, or None where it has none (null, lists, dicts, Inf)."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if np.isfinite(value) else None
+    return _c_string(value) if isinstance(value, str) else None
+
+
+def _comment_json(doc: dict) -> str:
+    """JSON inside a C comment: ``*/`` is written ``*\\/`` (the same string to JSON)."""
+    return json.dumps(doc, ensure_ascii=True, allow_nan=False).replace("*/", "*\\/")
+
+
+def c_header_text(vectors: dict[str, Any], stem: str) -> str:
+    """The C header of ``vectors`` for a file named ``stem`` + ``.h``; refuses more than
+    :data:`MAX_HEADER_BYTES` of arrays."""
+    meta = vectors["meta"]
+    arrays = {k: np.ascontiguousarray(v) for k, v in vectors.items() if k != "meta"}
+    size = sum(a.nbytes for a in arrays.values())
+    if size > MAX_HEADER_BYTES:
+        cases = f" ({meta['n']:,} cases)" if isinstance(meta.get("n"), int) else ""
+        raise ValueError(f"these vectors hold {size:,} bytes of arrays{cases}, too many for a C header (at most "
+                         f"{MAX_HEADER_BYTES:,} bytes): write .bin and read it at run time, or fewer cases "
+                         f"(--kind random --n ...)")  # fmt: skip
+    for name, arr in arrays.items():
+        if arr.dtype.kind not in "uif" or arr.ndim not in (1, 2) or 0 in arr.shape:
+            raise ValueError(f"array {name!r} ({arr.dtype}, shape {arr.shape}) cannot go into a C header: "
+                             f"1-D or 2-D non-empty arrays of numbers only")  # fmt: skip
+    p, P = c_prefix(stem), c_prefix(stem).upper()
+    doc = {"prefix": p, "arrays": {k: {"dtype": a.dtype.name, "shape": list(a.shape)} for k, a in arrays.items()},
+           "meta": meta}  # fmt: skip
+    described = ", ".join(f"{k}={v}" for k, v in meta.items() if not isinstance(v, dict))
+    described = " ".join(described.replace("*/", "* /").split())  # one line, no end of comment
+    lines = [f"/* Golden vectors written by fpemu {meta.get('fpemu', '')}: {described}.",
+             " * Generated by `fpemu vectors`; do not edit. Layout: docs/golden.md (\"The .h layout\"). */",
+             _TAG + _comment_json(doc) + " */", f"#ifndef FPEMU_VECTORS_{P}_H", f"#define FPEMU_VECTORS_{P}_H",
+             "#include <stdint.h>", _UNUSED, ""]  # fmt: skip
+    defines: dict[str, str] = {}
+
+    def define(name: str, value: str) -> None:
+        if name in defines:
+            raise ValueError(f"two metadata keys or arrays give the C name {name}; rename one")
+        defines[name] = value
+
+    for key, value in meta.items():
+        if _c_meta(value) is not None:
+            define(f"{P}_{c_prefix(key).upper()}", _c_meta(value))
+    for name, arr in arrays.items():
+        n = c_prefix(name).upper()
+        define(f"{P}_{n}_LEN", str(arr.size))
+        if arr.ndim == 2:
+            define(f"{P}_{n}_ROWS", str(arr.shape[0]))
+            define(f"{P}_{n}_COLS", str(arr.shape[1]))
+    lines += [f"#define {k} {v}" for k, v in defines.items()] + [""]
+    for name, arr in arrays.items():
+        lines += _c_array(p, name, arr)
+    lines += [f"#endif  /* FPEMU_VECTORS_{P}_H */", ""]
+    return "\n".join(lines)
+
+
+def _c_array(prefix: str, name: str, arr: np.ndarray) -> list[str]:
+    size = arr.dtype.itemsize
+    bits = arr.view(f"u{size}").reshape(-1)
+    ctype = f"uint{8 * size}_t"
+    kind = " bit patterns" if arr.dtype.kind == "f" else ""
+    shape = "".join(f"[{d}]" for d in arr.shape)
+    note = f"/* {name}: {arr.dtype.name}{kind}, shape {tuple(arr.shape)} */"
+    per = _PER_LINE[size]
+    hexes = [f"0x{int(v):0{2 * size}X}" for v in bits.tolist()]
+    if arr.ndim == 1:
+        body = [f"    {', '.join(hexes[i : i + per])}," for i in range(0, len(hexes), per)]
+    else:  # one brace per row, as C reads a table; long rows go on several lines
+        body, cols = [], arr.shape[1]
+        for r in range(0, len(hexes), cols):
+            row = hexes[r : r + cols]
+            parts = [", ".join(row[i : i + per]) for i in range(0, cols, per)]
+            body += [("    {" if i == 0 else "     ") + p + (",", "},")[i == len(parts) - 1] for i, p in enumerate(parts)]
+    return [note, f"static const {ctype} FPEMU_VECTORS_UNUSED {c_prefix(prefix)}_{c_prefix(name)}{shape} = {{", *body, "};", ""]
+
+
+def parse_c_header(text: str, where: str = "the header") -> dict[str, Any]:
+    """The ``meta`` dict and arrays of a header :func:`c_header_text` wrote, bit for bit (the
+    initialisers are parsed, not taken from the JSON comment, which holds no values)."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(_TAG) and ln.endswith(" */")), None)
+    if line is None:
+        raise ValueError(f"{where} is not an fpemu vector header: no {_TAG.strip()!r} line")
+    doc = json.loads(line[len(_TAG) : -len(" */")])
+    out: dict[str, Any] = {"meta": doc["meta"]}
+    for name, a in doc["arrays"].items():
+        dt = np.dtype(a["dtype"])
+        decl = re.escape(f"uint{8 * dt.itemsize}_t FPEMU_VECTORS_UNUSED {doc['prefix']}_{c_prefix(name)}")
+        m = re.search(decl + r"(?:\[\d+\])+ = \{(.*?)\n\};", text, re.S)
+        if m is None:
+            raise ValueError(f"{where}: no initialiser of array {name!r}")
+        values = [int(h, 16) for h in re.findall(r"0x([0-9A-Fa-f]+)", m.group(1))]
+        if len(values) != int(np.prod(a["shape"])):
+            raise ValueError(f"{where}: array {name!r} has {len(values)} values, its shape {a['shape']} says otherwise")
+        out[name] = np.array(values, dtype=f"u{dt.itemsize}").view(dt).reshape(a["shape"])
+    return out
+
+
+def write_c_header(vectors: dict[str, Any], path: Path, stem: str) -> None:
+    """Write ``vectors`` to exactly ``path`` as a C header whose names start with ``stem``."""
+    Path(path).write_text(c_header_text(vectors, stem), encoding="ascii")
+
+
+def read_c_header(path: Path) -> dict[str, Any]:
+    """Read a header :func:`write_c_header` wrote back, bit for bit."""
+    return parse_c_header(Path(path).read_text(encoding="ascii"), str(path))
