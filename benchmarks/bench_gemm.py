@@ -4,7 +4,9 @@
     python benchmarks/bench_gemm.py --quick    # smaller sizes
 
 Cases (issue 4): replaying one 5000-row hardware dump (target < 0.1 s); a 512x512x512 fp16 GEMM
-with the "a100" model (target < 10 s on 2 cores); a 512x512x4096 e4m3 GEMM with "h100".
+with the "a100" model (target < 10 s on 2 cores); a 512x512x4096 e4m3 GEMM with "h100"; the
+IEEE loop and the exact sum; and (issue 11) the AMD models: CDNA3's two-stage fused sum (fp16,
+FNUZ FP8) and CDNA2's rounded pairwise trees with flushing.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ def main() -> None:
     bench_gemm(size, size, 8 * size, "e4m3", "h100", 1 if not args.quick else args.repeat)
     bench_gemm(size // 4, size // 4, size, "fp16", "fp32", 1)
     bench_gemm(size // 4, size // 4, size, "fp16", "exact", 1)
+    bench_gemm(size // 2, size // 2, size, "fp16", "mi300x", 1)
+    bench_gemm(size // 2, size // 2, size, "e4m3fnuz", "mi300x", 1)
+    bench_gemm(size // 2, size // 2, size, "bf16", "mi250", 1)
 
 
 if __name__ == "__main__":
