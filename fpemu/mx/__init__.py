@@ -46,7 +46,8 @@ The package, one job per module; each imports only from the modules listed befor
 * ``inputs``: input arrays as float32/float64, element rounding names, the RNG;
 * ``layout``: block sizes and axes checked, block axes moved last, regions of equal tiles;
 * ``elements``: scaled values to element codes, and the value of every code;
-* ``mx_scales``: the MX E8M0 scale rules (floor, rceil, ceil, even);
+* ``mx_scales``: the MX E8M0 scale rules (floor, rceil, ceil, even; torchao's eager rceil);
+* ``conventions``: other libraries' MX rules by name (``convention=``: torchao, TransformerEngine);
 * ``nvfp4_scales``: NVFP4's per-tensor and block scales (TransformerEngine, torchao);
 * ``packing``: FP4/FP6 codes packed into bytes and back;
 * ``array``: :class:`BlockArray` and :func:`dequantize`;
@@ -59,6 +60,7 @@ The package, one job per module; each imports only from the modules listed befor
 from __future__ import annotations
 
 from .array import BlockArray, dequantize
+from .conventions import CONVENTION_NAMES
 from .cli import cmd_mx as cmd_mx  # public names outside __all__, as before
 from .cli import describe as describe
 from .cli import register_cli
@@ -73,6 +75,7 @@ __all__ = [
     "BlockArray",
     "BLOCK_FORMATS",
     "SCALE_ROUNDINGS",
+    "CONVENTION_NAMES",
     "get_block_format",
     "quantize",
     "dequantize",
