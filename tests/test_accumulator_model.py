@@ -38,3 +38,40 @@ def test_accumulator_fields_are_checked(fields, message):
         Accumulator("mine", **fields)
     with pytest.raises(ValueError, match="name must be a string"):
         Accumulator(None)
+
+
+@pytest.mark.parametrize(
+    "fields,message",
+    [
+        (dict(zero_exponent=1.5), "zero_exponent must be an integer or None"),
+        (dict(zero_exponent=-600), r"zero_exponent must be in -500\.\.500"),
+        (dict(sum_frac_bits=31), "sum_frac_bits needs late_c"),
+        (dict(late_c=True, c_frac_bits=24), "c_frac_bits needs sum_frac_bits"),
+        (dict(late_c=True, c_window=25), "c_window needs sum_frac_bits"),
+        (dict(late_c=True, sum_frac_bits=-1), "must be in 0..48"),
+        (dict(late_c=True, sum_frac_bits=31, lane_frac_bits=24), "lane_frac_bits goes with even_odd and sum_frac_bits"),
+        (dict(late_c=True, even_odd=True, sum_frac_bits=31), "lane_frac_bits goes with even_odd and sum_frac_bits"),
+        (dict(block=1 << 20, late_c=True, sum_frac_bits=31), r"must stay below 2\*\*52"),
+        (dict(late_rounding="rne"), "late_rounding must be 'rz' or 'rd'"),
+        (dict(product_overflow=1), "product_overflow must be True or False"),
+        (dict(kind="pairwise", signed_underflow=True), "signed_underflow applies to block models only"),
+        (dict(kind="sequential", late_c=True), "late_c applies to block models only"),
+        (dict(round_products=True), "round_products applies to pairwise models only"),
+        (dict(block=4, instruction_k=6), "instruction_k must be a multiple of block"),
+        (dict(instruction_k=0), "instruction_k must be a positive integer"),
+    ],
+)
+def test_stage_fields_are_checked(fields, message):
+    with pytest.raises(ValueError, match=message):
+        Accumulator("mine", **fields)
+
+
+def test_every_amd_field_combination_of_the_presets_is_valid():
+    from fpemu.accumulator import get_accumulator
+
+    fp8 = get_accumulator("mi300x", "e4m3fnuz")
+    assert (fp8.late_c, fp8.even_odd, fp8.lane_frac_bits, fp8.sum_frac_bits, fp8.c_frac_bits, fp8.c_window) == (
+        True, True, 24, 31, 24, 25
+    )  # fmt: skip
+    tree = get_accumulator("mi250", "bf16")
+    assert Accumulator("copy", **{f: getattr(tree, f) for f in ("kind", "block", "round_products", "flush_subnormals")})

@@ -25,7 +25,11 @@ def accumulator_names() -> list[str]:
 
 
 def _is_default(arch: str, family: str) -> bool:
-    """Whether the family is the default (the first listed) for some input format it takes."""
+    """Whether the family is the default (the first listed) for some input format it takes.
+
+    >>> _is_default("cdna2", "bf16_1k"), _is_default("cdna2", "bf16")
+    (True, False)
+    """
     fams = _ARCH[arch]
     return any(next(f for f in fams if fmt in fams[f]["takes"]) == family for fmt in fams[family]["takes"])
 
@@ -100,5 +104,9 @@ def get_accumulator(
 
 
 def _multiplies(family: dict, a: str, b: str) -> bool:
-    """Whether an instruction family takes A in format a and B in format b."""
+    """Whether an instruction family takes A in format a and B in format b.
+
+    >>> _multiplies(_ARCH["blackwell"]["f8f6f4"], "e2m1", "e4m3"), _multiplies(_ARCH["ampere"]["f16"], "fp16", "bf16")
+    (True, False)
+    """
     return a in family["takes"] and b in family["takes"] and (a == b or family["mixed"])

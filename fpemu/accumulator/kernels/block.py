@@ -35,7 +35,16 @@ def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray,
 
 def _overflowed(prods: _Products, s: int, e: int, result: np.ndarray) -> np.ndarray:
     """product_overflow: a product of magnitude >= 2**128 makes the block +-Inf (NaN for both
-    signs), whatever the other terms."""
+    signs), whatever the other terms.
+
+    >>> from .products import _Products
+    >>> from ...formats import get_format
+    >>> bf16 = get_format("bf16")
+    >>> p = _Products(np.array([[2.0**100, 1.0], [2.0**100, -2.0**100]]), np.array([[2.0**28, 1.0], [2.0**30] * 2]),
+    ...               bf16, bf16, False, False)
+    >>> _overflowed(p, 0, 2, np.array([1.0, 2.0])).tolist()
+    [inf, nan]
+    """
     pos, neg = prods.overflow(s, e)
     if not (pos.any() or neg.any()):
         return result

@@ -31,7 +31,16 @@ def _tree(values: np.ndarray, t: _Target) -> np.ndarray:
 
 def _rounded_products(prods: _Products, s: int, e: int, n: int, t: _Target) -> np.ndarray:
     """Products s..e-1 as fmaf(a, b, +0) gives them (an exact zero is +0, Inf/NaN kept),
-    padded with +0 to n rows."""
+    padded with +0 to n rows.
+
+    >>> from .products import _Products
+    >>> from .rounding import _target
+    >>> from ...formats import get_format
+    >>> bf16 = get_format("bf16")
+    >>> p = _Products(np.array([[-0.0, 2.0**-100]]), np.array([[1.0, -(2.0**-100)]]), bf16, bf16, False, False)
+    >>> _rounded_products(p, 0, 2, 4, _target("fp32", "rne"))[:, 0].tolist()  # +0, an underflow to -0, padding
+    [0.0, -0.0, 0.0, 0.0]
+    """
     rows = [prods.raw_value(k) for k in range(s, e)] + [np.zeros(prods.R)] * (n - (e - s))
     return _round(np.stack(rows) + 0.0, t)  # one rounding call for the whole group
 

@@ -19,14 +19,27 @@ from .rounding import _exponent
 
 def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
     """The product indices of each lane (an empty lane is left out, as zero padding would
-    add nothing to it)."""
+    add nothing to it).
+
+    >>> _lanes(16, 21, True), _lanes(4, 5, True)
+    ([range(16, 21, 2), range(17, 21, 2)], [range(4, 5, 2)])
+    """
     lanes = [range(s, e, 2), range(s + 1, e, 2)] if even_odd else [range(s, e)]
     return [ks for ks in lanes if len(ks)]
 
 
 def _late_sum(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator) -> np.ndarray:
     """The exact (float64) value of one two-stage block: products s..e-1 and accumulator c
-    (finite, exponent ec), before the final rounding."""
+    (finite, exponent ec), before the final rounding.
+
+    >>> from ..lookup import get_accumulator
+    >>> from .products import _Products
+    >>> from ...formats import get_format
+    >>> bf16 = get_format("bf16")
+    >>> p = _Products(np.array([[2.0**-24]]), np.array([[1 + 2**-7]]), bf16, bf16, False, False, -126)
+    >>> _late_sum(p, 0, 1, np.array([1.0]), np.array([0]), get_accumulator("mi300", "bf16")) == 1 + 2**-24 + 2**-31
+    array([ True])
+    """
     F = acc.frac_bits
     sums, exps = [], []
     for ks in _lanes(s, e, acc.even_odd):
