@@ -14,6 +14,12 @@ checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the sear
 ``fpemu fit`` prints) and ``cli`` (``fpemu fit``). :func:`probe` and :class:`ProbeResult` live
 in :mod:`fpemu.probe`, :func:`fake_device` in :mod:`fpemu.backends`; this package re-exports
 them under their old names and uses none of them.
+
+Staged models (issue 18: FP8 inputs with fp16 output, which no ``Accumulator`` expresses):
+``staged`` (the fit-only model description and the named hypotheses), ``staged_kernel`` (its
+vectorized arithmetic), ``spaces`` (search spaces as data), ``staged_search`` (one model for
+the columns of several dumps, ranked; residual rows), ``staged_report`` (``fpemu fit --space``),
+``fp8_probes`` and ``fp8_devices`` (``fpemu probe --experiment fp8-fp16``).
 """
 
 from ..backends import fake_device

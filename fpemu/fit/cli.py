@@ -1,4 +1,5 @@
-"""``fpemu fit``: every output column of a dump fitted and reported."""
+"""``fpemu fit``: every output column of a dump fitted and reported; with ``--space``, one
+staged model searched for the columns of several dumps at once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ from .reporting import report
 from .search import fit
 
 
+def _load(path: str, inputs: str | None):
+    from ..errors import RunError
+
+    try:
+        return load_dump(path, inputs)
+    except DumpError as exc:
+        raise RunError(str(exc)) from None
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Fit every output column (or --out's) and print what reproduces it; a column no model
     reproduces makes the run fail (exit status 1) after the report."""
@@ -17,29 +27,61 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     if args.inputs is not None:
         get_format(args.inputs)  # an unknown name is a usage error, before the file is read
-    try:
-        dump = load_dump(args.dump, args.inputs)
-    except DumpError as exc:
-        raise RunError(str(exc)) from None
-    if args.out and args.out not in dump.d:
-        raise ValueError(f"{args.dump} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")
-    outs = [args.out] if args.out else list(dump.d)
+    paths = args.dump if isinstance(args.dump, list) else [args.dump]
+    if args.space != "block":
+        return _cmd_space(args, paths)
     unfit = []
-    for i, out in enumerate(outs):
-        result = fit(dump, out)
-        print(("\n" if i else "") + report(result), flush=True)
-        if not result.fits:
-            unfit.append(f"d_{out}")
+    for j, path in enumerate(paths):
+        dump = _load(path, args.inputs)
+        if args.out and args.out not in dump.d:
+            raise ValueError(f"{path} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")
+        outs = [args.out] if args.out else list(dump.d)
+        for i, out in enumerate(outs):
+            result = fit(dump, out)
+            print(("\n" if i or j else "") + report(result), flush=True)
+            if not result.fits:
+                unfit.append((path, f"d_{out}"))
     if unfit:
-        raise RunError(f"{args.dump}: no model in the search space reproduces every row of {' and '.join(unfit)}")
+        where = "; ".join(f"{p}: {c}" for p, c in unfit)
+        if len(unfit) == 1 or len({p for p, _ in unfit}) == 1:
+            cols = " and ".join(c for _, c in unfit)
+            where = f"{unfit[0][0]}: no model in the search space reproduces every row of {cols}"
+        else:
+            where = f"no model in the search space reproduces every row of {where}"
+        raise RunError(where)
+    return 0
+
+
+def _cmd_space(args: argparse.Namespace, paths: list) -> int:
+    """--space: one staged model for the columns of every dump, ranked, with residual rows."""
+    from ..errors import RunError
+    from .spaces import load_space
+    from .staged_report import space_report
+    from .staged_search import search_space
+
+    spec = load_space(args.space)  # a usage error before any file is read
+    if args.top < 1 or args.residuals < 0:
+        raise ValueError("--top must be >= 1 and --residuals >= 0")
+    dumps = [_load(p, args.inputs) for p in paths]
+    result = search_space(dumps, args.space, args.out or spec["out"], top=args.top)
+    print(space_report(result, dumps, args.residuals), flush=True)
+    if not result.fits:
+        raise RunError(f"no model of the search space {args.space} reproduces every row of "
+                       + ", ".join(result.columns))  # fmt: skip
     return 0
 
 
 def register_cli(subparsers) -> None:
     """Add ``fit``."""
     p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs")
-    p.add_argument("dump", help="an .npz in the hwdata layout (uint32 bit patterns a, b, c, d_fp32 and/or d_fp16), "
-                                "or a file of fpemu vectors --accumulator")  # fmt: skip
+    p.add_argument("dump", nargs="+", help="an .npz in the hwdata layout (uint32 bit patterns a, b, c, d_fp32 and/or "
+                                           "d_fp16), or a file of fpemu vectors --accumulator; several: each in turn, "
+                                           "or (--space) all together")  # fmt: skip
     p.add_argument("--inputs", default=None, help="input format (default: the file's metadata, else its name)")
     p.add_argument("--out", default=None, choices=("fp32", "fp16"), help="output column (default: every one present)")
+    p.add_argument("--space", default="block",
+                   help="search space: 'block' (Accumulator block models, the default), 'fp8-fp16' (staged models of "
+                        "FP8 products with fp16 output, one model for every dump given), or a .json file of axes")  # fmt: skip
+    p.add_argument("--top", type=int, default=10, help="--space: candidates listed (default 10)")
+    p.add_argument("--residuals", type=int, default=5, help="--space: missed rows decoded per column (default 5)")
     p.set_defaults(func=cmd_fit)
