@@ -30,9 +30,10 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 ``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 """
 
+from ..outputs import atomic_output, check_output_path
+from .cheader import MAX_HEADER_BYTES  # noqa: F401
 from .cli import register_cli
 from .exhaustive import exhaustive_inputs
-from ..outputs import atomic_output, check_output_path
 from .files import read_vectors, verify_vectors, write_vectors
 from .make import block_vectors, cast_vectors, dot_vectors
 
@@ -40,7 +41,6 @@ from .make import block_vectors, cast_vectors, dot_vectors
 from .cli import cmd_vectors  # noqa: F401
 from .exhaustive import MAX_EXHAUSTIVE_BITS  # noqa: F401
 from .make import MAX_K, MAX_VALUES  # noqa: F401
-from .cheader import MAX_HEADER_BYTES  # noqa: F401
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
            "verify_vectors", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip

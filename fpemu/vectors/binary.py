@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAGIC", "ALIGNMENT", "binary_bytes", "parse_binary", "array_key"]
+__all__ = ["ALIGNMENT", "MAGIC", "array_key", "binary_bytes", "parse_binary", "read_binary", "write_binary"]
 
 #: The first line of every ``.bin`` vector file (the digit is the layout's version).
 MAGIC = b"fpemu-vectors 1\n"
@@ -68,7 +68,7 @@ def _header(arrays: dict[str, np.ndarray], meta: dict, start: int) -> tuple[byte
         table[name] = {"dtype": arr.dtype.name, "offset": at, "nbytes": arr.nbytes, "shape": list(arr.shape)}
         at = _up(at + arr.nbytes)
     doc = {"byte_order": "little", "alignment": ALIGNMENT, "arrays": table, "meta": meta}
-    return (json.dumps(doc, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii"), offsets
+    return (json.dumps(doc, ensure_ascii=True) + "\n").encode("ascii"), offsets
 
 
 def binary_bytes(vectors: dict[str, Any]) -> bytes:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_HEADER_BYTES", "c_header_text", "parse_c_header", "c_prefix"]
+__all__ = ["MAX_HEADER_BYTES", "c_header_text", "c_prefix", "parse_c_header", "read_c_header", "write_c_header"]
 
 #: The most bytes of arrays a generated C header may hold (1 MiB: about 6 MB of text). Larger
 #: vector sets are refused with the reason; write them as ``.bin`` and read them at run time.
@@ -80,7 +80,7 @@ def _c_meta(value: Any) -> str | None:
 
 def _comment_json(doc: dict) -> str:
     """JSON inside a C comment: ``*/`` is written ``*\\/`` (the same string to JSON)."""
-    return json.dumps(doc, ensure_ascii=True, allow_nan=False).replace("*/", "*\\/")
+    return json.dumps(doc, ensure_ascii=True).replace("*/", "*\\/")
 
 
 def c_header_text(vectors: dict[str, Any], stem: str) -> str:
@@ -161,7 +161,7 @@ def parse_c_header(text: str, where: str = "the header") -> dict[str, Any]:
     for name, a in doc["arrays"].items():
         dt = np.dtype(a["dtype"])
         decl = re.escape(f"uint{8 * dt.itemsize}_t FPEMU_VECTORS_UNUSED {doc['prefix']}_{c_prefix(name)}")
-        m = re.search(decl + r"(?:\[\d+\])+ = \{(.*?)\n\};", text, re.S)
+        m = re.search(decl + r"(?:\[\d+\])+ = \{(.*?)\n\};", text, re.DOTALL)
         if m is None:
             raise ValueError(f"{where}: no initialiser of array {name!r}")
         values = [int(h, 16) for h in re.findall(r"0x([0-9A-Fa-f]+)", m.group(1))]
