@@ -149,6 +149,23 @@ def test_cli_refuses_an_absurd_header_in_one_line(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("argv, least", [
+    (["e4m3", "--kind", "random", "--n", "10000000"], "130,000,000"),  # input, code and value: 13 bytes a case
+    (["mxfp4", "--kind", "random", "--n", "100000"], "12,800,000"),  # 32 float32 inputs a block
+    (["fp16", "--accumulator", "h100", "--n", "5000", "--k", "64"], "2,560,000"),  # a and b: 64 fp32 each
+])  # fmt: skip
+def test_cli_refuses_a_large_header_before_the_work(tmp_path, capsys, monkeypatch, argv, least):
+    from fpemu.vectors import cli as vectors_cli
+
+    for name in ("cast_vectors", "block_vectors", "dot_vectors"):
+        monkeypatch.setattr(vectors_cli, name, lambda *a, **k: pytest.fail("the vectors were made"))
+    assert cli.main(["vectors", *argv, "--out", str(tmp_path / "v.h")]) == 2
+    assert capsys.readouterr().err == (
+        f"fpemu: error: --n {int(argv[argv.index('--n') + 1]):,} makes at least {least} bytes of arrays, too many "
+        f"for a C header (at most 1,048,576 bytes): write .bin and read it at run time, or fewer cases\n")
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_changed_header_value_is_caught(tmp_path):
     path = tmp_path / "v.h"
     write_vectors(cast_vectors("e5m2", "edge"), path)

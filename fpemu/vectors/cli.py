@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from ..outputs import atomic_output, check_output_path
+from .cheader import MAX_HEADER_BYTES
 from .files import _ext, _read, _verify, _write
 from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
 
@@ -33,6 +34,14 @@ def _refuse(options: list[str], what: str) -> None:
         raise ValueError(f"{', '.join(options)} {'does' if len(options) == 1 else 'do'} not apply to {what}")
 
 
+def _refuse_large_header(args: argparse.Namespace, rows: int, per_row: int) -> None:
+    """Refuse, before the work, a C header of ``rows`` rows of at least ``per_row`` bytes
+    that would be over the limit (the writer checks the exact size again)."""
+    if _ext(args.out) == ".h" and rows * per_row > MAX_HEADER_BYTES:
+        raise ValueError(f"--n {rows:,} makes at least {rows * per_row:,} bytes of arrays, too many for a C header "
+                         f"(at most {MAX_HEADER_BYTES:,} bytes): write .bin and read it at run time, or fewer cases")  # fmt: skip
+
+
 def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The vectors the command line asks for; options that would be ignored are refused."""
     if args.accumulator:
@@ -40,6 +49,7 @@ def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if args.kind not in (None, "random"):
             raise ValueError(f"dot vectors are random rows: --kind {args.kind} does not apply")
         n = 1000 if args.n is None else args.n
+        _refuse_large_header(args, n, 8 * (args.k or 2))  # a and b: K fp32 values each
         return dot_vectors(args.format, args.accumulator, args.k, n, out=args.out_format or "fp32", seed=args.seed)
     _refuse(_given(args, "k", "out_format"), "vectors without --accumulator")
     kind = args.kind or "edge"
@@ -48,8 +58,13 @@ def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if _is_block_format(args.format):
         _refuse(_given(args, "rounding", "overflow", "nan", "source"), f"block vectors ({args.format})")
         n = 64 if args.n is None else args.n
+        from .. import mx
+
+        _refuse_large_header(args, n, 4 * mx.get_block_format(args.format).block_size)  # the inputs alone
         return block_vectors(args.format, kind, n, scale_rounding=args.scale_rounding or "floor", seed=args.seed)
     _refuse(_given(args, "scale_rounding"), "cast vectors")
+    if kind == "random":
+        _refuse_large_header(args, 10000 if args.n is None else args.n, 4 + 1 + 8)  # input, code, value
     return cast_vectors(args.format, kind, 10000 if args.n is None else args.n, rounding=args.rounding or "nearest_even",
                         overflow=args.overflow, nan=args.nan, source=args.source or "f32", seed=args.seed)  # fmt: skip
 
