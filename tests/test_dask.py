@@ -1,5 +1,5 @@
 """Dask arrays in, Dask arrays out, the same bits as in memory: encode, decode and quantize
-block by block (stochastic rounding included: its bits follow each element's position in the
+block by block, gemm tile by tile with all of K in each task (stochastic rounding included: its bits follow each element's position in the
 whole array), on Dask's threads and on a local cluster of two worker processes."""
 
 from __future__ import annotations
@@ -68,5 +68,19 @@ def test_local_cluster_of_two_processes_gives_the_same_bits():
             dx = da.from_array(x, chunks=(100, 150))
             codes = client.compute(fpemu.encode(dx, "e5m2", rounding="stochastic", rng=17)).result()
             q = client.compute(fpemu.quantize(dx, "e4m3", overflow="saturate")).result()
+            g = client.compute(fpemu.gemm(dx[:200, :64], dx[:64, :128], inputs="fp16", accumulator="a100")).result()
+    assert np.array_equal(g, fpemu.gemm(x[:200, :64], x[:64, :128], inputs="fp16", accumulator="a100"), equal_nan=True)
     assert np.array_equal(codes, fpemu.encode(x, "e5m2", rounding="stochastic", rng=17))
     assert np.array_equal(q, fpemu.quantize(x, "e4m3", overflow="saturate"), equal_nan=True)
+
+
+@pytest.mark.parametrize("accumulator, inputs", [("a100", "fp16"), ("h100", "e4m3"), ("mi300x", "bf16")])
+def test_gemm_tiles_keep_k_whole(accumulator, inputs):
+    rng = np.random.default_rng(5)
+    a, b, c = rng.standard_normal((130, 96)), rng.standard_normal((96, 110)), rng.standard_normal((130, 110))
+    want = fpemu.gemm(a, b, c, inputs=inputs, accumulator=accumulator)
+    got = fpemu.gemm(da.from_array(a, chunks=(40, 30)), da.from_array(b, chunks=(25, 50)), c,
+                     inputs=inputs, accumulator=accumulator)  # K chunked on input: rechunked whole
+    assert isinstance(got, da.Array) and np.array_equal(got.compute(), want)
+    got = fpemu.gemm(a, da.from_array(b, chunks=(96, 37)), None, inputs=inputs, accumulator=accumulator)
+    assert np.array_equal(got.compute(), fpemu.gemm(a, b, inputs=inputs, accumulator=accumulator))

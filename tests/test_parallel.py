@@ -117,3 +117,17 @@ def test_mx_quantize_dequantize_matmul_are_the_same_for_every_worker_count(fmt, 
     products = [mx.matmul(qs[0], b, workers=w) for w in (1, 2, 5)]
     for p in products[1:]:
         assert np.array_equal(p, products[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("accumulator, inputs", [("a100", "fp16"), ("h100", "e4m3"), ("mi300x", "fp16"), ("fp32", "bf16")])
+def test_gemm_and_dot_are_the_same_for_every_worker_count(accumulator, inputs):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 96)) * np.exp2(rng.integers(-8, 8, (300, 96)))
+    b = rng.standard_normal((96, 700))
+    c = rng.standard_normal((300, 700))
+    results = [fpemu.gemm(a, b, c, inputs=inputs, accumulator=accumulator, workers=w) for w in (1, 2, 3)]
+    for r in results[1:]:
+        assert np.array_equal(r, results[0], equal_nan=True)
+    x = rng.standard_normal((5000, 64))
+    dots = [fpemu.dot(x, x[::-1], inputs=inputs, accumulator=accumulator, workers=w) for w in (1, 4)]
+    assert np.array_equal(dots[0], dots[1], equal_nan=True)

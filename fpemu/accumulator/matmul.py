@@ -9,6 +9,9 @@ import math
 import numpy as np
 
 from ..codec import quantize
+from ..codec.dask_arrays import is_dask
+from ..parallel import run_each
+from .dask_gemm import dask_gemm
 from ..formats import Format, get_format
 from .kernels.products import _Products
 from .kernels.run import _run
@@ -72,8 +75,9 @@ def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     return result.astype(np.float32)
 
 
-def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
-    """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c.
+def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None) -> np.ndarray:
+    """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c (rows in
+    pieces on ``workers`` threads for a large batch; the same bits for every number).
 
     a and b (shape (..., K)) are quantized to ``inputs`` with RNE first (a no-op for values
     already in the format); c (shape (...), default 0) is taken in fp32, or in fp16 when
@@ -94,8 +98,17 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     K = a_arr.shape[-1]
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
     c_arr = _prepare_c(c, shape, out).reshape(R)
-    prods = _Products(a_arr.reshape(R, K), b_arr.reshape(R, K), fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
-    return _finish(_run(prods, c_arr, acc, out), acc, out).reshape(shape)
+    a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
+    result = np.empty(R, dtype=np.float32)
+    rows = max(1, (1 << 16) // max(K, 1))
+
+    def chunk(i: int) -> None:
+        part = slice(i, i + rows)
+        prods = _Products(a2[part], b2[part], fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
+        result[part] = _finish(_run(prods, c_arr[part], acc, out), acc, out)
+
+    run_each(chunk, range(0, R, rows), workers)
+    return result.reshape(shape)
 
 
 def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
@@ -109,8 +122,10 @@ def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
-def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
-    """C = A @ B (+ C) as the chosen matrix unit computes it.
+def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None) -> np.ndarray:
+    """C = A @ B (+ C) as the chosen matrix unit computes it, on ``workers`` threads (default:
+    ``FPEMU_WORKERS`` or the CPU count) over chunks of rows: the same bits for every number.
+    Dask arrays tile over M and N with all of K in each task (:mod:`.dask_gemm`).
 
     A (M, K) and B (K, N) are quantized to ``inputs`` (one format or a pair: format of A,
     format of B) with RNE first; fp32 operands meant as TF32 on hardware are truncated (RZ),
@@ -126,6 +141,9 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     fa, fb = _input_formats(inputs)
     acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)
+    if is_dask(a) or is_dask(b) or is_dask(c):
+        return dask_gemm(a, b, c, lambda ta, tb, tc: gemm(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
+                                                          workers=1))
     A, B = _prepare(a, fa, "a"), _prepare(b, fb, "b")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"gemm needs A (M, K) and B (K, N), got shapes {A.shape} and {B.shape}")
@@ -135,8 +153,11 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32") -> np.ndarray:
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = _chunk_rows(acc, K, N)
-    for i in range(0, M, rows):
+
+    def chunk(i: int) -> None:
         prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals, acc.zero_exponent)
         part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
+
+    run_each(chunk, range(0, M, rows), workers)
     return result
