@@ -1,0 +1,140 @@
+"""Every core and Dask, side by side in one run (issue 12): threads against one thread, fpemu
+against ml_dtypes' and torch's own casts, Dask against memory, and the memory a big GEMM takes.
+
+    python benchmarks/bench_parallel.py            # GEMM 1024^3, 10M-element casts, Dask
+    python benchmarks/bench_parallel.py --quick    # smaller sizes
+    python benchmarks/bench_parallel.py --big      # also a 4096^3 GEMM: time and peak memory
+
+Every parallel result is checked to be the same bits as the one-thread result before it is
+timed. Times are the best of --repeat runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fpemu  # noqa: E402
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_gemm(n: int, repeat: int, workers: int) -> None:
+    rng = np.random.default_rng(0)
+    a = fpemu.quantize(rng.standard_normal((n, n)), "fp16")
+    b = fpemu.quantize(rng.standard_normal((n, n)), "fp16")
+    one = fpemu.gemm(a, b, inputs="fp16", accumulator="a100", workers=1)
+    assert np.array_equal(fpemu.gemm(a, b, inputs="fp16", accumulator="a100", workers=workers), one)
+    t1 = best(lambda: fpemu.gemm(a, b, inputs="fp16", accumulator="a100", workers=1), repeat)
+    tw = best(lambda: fpemu.gemm(a, b, inputs="fp16", accumulator="a100", workers=workers), repeat)
+    macs = n**3 / 1e6
+    print(f"gemm {n}^3 fp16 'a100'      1 worker {t1:7.3f} s ({macs / t1:6.0f} M MAC/s)   "
+          f"{workers} workers {tw:7.3f} s ({macs / tw:6.0f} M MAC/s)   speedup {t1 / tw:4.2f}x")
+
+
+def bench_casts(n: int, repeat: int, workers: int) -> None:
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    mega = n / 1e6
+    try:
+        import ml_dtypes
+    except ImportError:
+        ml_dtypes = None
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        tx = torch.from_numpy(x)
+    except ImportError:
+        torch = None
+    theirs = {"e4m3": ("float8_e4m3fn", "float8_e4m3fn"), "bf16": ("bfloat16", "bfloat16"),
+              "e5m2": ("float8_e5m2", "float8_e5m2")}  # fmt: skip
+    print(f"encode of {n} float32 randn, Melem/s: fpemu 1 worker, fpemu {workers} workers, "
+          "ml_dtypes astype (1 thread), torch .to() (1 thread)")
+    for name, (md, tn) in theirs.items():
+        one = fpemu.encode(x, name, workers=1)
+        assert np.array_equal(fpemu.encode(x, name, workers=workers), one)
+        t1 = best(lambda: fpemu.encode(x, name, workers=1), repeat)
+        tw = best(lambda: fpemu.encode(x, name, workers=workers), repeat)
+        tm = best(lambda: x.astype(getattr(ml_dtypes, md)), repeat) if ml_dtypes else float("nan")
+        tt = best(lambda: tx.to(getattr(torch, tn)), repeat) if torch else float("nan")
+        print(f"  {name:<5} {mega / t1:8.0f} {mega / tw:8.0f} ({t1 / tw:4.2f}x) {mega / tm:10.0f} "
+              f"{mega / tt:10.0f}   fpemu 1 worker / torch {tt / t1:4.2f}, fpemu {workers} workers / "
+              f"ml_dtypes {tm / tw:4.2f}")
+
+
+def bench_dask(n: int, gemm_n: int) -> None:
+    try:
+        import dask.array as da
+        import distributed
+    except ImportError:
+        print("dask: not installed (pip install fpemu[dask])")
+        return
+    x = np.random.default_rng(2).standard_normal((n // 1000, 1000)).astype(np.float32)
+    a = np.random.default_rng(3).standard_normal((gemm_n, gemm_n))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        with distributed.Client(cl) as client:
+            dx = client.persist(da.from_array(x, chunks=(x.shape[0] // 8, 1000)))
+            da_ = client.persist(da.from_array(a, chunks=(gemm_n // 4, gemm_n)))
+            for label, lazy, eager, tasks in (
+                ("encode e4m3", lambda: fpemu.encode(dx, "e4m3", rounding="stochastic", rng=1),
+                 lambda: fpemu.encode(x, "e4m3", rounding="stochastic", rng=1, workers=1), 8),
+                (f"gemm {gemm_n}^3 fp16 a100", lambda: fpemu.gemm(da_, a, inputs="fp16", accumulator="a100"),
+                 lambda: fpemu.gemm(a, a, inputs="fp16", accumulator="a100", workers=1), 4),
+            ):
+                start = time.perf_counter()
+                got = client.compute(lazy()).result()
+                td = time.perf_counter() - start
+                start = time.perf_counter()
+                want = eager()
+                tm = time.perf_counter() - start
+                same = np.array_equal(got, want, equal_nan=True)
+                print(f"dask LocalCluster (2 processes) {label:<22} {td:7.3f} s vs in memory (1 thread) "
+                      f"{tm:7.3f} s; same bits: {same}; {tasks} tasks")
+
+
+def bench_big(n: int) -> None:
+    """A separate process, so its peak RSS is the GEMM's own."""
+    code = (f"import numpy as np, resource, time, fpemu; rng = np.random.default_rng(0); "
+            f"a = rng.standard_normal(({n}, {n})); b = rng.standard_normal(({n}, {n})); "
+            f"t = time.perf_counter(); fpemu.gemm(a, b, inputs='fp16', accumulator='a100'); "
+            f"print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    seconds, rss_kb = float(out[0]), int(out[1])
+    print(f"gemm {n}^3 fp16 'a100' ({os.cpu_count()} workers): {seconds:.1f} s, peak RSS "
+          f"{rss_kb / 2**20:.2f} GiB (inputs alone: {2 * n * n * 8 / 2**30:.2f} GiB of float64)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--big", action="store_true", help="also a 4096^3 GEMM (minutes)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+    bench_gemm(256 if args.quick else 1024, args.repeat if args.quick else 1, args.workers)
+    bench_casts(1_000_000 if args.quick else 10_000_000, args.repeat, args.workers)
+    bench_dask(1_000_000 if args.quick else 8_000_000, 128 if args.quick else 512)
+    if args.big:
+        bench_big(4096)
+    print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+
+
+if __name__ == "__main__":
+    main()
