@@ -212,3 +212,47 @@ def test_torchao_log2_around_every_power_of_two(fmt):
     exact = [nvidia_e8m0(float(a), fmt) for a in amax]  # the same code from amax * fp32(1/max)
     slips = [e - t for e, t in zip(exact, torchao)]
     assert set(slips) == {0, 1}  # one code low, or none; both happen
+
+
+# ---- torchao divides, TransformerEngine multiplies by fp32(1/max): the same round-up code --------
+def rceil_code(d: np.ndarray) -> np.ndarray:
+    """float_to_e8m0's round-up of float32 quotients (integer rule, ptx.cuh v2.18 lines 409-416)."""
+    bits = d.view(np.uint32)
+    e, m = (bits >> 23).astype(np.int64), bits & 0x7FFFFF
+    return e + np.where(e == 0, m > 0x400000, m != 0)
+
+
+def division_and_product_codes(amax: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    a = amax.astype(np.float64)  # one float32 rounding of each exact quotient/product (see mx_scales)
+    with np.errstate(under="ignore"):
+        div = (a / MAXV[fmt]).astype(np.float32)
+        mul = (a * float(np.float32(1) / np.float32(MAXV[fmt]))).astype(np.float32)
+    return rceil_code(div), rceil_code(mul)
+
+
+@pytest.mark.parametrize("fmt", TORCHAO_FORMATS)
+def test_division_and_reciprocal_product_round_up_alike(fmt):
+    """Every float32 amax within 64 steps of max * 2**k or of max * 2**-127 (where the two
+    quotients could straddle a code boundary), and 2**20 random ones, give one code."""
+    k = np.arange(-150, 128)
+    with np.errstate(over="ignore"):
+        centres = np.concatenate([np.float32(MAXV[fmt]) * np.exp2(k).astype(np.float32),
+                                  np.float32(MAXV[fmt] * 2.0**-127) * np.float32([1, 1.5, 2])])
+    near = (centres.view(np.uint32)[:, None].astype(np.int64) + np.arange(-64, 65)).ravel()
+    rand = np.random.default_rng(len(fmt)).integers(1, 0x7F800000, 2**20)
+    amax = np.concatenate([near, rand])
+    amax = amax[(amax > 0) & (amax < 0x7F800000)].astype(np.uint32).view(np.float32)
+    div, mul = division_and_product_codes(amax, fmt)
+    assert np.array_equal(div, mul)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", TORCHAO_FORMATS)
+def test_division_and_reciprocal_product_round_up_alike_exhaustively(fmt):
+    """Every float32 amax in the binade [1, 2) (the codes repeat per binade for normal
+    quotients) and every amax below 2**-100 (quotients near and in the subnormals)."""
+    for lo, hi in ((0x3F800000, 0x40000000), (1, 0x0D800000)):
+        for start in range(lo, hi, 1 << 23):
+            amax = np.arange(start, min(start + (1 << 23), hi), dtype=np.uint32).view(np.float32)
+            div, mul = division_and_product_codes(amax, fmt)
+            assert np.array_equal(div, mul), start
