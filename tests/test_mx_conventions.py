@@ -71,6 +71,19 @@ def test_transformer_engine_skips_nan_and_2_12_zeroes_a_0xfe_block():
     assert q([-np.inf, 1.0], inf="saturate")[:2] == (0xFE, [0xFE, 0x00])  # = TE 2.13 without NaN
 
 
+def test_an_all_zero_block_is_scale_0_everywhere():
+    """docs/mx.md: "all zeros: 0x00 (everyone agrees)"; the models of each library give 0 too."""
+    for conv, sr in [(None, None), (None, "rceil"), ("torchao-0.18", "floor"), ("torchao-0.18", "ceil"),
+                     ("torchao-0.18", "even"), ("torchao-0.18", "rceil"), ("torchao-0.18-triton", None),
+                     ("transformer-engine-2.12", None), ("transformer-engine-2.13", None)]:
+        assert q([0.0, -0.0], convention=conv, scale_rounding=sr)[:2] == (0x00, [0x00, 0x80])
+    from test_mx_convention_models import torchao_eager, transformer_engine, triton
+
+    zeros = np.zeros(8, f32)
+    assert {torchao_eager(zeros, "mxfp4", m)[0] for m in ("floor", "ceil", "even", "rceil")} == {0}
+    assert transformer_engine(zeros, "mxfp8_e5m2", 12)[0] == triton(zeros, "mxfp8_e4m3")[0] == 0
+
+
 # ---- corrected statements of docs/mx.md ---------------------------------------------------------
 def test_even_near_flt_max_is_the_same_finite_scale_in_torchao():
     """torchao 0.18.0 mx_tensor.py lines 297-317: EVEN's bit trick carries a near-FLT_MAX amax
