@@ -66,12 +66,12 @@ class Convention:
 
 _FP8 = ("mxfp8_e4m3", "mxfp8_e5m2")
 _TORCHAO_FORMATS = _FP8 + ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4")
-_TORCHAO_POW2 = MXRule("floor", "exponent", code0="min_normal")
 
 CONVENTIONS: dict[str, Convention] = {
     "torchao-0.18": Convention(
         "torchao-0.18", _TORCHAO_FORMATS, "floor",
-        {"floor": _TORCHAO_POW2, "ceil": MXRule("ceil", "exponent", code0="min_normal"),
+        {"floor": MXRule("floor", "exponent", code0="min_normal"),
+         "ceil": MXRule("ceil", "exponent", code0="min_normal"),
          "even": MXRule("even", "exponent", code0="min_normal"),
          "rceil": MXRule("rceil_log2", "saturate", code0="one")},
         "torchao 0.18.0 to_mx, eager (torchao/prototype/mx_formats/mx_tensor.py)"),
