@@ -18,13 +18,14 @@ CPUs; arrays smaller than a few hundred thousand elements stay on one thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE"]
+__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "dask_scheduler", "on_cluster", "gathered"]
 
 #: Below this many elements per piece the threads cost more than they save.
 MIN_PIECE = 1 << 17
@@ -87,3 +88,47 @@ def run_each(fn: Callable[[Any], Any], items: Iterable[Any], workers: int | None
 
     with ThreadPoolExecutor(max_workers=count) as pool:
         return list(pool.map(call, items))
+
+
+# Past one machine: the commands that take --scheduler connect here for their run.
+_CLIENT: list = []  # the connected client while a dask_scheduler block runs
+
+
+@contextlib.contextmanager
+def dask_scheduler(address: str | None) -> Iterator[Any]:
+    """Connect to a Dask scheduler for the block (None: stay on this machine); inside it,
+    :func:`on_cluster` hands arrays to the cluster."""
+    if address is None:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError("--scheduler needs Dask: pip install 'fpemu[dask]'") from None
+    try:
+        client = distributed.Client(address, timeout="10s")
+    except ValueError as exc:  # distributed's own words on a malformed address
+        raise ValueError(f"bad Dask scheduler address {address!r}: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        raise OSError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    _CLIENT.append(client)
+    try:
+        yield client
+    finally:
+        _CLIENT.pop()
+        client.close()
+
+
+def on_cluster(x: np.ndarray, rows: int = 1 << 16) -> Any:
+    """x as a Dask array of blocks of ``rows`` along the first axis while a scheduler is
+    connected (fpemu's functions then run block by block there), else x itself."""
+    if not _CLIENT:
+        return x
+    import dask.array as da
+
+    return da.from_array(x, chunks=(max(1, rows),) + tuple(x.shape[1:]))
+
+
+def gathered(x: Any) -> Any:
+    """A Dask result computed (on the connected scheduler), anything else as it is."""
+    return x.compute() if hasattr(x, "compute") and hasattr(x, "map_blocks") else x

@@ -65,3 +65,34 @@ def test_gemm_error_small_run_is_clean(capsys):
     assert main(["gemm-error", "--k", "64", "--m", "2", "--n", "2", "--promote", "16"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and "promoted to fp32 every 16" in captured.out
+
+
+def test_gemm_error_json_matches_the_text(capsys):
+    import json
+
+    argv = ["gemm-error", "--inputs", "bf16", "--accumulator", "a100", "--k", "96", "--m", "3", "--n", "5"]
+    assert _cli(argv) == 0
+    text = capsys.readouterr().out
+    assert _cli(argv + ["--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["accumulator"] == "a100/bf16" and r["shape"] == [3, 5] and r["k"] == 96 and r["promote"] is None
+    assert 0 < r["mean"] <= r["max"] and f"{r['max']:.3e}" in text
+
+
+def test_gemm_error_on_a_dask_scheduler_gives_the_same_numbers(capsys):
+    import json
+
+    distributed = pytest.importorskip("distributed")
+    argv = ["gemm-error", "--inputs", "e4m3", "--accumulator", "h100", "--k", "128", "--m", "70", "--n", "9", "--json"]
+    assert _cli(argv) == 0
+    here = json.loads(capsys.readouterr().out)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert _cli(argv + ["--scheduler", cluster.scheduler_address]) == 0
+    assert json.loads(capsys.readouterr().out) == here
+
+
+def test_gemm_error_bad_scheduler_address(capsys):
+    pytest.importorskip("distributed")
+    assert _cli(["gemm-error", "--k", "8", "--scheduler", "bogus://x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fpemu: error: bad Dask scheduler address 'bogus://x'") and err.count("\n") == 1

@@ -4,17 +4,24 @@
 from __future__ import annotations
 
 import argparse
+import json
 
+from ..parallel import dask_scheduler
 from .error import gemm_error
 
 
 def cmd_gemm_error(args: argparse.Namespace) -> int:
     """Print the relative error of an emulated GEMM against the exact product."""
     inputs = tuple(args.inputs.split(",")) if "," in args.inputs else args.inputs
-    r = gemm_error(
-        inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
-        seed=args.seed, distribution=args.distribution,
-    )
+    with dask_scheduler(args.scheduler):
+        r = gemm_error(
+            inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
+            seed=args.seed, distribution=args.distribution,
+        )
+    if args.json:
+        print(json.dumps({**r, "k": args.k, "promote": args.promote, "distribution": args.distribution,
+                          "seed": args.seed}, indent=1, default=float))
+        return 0
     how = f"promoted to fp32 every {args.promote}" if args.promote else "no promotion"
     print(
         f"{r['accumulator']}: {r['shape'][0]}x{args.k} @ {args.k}x{r['shape'][1]} {r['inputs']} "
@@ -36,4 +43,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--promote", type=int, default=None, help="promote to an fp32 accumulator every N products")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--distribution", default="uniform", choices=("uniform", "normal"), help="input distribution")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the emulated GEMM on a Dask scheduler (tcp://host:8786; needs fpemu[dask])")
     p.set_defaults(func=cmd_gemm_error)

@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..codec import quantize
+from ..parallel import gathered, on_cluster
 from .kernels.exact import _exact_sum
 from .kernels.products import _Products
 from .lookup import _input_formats, get_accumulator
@@ -56,7 +57,7 @@ def gemm_error(
     draw = rng.random if distribution == "uniform" else rng.standard_normal
     A = quantize(draw((m, k)), fa)
     B = quantize(draw((k, n)), fb)
-    got = gemm(A, B, inputs=(fa, fb), accumulator=acc).astype(np.float64)
+    got = gathered(gemm(on_cluster(A, 64), B, inputs=(fa, fb), accumulator=acc)).astype(np.float64)
     exact = np.empty((m, n))
     rows = _chunk_rows(get_accumulator("exact"), k, n)
     for i in range(0, m, rows):
