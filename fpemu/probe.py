@@ -241,9 +241,7 @@ def probe_report(r: ProbeResult) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------------
+# ---- CLI ------------------------------------------------------------------------------------
 #: Input formats `fpemu probe` can run through torch.
 PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
 
@@ -262,16 +260,24 @@ def _probe_inputs(text: str) -> list[str]:
 def cmd_probe(args: argparse.Namespace) -> int:
     from .errors import RunError
 
-    if args.device != "cuda":
-        raise ValueError(f"only --device cuda is supported, got {args.device!r}")
-    inputs = _probe_inputs(args.inputs)
-    try:
-        import torch
-    except ImportError:
-        raise RunError("probing needs torch with a CUDA GPU, and torch is not installed") from None
-    if not torch.cuda.is_available():
-        raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
-                       "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
+    fp8 = args.experiment == "fp8-fp16"
+    if args.device != "cuda" and not (fp8 and (args.device == "cpu" or args.device.startswith("fake:"))):
+        raise ValueError(f"--device: cuda (or, for --experiment fp8-fp16, cpu or fake:NAME), got {args.device!r}")
+    inputs = [get_format(t.strip()).name for t in args.inputs.split(",") if t.strip()] if fp8 and args.inputs else None
+    inputs = inputs or (["e4m3", "e5m2"] if fp8 else _probe_inputs(args.inputs or ",".join(PROBE_INPUTS)))
+    if args.device in ("cuda", "cpu"):
+        try:
+            import torch
+        except ImportError:
+            raise RunError("probing needs torch with a CUDA GPU, and torch is not installed") from None
+        if args.device == "cuda" and not torch.cuda.is_available():
+            raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
+                           "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
+    if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run; imported here: fit imports this module)
+        from .fit.fp8_run import run_fp8_fp16
+
+        run_fp8_fp16(args.device, inputs, args.record, not args.no_search)
+        return 0
     print(f"probing {torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})")
     run = torch_device("cuda")
     for name in inputs:
@@ -285,6 +291,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def register_cli(subparsers) -> None:
     """Add ``probe``."""
     p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
-    p.add_argument("--device", default="cuda", help="only cuda")
-    p.add_argument("--inputs", default=",".join(PROBE_INPUTS), help="input formats to probe (comma-separated)")
+    p.add_argument("--device", default="cuda", help="cuda; for --experiment fp8-fp16 also cpu or fake:NAME")
+    p.add_argument("--inputs", default=None, help="input formats (comma-separated; default: all the experiment takes)")
+    p.add_argument("--experiment", default="features", choices=("features", "fp8-fp16"),
+                   help="features: the block model's feature tests; fp8-fp16: FP8 GEMMs with fp16 output (issue 18)")
+    p.add_argument("--record", default=None, metavar="DIR", help="fp8-fp16: write the raw results and a note to DIR")
+    p.add_argument("--no-search", action="store_true", help="fp8-fp16: skip the staged-model search per path")
     p.set_defaults(func=cmd_probe)

@@ -82,7 +82,10 @@ def _reference(m: Staged, a: list, b: list, c: float, inputs: str) -> float:
         acc = _round(acc, "fp16", m.convert)
         if isinstance(acc, float):
             return acc + c
-    return float(_round(acc + Fraction(c), "fp16", m.final))
+    total = acc + Fraction(c)
+    if m.c_add == "fp32":
+        total = _round(total, "fp32", "rne")
+    return float(_round(total, "fp16", m.final))
 
 
 def _fp8_rows(inputs: str, rows: int, K: int, seed: int):
@@ -100,7 +103,8 @@ def test_kernel_agrees_with_the_fraction_reference():
     space = candidates("fp8-fp16", 32)
     pick = list(NAMED.values()) + random.Random(0).sample(space, 60)
     pick += [Staged(order="bit0", stage=4, frac_bits=16, term_rounding="rd", mid="e8m13", mid_rounding="rz"),
-             Staged(order="bit2", stage=8, frac_bits=13, term_rounding="rd", c_at="last", c_format="fp32")]  # fmt: skip
+             Staged(order="bit2", stage=8, frac_bits=13, term_rounding="rd", c_at="last", c_format="fp32"),
+             Staged(stage=32, frac_bits=13, mid="e8m13", mid_rounding="rz", c_format="fp32", convert=None, c_add="fp32")]  # fmt: skip
     for inputs, seed in (("e4m3", 1), ("e5m2", 2)):
         a, b, c = _fp8_rows(inputs, 40, 32, seed)
         got = evaluate_many(pick, prepare(a, b, c, inputs))

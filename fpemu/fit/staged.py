@@ -9,7 +9,9 @@ rounded to ``mid`` (``"fp16"``, ``"e8m13"``: fp32's range with 13 fraction bits,
 accumulator; ``"fp32"``; ``"exact"``) with ``mid_rounding``. ``c`` enters the ``"first"``
 stage, the ``"last"`` stage, or ``"after"`` them all: then the accumulator is first converted
 to fp16 with ``convert`` (``None``: not converted) and ``d = fp16(acc + c)`` is rounded once
-with ``final``. ``c_format`` says whether ``c`` is rounded to fp16 (RNE) before anything.
+with ``final`` (``c_add="fp32"``: acc + c is rounded to fp32 RNE first, as an fp32 epilogue
+such as cuBLASLt's adds a bias). ``c_format`` says whether ``c`` is rounded to fp16 (RNE)
+before anything.
 
 The model found for H100 and B200 (:data:`NAMED` ``"hopper-fp8-fp16"``): the products with
 ``k mod 4`` in {0, 1} first (order ``"bit1"``), two stages of 16 rounded to fp16 RNE, then
@@ -70,6 +72,7 @@ class Staged:
     c_format: str = "fp16"
     convert: str | None = "rne"
     final: str = "rne"
+    c_add: str = "exact"
 
     def __post_init__(self):
         order_of(self.order, 1)
@@ -79,7 +82,8 @@ class Staged:
                                            or not 1 <= self.frac_bits <= 40):  # fmt: skip
             raise ValueError(f"frac_bits must be None (exact) or an integer in 1..40, got {self.frac_bits!r}")
         checks = {"term_rounding": ("rz", "rd"), "mid": tuple(MIDS), "mid_rounding": ROUNDINGS, "c_at": C_AT,
-                  "c_format": ("fp16", "fp32"), "convert": (None,) + ROUNDINGS, "final": ROUNDINGS}  # fmt: skip
+                  "c_format": ("fp16", "fp32"), "convert": (None,) + ROUNDINGS, "final": ROUNDINGS,
+                  "c_add": ("exact", "fp32")}  # fmt: skip
         for name, allowed in checks.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -93,7 +97,8 @@ class Staged:
         mid_rounding = "rne" if self.mid == "exact" else self.mid_rounding
         convert = self.convert if c_at == "after" and self.mid != "fp16" else None
         final = "rne" if c_at != "after" and self.mid == "fp16" else self.final
-        return (order, stage, self.frac_bits, term, self.mid, mid_rounding, c_at, self.c_format, convert, final)
+        c_add = self.c_add if c_at == "after" else "exact"
+        return (order, stage, self.frac_bits, term, self.mid, mid_rounding, c_at, self.c_format, convert, final, c_add)
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -114,7 +119,8 @@ def describe(m: Staged, K: int = 32) -> str:
     c = f"c ({m.c_format})"
     if m.c_at == "after":
         conv = "" if m.convert is None or m.mid == "fp16" else f"acc to fp16 {m.convert}, "
-        parts.append(f"{c} after the stages, {conv}d = fp16 {m.final}(acc + c)")
+        add = "fp32 rne(acc + c)" if m.c_add == "fp32" else "acc + c"
+        parts.append(f"{c} after the stages, {conv}d = fp16 {m.final}({add})")
     else:
         last = "d = the last stage's result" if m.mid == "fp16" else f"d = fp16 {m.final}(last stage)"
         parts.append(f"{c} in the {m.c_at} stage, {last}")
@@ -140,4 +146,10 @@ NAMED = {
     "fp32-halves-then-fp16": Staged(stage=16, frac_bits=25, mid="fp32", mid_rounding="rz", c_at="first"),
     # Contiguous halves (a plain split-k) in fp16, c after: the found model without the interleave.
     "split-k-fp16-then-c": Staged(stage=16, frac_bits=25, mid="fp16", c_at="after"),
+    # What cuBLASLt's FP8 GEMM (torch._scaled_mm, fp16 output, c as the bias) should do: an fp32
+    # accumulator (Hopper: the 13-bit wgmma sum; Blackwell: an almost exact sum rounded RNE), then
+    # the epilogue adds the bias in fp32 and rounds to fp16.
+    "cublaslt-hopper": Staged(stage=32, frac_bits=13, mid="e8m13", mid_rounding="rz", c_at="after", convert=None,
+                              c_add="fp32"),
+    "cublaslt-blackwell": Staged(stage=32, mid="fp32", c_at="after", convert=None, c_add="fp32"),
 }

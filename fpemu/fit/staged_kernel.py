@@ -161,7 +161,11 @@ def _run(ms: list, ops: Operands, order: str, stage: int, cut: str, c_at: str, c
     conv = _round_rows(acc, fp16([m.convert or "rne" for m in ms]))
     acc = np.where(np.repeat(np.array([m.convert is not None for m in ms]), R), conv, acc)
     with np.errstate(invalid="ignore"):  # Inf + -Inf is NaN, as the hardware has it
-        return _round_rows(acc + c, fp16([m.final for m in ms]))
+        total = acc + c
+    epilogue = np.repeat(np.array([m.c_add == "fp32" for m in ms]), R)
+    if epilogue.any():
+        total = np.where(epilogue, _round_rows(total, _mid_params(["fp32"] * n, ["rne"] * n, R)), total)
+    return _round_rows(total, fp16([m.final for m in ms]))
 
 
 def evaluate(m: Staged, ops: Operands) -> np.ndarray:

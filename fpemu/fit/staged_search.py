@@ -60,8 +60,8 @@ def _matches(models: list, ops: Operands, want: np.ndarray) -> np.ndarray:
     return fp16_bits_as_fp32(evaluate_many(models, ops)) == want[None, :]
 
 
-def _head(ops: Operands, n: int) -> Operands:
-    return Operands(ops.p[:n], ops.ep[:n], {k: v[:n] for k, v in ops.c.items()}, {k: v[:n] for k, v in ops.ec.items()})
+def _rows(ops: Operands, idx: np.ndarray) -> Operands:
+    return Operands(ops.p[idx], ops.ep[idx], {k: v[idx] for k, v in ops.c.items()}, {k: v[idx] for k, v in ops.ec.items()})
 
 
 def search_space(dumps: list[Dump], space: str = "fp8-fp16", out: str | None = None,
@@ -89,10 +89,12 @@ def search_space(dumps: list[Dump], space: str = "fp8-fp16", out: str | None = N
     cols = {column_name(d, out): d.rows for d in dumps}
     result = SpaceFit(space if isinstance(space, str) else "custom", cols, K, searched=len(alive))
     prepared = [(column_name(d, out), prepare(d.a, d.b, d.c, d.inputs), d.d[out]) for d in dumps]
+    shuffled = [np.random.default_rng(0).permutation(want.size) for _, _, want in prepared]
     for n, kept in screens:
         if len(alive) <= max(kept, top):
             continue
-        score = sum(_matches(alive, _head(ops, n), want[:n]).sum(axis=1) for _, ops, want in prepared)
+        score = sum(_matches(alive, _rows(ops, idx[:n]), want[idx[:n]]).sum(axis=1)
+                    for (_, ops, want), idx in zip(prepared, shuffled))  # fmt: skip
         alive = [alive[i] for i in np.argsort(-score, kind="stable")[: max(kept, top)]]
     rows = {name: _matches(alive, ops, want).sum(axis=1) for name, ops, want in prepared}
     scored = [Scored(m, {name: int(rows[name][i]) for name in rows}) for i, m in enumerate(alive)]

@@ -1,0 +1,143 @@
+"""``fpemu probe --experiment fp8-fp16`` (issue 18) with fake devices built from the candidate
+models: every named hypothesis is told from every other one, the stage structure is read from
+the lanes rows, the raw results are recorded in the hwdata layout that ``fpemu fit --space``
+reads back, and the GPU paths fail one at a time without stopping the others."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fpemu import cli
+from fpemu.fit import load_dump
+from fpemu.fit.fp8_devices import scaled_mm_device, staged_device
+from fpemu.fit.fp8_judge import judge, stage_classes, verdict_report
+from fpemu.fit.fp8_probes import FAMILIES, fp8_fp16_experiments, split_product
+from fpemu.fit.fp8_run import run_fp8_fp16
+from fpemu.fit.staged import NAMED, Staged
+from fpemu.fit.staged_kernel import staged_dot
+from fpemu.fit.staged_search import search_space
+
+
+@pytest.fixture(scope="module", params=["e4m3", "e5m2"])
+def experiments(request):
+    return fp8_fp16_experiments(request.param, random_rows=64)
+
+
+def test_every_named_hypothesis_is_told_apart(experiments):
+    ex = experiments
+    answers = {n: staged_dot(m, ex.a, ex.b, ex.c, ex.inputs) for n, m in NAMED.items()}
+    for name, got in answers.items():
+        v = judge(f"fake-{name}", ex, got)
+        assert v.consistent == [name] and not v.broken, verdict_report(v)
+    assert set(ex.family) == set(FAMILIES)
+
+
+def test_the_probe_separates_the_found_model_from_its_neighbours(experiments):
+    ex = experiments
+    found = NAMED["hopper-fp8-fp16"]
+    want = staged_dot(found, ex.a, ex.b, ex.c, ex.inputs)
+    changes = [{"order": o} for o in ("natural", "bit0", "bit2", "bit3")] + [{"stage": s} for s in (4, 8, 32)]
+    changes += [{"frac_bits": f} for f in (13, 16, 20, None)] + [{"mid_rounding": "rz"}, {"final": "rz"}]
+    changes += [{"c_at": "first"}, {"c_at": "last"}, {"mid": "e8m13"}, {"term_rounding": "rd", "frac_bits": 13}]
+    for change in changes:
+        other = Staged(**{**found.as_dict(), **change})
+        assert not np.array_equal(staged_dot(other, ex.a, ex.b, ex.c, ex.inputs), want), change
+
+
+def test_stage_classes_read_from_the_lanes_rows():
+    ex = fp8_fp16_experiments("e4m3", random_rows=0)
+    classes = lambda name: stage_classes(ex, staged_dot(NAMED[name], ex.a, ex.b, ex.c, "e4m3"))  # noqa: E731
+    assert classes("hopper-fp8-fp16") == [[k for k in range(1, 32) if k % 4 in (0, 1)], [k for k in range(32) if k % 4 in (2, 3)]]
+    assert classes("ada-two-blocks") == [list(range(1, 16)), list(range(16, 32))]
+    assert classes("wgmma-block32-f13") == [list(range(1, 32))]
+    assert stage_classes(ex, np.full(ex.rows, 3.0)) == []
+
+
+def test_split_product_builds_exact_products():
+    for inputs in ("e4m3", "e5m2"):
+        for p in (1.0, -3 * 2.0**-12, 2.0**-18, 1.5 * 2.0**15, 2.0**16):
+            pair = split_product(p, inputs)
+            assert pair is None or pair[0] * pair[1] == p
+    assert split_product(2.0**-19, "e4m3") is None and split_product(2.0**-32, "e5m2") is not None
+    with pytest.raises(ValueError, match="e4m3 or e5m2"):
+        fp8_fp16_experiments("fp16")
+
+
+def test_a_broken_path_is_reported_unreadable():
+    ex = fp8_fp16_experiments("e4m3", random_rows=8)
+    got = staged_dot(NAMED["exact-rne"], ex.a, ex.b, ex.c, "e4m3")
+    v = judge("shuffled", ex, got[::-1])
+    assert v.broken and "UNREADABLE" in verdict_report(v)
+    with pytest.raises(RuntimeError, match="returned 3 results"):
+        judge("short", ex, got[:3])
+
+
+def test_probe_cli_with_a_fake_device_records_what_fit_reads(capsys, tmp_path):
+    code = cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:hopper-fp8-fp16", "--inputs", "e5m2",
+                     "--no-search", "--record", str(tmp_path)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert "consistent with every row: hopper-fp8-fp16" in out
+    assert "{2,3,6,7,10,11,14,15,18,19,22,23,26,27,30,31}" in out
+    path = tmp_path / "fake-hopper-fp8-fp16_e5m2_fake.npz"
+    note = (tmp_path / "fake-hopper-fp8-fp16_fp8_fp16_probe.txt").read_text()
+    assert path.is_file() and "device: fake hopper-fp8-fp16" in note
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        assert meta["inputs"] == "e5m2" and meta["path"] == "fake" and z["what"].shape == z["c"].shape
+        rows = z["c"].size
+    dump = load_dump(path)  # the input format comes from the metadata
+    assert dump.inputs == "e5m2" and dump.rows == rows
+    space = {"axes": {"order": ["natural", "bit1"], "stage": [16, 32], "mid": ["fp16", "exact"]}}
+    (tmp_path / "space.json").write_text(json.dumps(space))
+    result = search_space([dump], str(tmp_path / "space.json"), top=2)
+    assert result.fits and result.best.model.key(32) == NAMED["hopper-fp8-fp16"].key(32)
+
+
+def test_probe_cli_refusals(capsys):
+    assert cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:nope"]) == 2
+    assert "unknown staged model 'nope'" in capsys.readouterr().err
+    assert cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:exact-rne", "--inputs", "fp16"]) == 2
+    assert "takes e4m3, e5m2 inputs, not fp16" in capsys.readouterr().err
+    assert cli.main(["probe", "--device", "tpu"]) == 2
+    assert cli.main(["probe", "--device", "cpu"]) == 2  # the feature tests need a GPU
+
+
+def test_gpu_paths_fail_one_at_a_time(monkeypatch, capsys, tmp_path):
+    """The cuda device with torch's CUDA calls faked: one path raises (as mma.sync does without
+    NVRTC), the others answer as two candidate models would."""
+    torch = pytest.importorskip("torch")
+    from fpemu.fit import fp8_run
+
+    def broken():
+        raise RuntimeError("NVRTC is not available\nmore")
+
+    paths = {"scaled_mm": lambda: staged_device("cublaslt-hopper"), "mma_sync": broken,
+             "wgmma_like": lambda: staged_device("hopper-fp8-fp16")}  # fmt: skip
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(fp8_run, "gpu_paths", lambda: paths)
+    assert cli.main(["probe", "--experiment", "fp8-fp16", "--inputs", "e4m3", "--no-search", "--record", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "fp8-fp16 experiment on NVIDIA H200 (sm_90)" in out
+    assert "mma_sync (e4m3): not available here (RuntimeError: NVRTC is not available)" in out
+    assert "consistent with every row: cublaslt-hopper" in out and "consistent with every row: hopper-fp8-fp16" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h200_e4m3_scaled_mm.npz", "h200_e4m3_wgmma_like.npz",
+                                                         "h200_fp8_fp16_probe.txt"]  # fmt: skip
+    monkeypatch.setattr(fp8_run, "gpu_paths", lambda: {"mma_sync": broken})
+    assert cli.main(["probe", "--experiment", "fp8-fp16", "--inputs", "e4m3"]) == 1
+    assert "no path of --device cuda could run" in capsys.readouterr().err
+
+
+def test_torch_cpu_path_and_its_search():
+    pytest.importorskip("torch")
+    ex = fp8_fp16_experiments("e4m3", random_rows=32)
+    got = scaled_mm_device("cpu")(ex.a, ex.b, ex.c, "e4m3")
+    v = judge("scaled_mm_cpu", ex, got)
+    assert not v.broken and v.agree["exact-rne"]["single"] == v.per_family["single"]
+    verdicts = run_fp8_fp16("fake:exact-rne", ["e4m3"], search=True, random_rows=16)
+    assert verdicts[0].consistent == ["exact-rne"]
