@@ -29,6 +29,8 @@ def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
     if arr.dtype.kind not in "iu":
         raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
     limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
+    if arr.dtype.kind == "u" and 1 << (8 * arr.dtype.itemsize) <= limit:
+        return arr  # every value of the dtype is a code: nothing to check
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= limit):
         bad = arr[(arr < 0) | (arr >= limit)].ravel()[0]
         raise ValueError(f"code {int(bad)} is out of range for {fmt.name} (codes are 0..{limit - 1})")
@@ -64,14 +66,22 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
     out = np.empty(flat.size, dtype=dtype)
 
     def piece(part: slice) -> None:
-        out[part] = _decode_flat(flat[part], fmt, dtype)
+        _decode_flat(flat[part], fmt, dtype, out=out[part])
 
     run_pieces(piece, flat.size, workers)
     return out.reshape(arr.shape)
 
 
-def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype) -> np.ndarray:
-    """Values of a flat array of (checked) codes, through the fastest exact path."""
+def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """Values of a flat array of (checked) codes, through the fastest exact path (into out,
+    if given)."""
+    values = _values(arr, fmt, dtype, out)
+    if out is not None and not np.shares_memory(values, out):
+        out[...] = values
+    return values if out is None else out
+
+
+def _values(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
     if fmt.bits == 64 and fmt == _FP64:  # binary64: the code is the float64 pattern
         return _widen(arr.astype(np.uint64).view(np.float64), dtype)
     if _is_fp32_prefix(fmt) and fmt.bits > 16:
@@ -83,11 +93,13 @@ def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype) -> np.ndarray:
         arr = np.right_shift(arr.astype(np.uint64), np.uint64(fmt.code_shift))
     if fmt.bits == 16 and _is_fp32_prefix(fmt):
         # bf16: the code is the top half of the float32 pattern.
-        pairs = np.zeros(arr.shape + (2,), dtype=np.uint16)
-        pairs[..., 1 if np.little_endian else 0] = arr
-        return _widen(pairs.view(np.float32).reshape(arr.shape), dtype)
+        if arr.dtype.kind != "u":
+            arr = arr.astype(np.uint32)  # checked codes: non-negative
+        if out is not None and dtype == np.float32:
+            return np.left_shift(arr, np.uint32(16), out=out.view(np.uint32), dtype=np.uint32).view(np.float32)
+        return _widen(np.left_shift(arr, np.uint32(16), dtype=np.uint32).view(np.float32), dtype)
     if fmt.bits <= 16:
-        return _lookup(arr, _decode_table(fmt, dtype))
+        return _lookup(arr, _decode_table(fmt, dtype), out)
     return _decode_generic(arr, fmt).astype(dtype)
 
 
@@ -97,12 +109,13 @@ def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return values.astype(dtype, copy=False)
 
 
-def _lookup(index: np.ndarray, table: np.ndarray) -> np.ndarray:
+def _lookup(index: np.ndarray, table: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """table[index] computed chunk by chunk (the gathered output stays cache-friendly)."""
     flat = index.reshape(-1)
     if flat.dtype.itemsize > 2 or flat.dtype.kind != "u":
         flat = flat.astype(np.intp)
-    out = np.empty(flat.size, dtype=table.dtype)
+    if out is None or out.dtype != table.dtype:
+        out = np.empty(flat.size, dtype=table.dtype)
     for part in _chunks(flat.size):
         table.take(flat[part], out=out[part])
     return out.reshape(index.shape)

@@ -126,7 +126,7 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
 
     def piece(part: slice) -> None:
         start = index[part] if np.ndim(index) else index + part.start
-        out[part] = _encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part])
+        _encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part], out=out[part])
 
     try:
         run_pieces(piece, flat.size, workers)

@@ -23,6 +23,7 @@ from .odd import _float64_to_float32_odd
 from .kernel import _encode_generic, _is_fp32_prefix
 from .options import STOCHASTIC_WITH_BITS, _Options
 from .specials import _raise_nan
+from .top_half import _encode_top_half, _top_half_plan
 
 
 def _table_path_ok(fmt: Format, opts: _Options) -> bool:
@@ -58,6 +59,12 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=64)
+def _arithmetic_plan(fmt: Format, opts: _Options):
+    """The checked top-half arithmetic for fmt and opts (codec.top_half), or None."""
+    return _top_half_plan(fmt, opts, _encode_table(fmt, opts))
+
+
 def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Low and high 16-bit halves of a flat uint32 array, as strided views (no copy)."""
     pairs = u.view(np.uint16).reshape(-1, 2)
@@ -79,7 +86,7 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
-def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray | None = None) -> np.ndarray:
     if x.dtype == np.float64:
         huge = np.abs(x) >= 2.0**128  # no float32 holds them: the generic kernel decides them
         x32 = _float64_to_float32_odd(x)
@@ -92,7 +99,11 @@ def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
     if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
     u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
-    codes = _table_lookup(u, _encode_table(fmt, opts)).reshape(x.shape)
+    plan = _arithmetic_plan(fmt, opts)
+    table = _encode_table(fmt, opts)
+    flat_out = None if out is None or out.dtype != table.dtype else out.reshape(-1)
+    codes = (_table_lookup(u, table) if plan is None else _encode_top_half(u, plan, table, out=flat_out))
+    codes = codes.reshape(x.shape)
     if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
         _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
     return codes
@@ -121,40 +132,62 @@ def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarr
     return codes
 
 
-def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
+def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None = None) -> np.ndarray:
     """RNE of float32 values into bf16/tf32-like formats, on the bit pattern.
 
     Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
     even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
+    A NaN becomes the canonical quiet NaN with its sign.
     """
-    u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
-    drop = np.uint32(23 - fmt.mantissa_bits)
-    half_minus_one = np.uint32((1 << (drop - 1)) - 1)
-    out = np.empty(u.size, dtype=np.uint32 if fmt.container_bits else fmt.code_dtype)
-    lsb = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
-    r = np.empty_like(lsb)
+    flat = np.asarray(x, order="C").reshape(-1)
+    u = flat.view(np.uint32)
+    bf16 = fmt.mantissa_bits == 7 and not fmt.container_bits
+    dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
+    out = np.empty(u.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
+    scratch = [np.empty(min(_CHUNK, u.size), dtype=t) for t in (np.uint32, np.uint32, bool)]
     for part in _chunks(u.size):
         n = part.stop - part.start
-        np.right_shift(u[part], drop, out=lsb[:n])
-        lsb[:n] &= np.uint32(1)
-        np.add(u[part], half_minus_one, out=r[:n])
-        r[:n] += lsb[:n]
-        r[:n] >>= drop
-        out[part] = r[:n]
-        np.bitwise_and(u[part], np.uint32(0x7FFFFFFF), out=lsb[:n])
-        nan = lsb[:n] > np.uint32(0x7F800000)
-        if nan.any():  # canonical quiet NaN with the input's sign
+        work = [s[:n] for s in scratch]
+        if bf16:
+            _bf16_rne(u[part], out[part], work[0].view(np.uint16)[:n], work[1].view(np.uint16)[:n], work[2])
+        else:
+            _prefix_rne(u[part], 23 - fmt.mantissa_bits, out[part], work[0], work[1])
+        nan = np.isnan(flat[part], out=work[2])
+        if nan.any():
             sign = (u[part][nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
             out[part][nan] = sign | fmt.nan_code
     return out.reshape(x.shape)
 
 
-def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits) -> np.ndarray:
+def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, lsb: np.ndarray, r: np.ndarray) -> None:
+    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out."""
+    np.right_shift(u, np.uint32(drop), out=lsb)
+    lsb &= np.uint32(1)
+    np.add(u, np.uint32((1 << (drop - 1)) - 1), out=r)
+    r += lsb
+    np.right_shift(r, np.uint32(drop), out=out, casting="unsafe")
+
+
+def _bf16_rne(u: np.ndarray, out: np.ndarray, low: np.ndarray, odd: np.ndarray, up: np.ndarray) -> None:
+    """The top halves rounded to nearest even, in uint16 arithmetic (twice the lanes of uint32):
+    the top half goes up by one where ``low | (top & 1) > 0x8000``, which is exactly "the low
+    half past the half, or at the half with an odd top half"."""
+    np.right_shift(u, np.uint32(16), out=out, casting="unsafe")
+    np.copyto(low, u, casting="unsafe")
+    np.bitwise_and(out, np.uint16(1), out=odd)
+    low |= odd
+    np.greater(low, np.uint16(0x8000), out=up)
+    np.add(out, up, out=out)
+
+
+def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """Codes of a flat float array (elements ``start``.. of the whole input, or at the
     positions of the array ``start``, for stochastic rounding's random bits), in the format's
-    code dtype and container position."""
+    code dtype and container position; written into ``out`` when given (the fast paths write
+    there directly)."""
     if _table_path_ok(fmt, opts):
-        codes = _encode_by_table(x, fmt, opts)
+        codes = _encode_by_table(x, fmt, opts, out if x.dtype == np.float32 else None)
     elif opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
             and (x.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
         codes = _encode_numpy_native(x, fmt, opts)
@@ -164,10 +197,15 @@ def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits) -
         and fmt.mantissa_bits < 23
         and opts == _Options("nearest_even", "inf", "sign")
     ):  # (directed_overflow does not matter: RNE is never spared)
-        codes = _encode_fp32_prefix_rne(x, fmt)
+        codes = _encode_fp32_prefix_rne(x, fmt, None if fmt.code_shift else out)
     else:
         codes = _encode_generic(x, fmt, opts, key, start, bits)
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
-    return codes.astype(fmt.code_dtype, copy=False)
+    codes = codes.astype(fmt.code_dtype, copy=False)
+    if out is None:
+        return codes
+    if not np.shares_memory(codes, out):
+        out[...] = codes
+    return out

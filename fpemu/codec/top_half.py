@@ -1,0 +1,126 @@
+"""Encoding float32 arrays by arithmetic on the top half of each bit pattern.
+
+For a signed format of at most 8 bits with 1 to 5 mantissa bits, the top 16 bits of a float32
+pattern (sign, 8 exponent bits, 7 fraction bits) hold the round bit and more; the low 16 bits
+matter only as one sticky bit. Rounding is then a dozen whole-array uint16 and uint8
+operations, which NumPy runs many lanes at a time: about twice as fast as a gather from the
+2**17-entry table, which NumPy does one element at a time.
+
+* ``a = (top & 0x7FFF) | (low != 0)``: the magnitude, with the sticky bit folded into bit 0,
+  below the round bit (``d = 7 - M >= 2`` bits are dropped);
+* ``(a + 2**(d-1) - 1 + lsb) >> d`` rounds to nearest even (no ``lsb``: ties away; nothing
+  added: toward zero); subtracting the exponent rebias in the same addition leaves the
+  magnitude code, less ``2**M``. Below the format's normal range the sum wraps around;
+* every result above the largest finite code (subnormal range and zero, overflow, Inf, NaN)
+  is looked up in the table instead: a few elements in usual data, the whole piece where they
+  are many.
+
+Which formats and options the arithmetic serves is not argued but checked: before first use,
+:func:`_top_half_plan` runs it over all 2**17 (top half, sticky) patterns, which are all the
+inputs it can tell apart, and compares with the table; one differing code and the table is
+used instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats import Format
+from .options import _Options
+
+_PIECE = 1 << 16  # the uint16 temporaries of a piece stay in the CPU cache
+
+_INCREMENT = {"nearest_even": lambda d: (1 << (d - 1)) - 1, "nearest_away": lambda d: 1 << (d - 1),
+              "toward_zero": lambda d: 0}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Constants of the arithmetic for one format and rounding."""
+
+    drop: int  # fraction bits of the top half below the format's last kept bit
+    offset: int  # added before the shift: rounding increment less the exponent rebias
+    even: bool  # add the kept last bit (ties to even)
+    largest: int  # largest magnitude code the arithmetic gives, less 2**M
+    first_normal: int  # magnitude code of the smallest normal, 2**M
+    sign_shift: int  # right shift from float32's sign (0x80 of the top byte) to the code's
+
+
+def _candidate(fmt: Format, opts: _Options) -> _Plan | None:
+    """The plan the arithmetic would follow for fmt and opts, or None where it cannot apply."""
+    if (
+        opts.rounding not in _INCREMENT
+        or not fmt.signed or fmt.twos_complement or not fmt.subnormals
+        or fmt.bits > 8 or fmt.container_bits is not None
+        or not 1 <= fmt.mantissa_bits <= 5 or fmt.exponent_bits < 1
+        or fmt.max_code < 1 << fmt.mantissa_bits
+    ):
+        return None
+    drop = 7 - fmt.mantissa_bits
+    # float32's exponent field e is the format's e - (127 - bias); one binade more is taken
+    # off so that every magnitude below the normal range wraps around to a huge value.
+    rebias = (127 - fmt.bias + 1) << 7
+    return _Plan(drop, (_INCREMENT[opts.rounding](drop) - rebias) % (1 << 16),
+                 opts.rounding == "nearest_even", fmt.max_code - (1 << fmt.mantissa_bits),
+                 1 << fmt.mantissa_bits, 8 - fmt.bits)
+
+
+def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray,
+                  scratch: tuple[np.ndarray, ...], bulk: bool = True) -> None:
+    """Codes of the float32 patterns ``u`` (a piece) into ``out``. ``bulk=False`` never hands
+    the whole piece to the table, so that a check sees the arithmetic everywhere."""
+    top, a, b, sticky, special = (s[: u.size] for s in scratch)
+    np.right_shift(u, np.uint32(16), out=top, casting="unsafe")
+    np.copyto(b, u, casting="unsafe")  # the low halves
+    np.not_equal(b, np.uint16(0), out=sticky)
+    np.bitwise_and(top, np.uint16(0x7FFF), out=a)
+    np.bitwise_or(a, sticky, out=a)
+    if plan.even:
+        np.right_shift(a, np.uint16(plan.drop), out=b)
+        b &= np.uint16(1)
+        a += b
+    a += np.uint16(plan.offset)
+    a >>= np.uint16(plan.drop)
+    np.greater(a, np.uint16(plan.largest), out=special)
+    a += np.uint16(plan.first_normal)
+    top >>= np.uint16(8 + plan.sign_shift)  # the sign, in the code's top bit
+    top &= np.uint16(0x80 >> plan.sign_shift)
+    a |= top
+    np.copyto(out, a, casting="unsafe")
+    count = np.count_nonzero(special)
+    if bulk and count * 4 > u.size:  # many specials: the table for the whole piece
+        _table_codes(u, table, out)
+    elif count:
+        where = np.flatnonzero(special)
+        out[where] = _table_codes(u[where], table)
+
+
+def _table_codes(u: np.ndarray, table: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """table[(u >> 16) * 2 + (low 16 bits non-zero)]."""
+    index = (u >> np.uint32(15)) & np.uint32(0x1FFFE)
+    index |= (u & np.uint32(0xFFFF)) != 0
+    return table.take(index, out=out)
+
+
+def _encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, bulk: bool = True,
+                     out: np.ndarray | None = None) -> np.ndarray:
+    """Codes (uint8) of a flat uint32 array of float32 patterns (into out, if given)."""
+    out = np.empty(u.size, dtype=np.uint8) if out is None else out
+    size = min(_PIECE, u.size)
+    scratch = tuple(np.empty(size, dtype=t) for t in (np.uint16, np.uint16, np.uint16, bool, bool))
+    for start in range(0, u.size, _PIECE):
+        piece = slice(start, min(start + _PIECE, u.size))
+        _encode_piece(u[piece], plan, table, out[piece], scratch, bulk)
+    return out
+
+
+def _top_half_plan(fmt: Format, opts: _Options, table: np.ndarray) -> _Plan | None:
+    """The plan for fmt and opts if it gives the table's code for every input, else None."""
+    plan = _candidate(fmt, opts)
+    if plan is None or table.dtype != np.uint8:
+        return None
+    index = np.arange(1 << 17, dtype=np.uint32)
+    patterns = ((index >> 1) << 16) | (index & 1)
+    return plan if np.array_equal(_encode_top_half(patterns, plan, table, bulk=False), table) else None
