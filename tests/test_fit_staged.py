@@ -261,3 +261,19 @@ def test_fit_cli_space(capsys, tmp_path):
     assert "unknown search space 'nope'" in capsys.readouterr().err
     assert cli.main(["fit", paths[0], "--space", "fp8-fp16", "--out", "fp32"]) == 2
     assert "not searchable" in capsys.readouterr().err
+
+
+# ---- docs/fp8-fp16-output.md: its quick tables are what the script gives ---------------------
+def test_the_doc_tables_are_current():
+    import importlib.util
+
+    for n in COLUMNS:
+        _dump(n)
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("gen_fp8_fp16_doc", root / "scripts" / "gen_fp8_fp16_doc.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    page = (root / "docs" / "fp8-fp16-output.md").read_text()
+    for name, text in gen.render(["scores", "variants", "residuals"], gen._dumps()).items():
+        begin, end = gen.section(name)
+        assert page.split(begin, 1)[1].split(end, 1)[0].strip() == text.strip(), f"run scripts/gen_fp8_fp16_doc.py --only {name}"

@@ -141,3 +141,24 @@ def test_torch_cpu_path_and_its_search():
     assert not v.broken and v.agree["exact-rne"]["single"] == v.per_family["single"]
     verdicts = run_fp8_fp16("fake:exact-rne", ["e4m3"], search=True, random_rows=16)
     assert verdicts[0].consistent == ["exact-rne"]
+
+
+def test_recorded_gpu_results_read_back():
+    """Raw results a GPU session recorded (scripts/run_fp8_fp16_probe.sh) load as dumps, say
+    where they come from, and are judged the same way again (skipped until there are some)."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).resolve().parent / "data" / "fp8_fp16_probe").glob("*.npz"))
+    if not files:
+        pytest.skip("no recorded fp8-fp16 probe results yet (tests/data/fp8_fp16_probe/)")
+    for path in files:
+        with np.load(path) as z:
+            meta = json.loads(str(z["meta"]))
+            family, what = z["family"], z["what"]
+        assert meta["experiment"] == "fp8-fp16" and meta.get("device") and "path" in meta
+        dump = load_dump(path)
+        got = dump.d["fp16"].view(np.float32).astype(np.float64)
+        from fpemu.fit.fp8_probes import Experiments
+
+        v = judge(meta["path"], Experiments(dump.inputs, dump.a, dump.b, dump.c, family, what), got)
+        assert v.rows == dump.rows and not v.broken, verdict_report(v)

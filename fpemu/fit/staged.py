@@ -44,18 +44,21 @@ def order_of(order: str, K: int) -> np.ndarray:
     """The product indices in the order the stages take them.
 
     ``"natural"``: 0..K-1. ``"bit<j>"``: the k with bit j clear first, then those with it set
-    (``bit1`` on K = 8: 0 1 4 5, then 2 3 6 7; ``bit0`` is even/odd).
+    (``bit1`` on K = 8: 0 1 4 5, then 2 3 6 7; ``bit0`` is even/odd); ``"bit<j>r"``: those with
+    it set first.
 
-    >>> order_of("bit1", 8).tolist()
-    [0, 1, 4, 5, 2, 3, 6, 7]
+    >>> order_of("bit1", 8).tolist(), order_of("bit1r", 8).tolist()
+    ([0, 1, 4, 5, 2, 3, 6, 7], [2, 3, 6, 7, 0, 1, 4, 5])
     """
     ks = np.arange(K)
     if order == "natural":
         return ks
-    if order.startswith("bit") and order[3:].isdigit():
-        bit = (ks >> int(order[3:])) & 1
-        return np.concatenate([ks[bit == 0], ks[bit == 1]])
-    raise ValueError(f"unknown order {order!r}: 'natural' or 'bit<j>'")
+    j = order[3:].removesuffix("r")
+    if order.startswith("bit") and j.isdigit():
+        bit = (ks >> int(j)) & 1
+        first, second = (1, 0) if order.endswith("r") else (0, 1)
+        return np.concatenate([ks[bit == first], ks[bit == second]])
+    raise ValueError(f"unknown order {order!r}: 'natural', 'bit<j>' or 'bit<j>r'")
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ def describe(m: Staged, K: int = 32) -> str:
     stage = min(m.stage, K)
     parts = []
     if stage < K:
-        where = {"natural": "natural order"}.get(m.order, f"order {m.order} (k with bit {m.order[3:]} clear first)")
+        j, state = m.order[3:].removesuffix("r"), "set" if m.order.endswith("r") else "clear"
+        where = "natural order" if m.order == "natural" else f"order {m.order} (k with bit {j} {state} first)"
         parts.append(f"{where}, stages of {stage}")
     else:
         parts.append(f"one stage of {K}")
