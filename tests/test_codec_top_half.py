@@ -31,14 +31,17 @@ def test_leaves_other_formats_to_other_paths(name):
     assert _arithmetic_plan(get_format(name), _Options("nearest_even", "saturate", "sign")) is None
 
 
-@pytest.mark.parametrize("change", [
-    {"offset": 1}, {"even": None}, {"largest": 1}, {"first_normal": 1}, {"sign_shift": 1}, {"drop": 1},
+@pytest.mark.parametrize("name", ("e4m3", "e4m3fnuz"))
+@pytest.mark.parametrize("field, change", [
+    ("offset", 1), ("even", "flip"), ("largest", 1), ("first_normal", 1), ("sign_shift", 1), ("drop", 1),
+    ("min_normal", 4.0), ("magic", 2.0), ("neg_zero", "flip"),
 ])
-def test_a_wrong_plan_fails_the_check(change, monkeypatch):
-    fmt, opts = get_format("e4m3"), _Options("nearest_even", "saturate", "sign")
+def test_a_wrong_plan_fails_the_check(name, field, change, monkeypatch):
+    fmt, opts = get_format(name), _Options("nearest_even", "saturate", "sign")
     good = _top_half_plan(fmt, opts, _encode_table(fmt, opts))
-    field, delta = next(iter(change.items()))
-    bad = dataclasses.replace(good, **{field: (not good.even) if delta is None else getattr(good, field) + delta})
+    old = getattr(good, field)
+    new = (not old) if change == "flip" else old * change if isinstance(change, float) else old + change
+    bad = dataclasses.replace(good, **{field: new})
     monkeypatch.setattr("fpemu.codec.top_half._candidate", lambda f, o: bad)
     assert _top_half_plan(fmt, opts, _encode_table(fmt, opts)) is None
 
@@ -64,7 +67,8 @@ def test_every_piece_mix_matches_the_table(tiny, name):
     u = _mixed(3 * _PIECE + 123, tiny, seed=int(tiny * 10)).view(np.uint32)
     plan = _arithmetic_plan(fmt, opts)
     assert np.array_equal(_encode_top_half(u, plan, table), _table_lookup(u, table))
-    assert np.array_equal(_encode_top_half(u, plan, table, bulk=False), _table_lookup(u, table))
+    for mode in ("sparse", "subnormal"):
+        assert np.array_equal(_encode_top_half(u, plan, table, mode), _table_lookup(u, table))
 
 
 @pytest.mark.parametrize("tiny", (0.0, 0.5))
