@@ -40,7 +40,8 @@ def test_the_probe_separates_the_found_model_from_its_neighbours(experiments):
     found = NAMED["hopper-fp8-fp16"]
     want = staged_dot(found, ex.a, ex.b, ex.c, ex.inputs)
     changes = [{"order": o} for o in ("natural", "bit0", "bit2", "bit3")] + [{"stage": s} for s in (4, 8, 32)]
-    changes += [{"frac_bits": f} for f in (13, 16, 20, None)] + [{"mid_rounding": "rz"}, {"final": "rz"}]
+    changes += [{"frac_bits": f} for f in (13, 16, 18, 20, None)] + [{"mid_rounding": "rz"}, {"final": "rz"}]
+    changes += [{"term_rounding": "rd"}, {"mid": "fp32"}, {"order": "bit1r"}]
     changes += [{"c_at": "first"}, {"c_at": "last"}, {"mid": "e8m13"}, {"term_rounding": "rd", "frac_bits": 13}]
     for change in changes:
         other = Staged(**{**found.as_dict(), **change})

@@ -19,7 +19,9 @@ Staged models (issue 18: FP8 inputs with fp16 output, which no ``Accumulator`` e
 ``staged`` (the fit-only model description and the named hypotheses), ``staged_kernel`` (its
 vectorized arithmetic), ``spaces`` (search spaces as data), ``staged_search`` (one model for
 the columns of several dumps, ranked; residual rows), ``staged_report`` (``fpemu fit --space``),
-``fp8_probes`` and ``fp8_devices`` (``fpemu probe --experiment fp8-fp16``).
+``fp8_probes``, ``fp8_devices``, ``fp8_judge`` and ``fp8_run`` (``fpemu probe --experiment
+fp8-fp16``: the experiment rows, the GPU paths and fake devices, the verdicts and records, the
+run).
 """
 
 from ..backends import fake_device
