@@ -163,3 +163,24 @@ def test_recorded_gpu_results_read_back():
 
         v = judge(meta["path"], Experiments(dump.inputs, dump.a, dump.b, dump.c, family, what), got)
         assert v.rows == dump.rows and not v.broken, verdict_report(v)
+
+
+def test_cublaslt_paths_run_e5m2_as_e5m2_times_e4m3():
+    """cuBLASLt has no E5M2 x E5M2 GEMM: the path rewrites b as E4M3 with the same products
+    (and leaves out the rows it cannot), which torch's CPU _scaled_mm runs too."""
+    pytest.importorskip("torch")
+    from fpemu.fit.fp8_devices import e4m3_partners
+    from fpemu.codec import quantize
+
+    ex = fp8_fp16_experiments("e5m2", random_rows=32)
+    a, b, rows = e4m3_partners(ex.a, ex.b)
+    assert np.array_equal((a * b)[rows], (ex.a * ex.b)[rows])
+    assert np.array_equal(quantize(b[rows], "e4m3"), b[rows]) and np.array_equal(quantize(a[rows], "e5m2"), a[rows])
+    assert 0 < (~rows).sum() < ex.rows // 5 and set(ex.family[rows]) == set(FAMILIES)
+    run = scaled_mm_device("cpu")
+    sub = run.adapt(ex)
+    assert sub.rows == rows.sum()
+    for name, m in NAMED.items():  # the rewritten rows mean the same to every model
+        assert np.array_equal(staged_dot(m, sub.a, sub.b, sub.c, "e5m2"), staged_dot(m, ex.a[rows], ex.b[rows], ex.c[rows], "e5m2"))
+    v = judge("scaled_mm_cpu", sub, run(sub.a, sub.b, sub.c, "e5m2"))
+    assert not v.broken and v.stage_classes == [list(range(1, 32))]

@@ -44,26 +44,66 @@ def _torch_fp8(inputs: str):
     return {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}[inputs]
 
 
+def e4m3_partners(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """cuBLASLt multiplies no E5M2 matrix by another: the same products as E5M2 a times E4M3 b.
+    A b that is an E4M3 value stays; otherwise a product of a power-of-two b is split anew (a
+    normal E5M2 a, a normal E4M3 power of two: the same significand and exponent sum). Returns
+    (a, b, rows where every product could be kept).
+
+    >>> a2, b2, ok = e4m3_partners(np.array([[1.5, 0.5], [2.0**-16, 1.0]]), np.array([[2.0**-12, 1.0], [2.0**-15, 0]]))
+    >>> a2[0].tolist(), b2[0].tolist(), ok.tolist()
+    ([0.0234375, 0.5], [0.015625, 1.0], [True, False])
+    """
+    from ..codec import quantize
+
+    a2, b2 = a.astype(np.float64).copy(), b.astype(np.float64).copy()
+    ok = np.ones(a.shape, dtype=bool)
+    for i, k in zip(*np.nonzero(quantize(b, "e4m3") != b)):
+        m, e = np.frexp(abs(b[i, k]))
+        done = False
+        if m == 0.5:  # a power of two: move exponent between the two factors
+            p = a[i, k] * b[i, k]
+            for eb in sorted(range(-6, 9), key=lambda x: abs(x - (e - 1))):
+                x = p / 2.0**eb
+                if abs(x) >= 2.0**-14 and float(quantize(x, "e5m2")) == x:
+                    a2[i, k], b2[i, k], done = x, 2.0**eb, True
+                    break
+        ok[i, k] = done
+    return a2, b2, ok.all(axis=1)
+
+
+def _adapt_e5m2(ex):
+    """The rows a cuBLASLt path can run: E5M2 experiments with E4M3 b (same products)."""
+    if ex.inputs != "e5m2":
+        return ex
+    a, b, rows = e4m3_partners(ex.a, ex.b)
+    return type(ex)(ex.inputs, a[rows], b[rows], ex.c[rows], ex.family[rows], ex.what[rows])
+
+
 def scaled_mm_device(device: str = "cuda", fast_accum: bool = False) -> RunFp16:
     """R rows as one (R x 32) @ (32 x R) ``torch._scaled_mm`` with unit scales, fp16 output
     and bias c (fp16): the diagonal holds the R results (R padded to a multiple of 16; zero
-    products and a zero bias take no part)."""
+    products and a zero bias take no part). b goes in as E4M3 when every b value is one (E5M2
+    experiments: cuBLASLt has no E5M2 x E5M2 GEMM; ``run.adapt`` rewrites the rows so)."""
     import torch
 
     def run(a: np.ndarray, b: np.ndarray, c: np.ndarray, inputs: str) -> np.ndarray:
+        from ..codec import quantize
+
         R, K = a.shape
         Rp = -(-R // 16) * 16
         A, B, C = np.zeros((Rp, K)), np.zeros((K, Rp)), np.zeros(Rp)
         A[:R], B[:, :R], C[:R] = a, b.T, c
-        dt = _torch_fp8(inputs)
-        At = torch.from_numpy(A.astype(np.float32)).to(device).to(dt)
-        Bt = torch.from_numpy(B.astype(np.float32)).to(device).to(dt).t().contiguous().t()  # column-major
+        b_inputs = "e4m3" if inputs == "e5m2" and np.array_equal(quantize(b, "e4m3"), b) else inputs
+        At = torch.from_numpy(A.astype(np.float32)).to(device).to(_torch_fp8(inputs))
+        Bt = torch.from_numpy(B.astype(np.float32)).to(device).to(_torch_fp8(b_inputs)).t().contiguous().t()
         bias = torch.from_numpy(C.astype(np.float16)).to(device)
         one = torch.tensor(1.0, device=device)
         D = torch._scaled_mm(At, Bt, scale_a=one, scale_b=one, bias=bias, out_dtype=torch.float16,
                              use_fast_accum=fast_accum)  # fmt: skip
         return torch.diagonal(D).float().cpu().numpy()[:R].astype(np.float64)
 
+    run.adapt = _adapt_e5m2
     return run
 
 

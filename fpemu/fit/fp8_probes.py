@@ -53,6 +53,10 @@ class Experiments:
     def rows(self) -> int:
         return self.a.shape[0]
 
+    def subset(self, keep: np.ndarray) -> "Experiments":
+        """The rows where ``keep`` is true (a path that cannot express some rows runs the rest)."""
+        return Experiments(self.inputs, self.a[keep], self.b[keep], self.c[keep], self.family[keep], self.what[keep])
+
 
 @lru_cache(maxsize=4096)
 def split_product(p: float, inputs: str) -> tuple[float, float] | None:
