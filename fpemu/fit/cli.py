@@ -39,6 +39,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         for i, out in enumerate(outs):
             result = fit(dump, out)
             print(("\n" if i or j else "") + report(result), flush=True)
+            if not result.fits and out == "fp16" and dump.inputs in ("e4m3", "e5m2"):
+                print(f"hint: FP8 with fp16 output runs in stages: fpemu fit {path} --space fp8-fp16", flush=True)
             if not result.fits:
                 unfit.append((path, f"d_{out}"))
     if unfit:
