@@ -1,5 +1,5 @@
-"""Dask arrays in, Dask arrays out, the same bits as in memory: encode, decode and quantize
-block by block, gemm tile by tile with all of K in each task (stochastic rounding included: its bits follow each element's position in the
+"""Dask arrays in, Dask arrays out, the same bits as in memory: encode, decode, quantize and
+mx.quantize block by block, gemm tile by tile with all of K in each task (stochastic rounding included: its bits follow each element's position in the
 whole array), on Dask's threads and on a local cluster of two worker processes."""
 
 from __future__ import annotations
@@ -69,6 +69,10 @@ def test_local_cluster_of_two_processes_gives_the_same_bits():
             codes = client.compute(fpemu.encode(dx, "e5m2", rounding="stochastic", rng=17)).result()
             q = client.compute(fpemu.quantize(dx, "e4m3", overflow="saturate")).result()
             g = client.compute(fpemu.gemm(dx[:200, :64], dx[:64, :128], inputs="fp16", accumulator="a100")).result()
+            m = fpemu.mx.quantize(dx[:, :288].rechunk((100, 96)), "nvfp4", rounding="stochastic", rng=2)
+            mc, ms = client.compute([m.codes, m.scales], sync=True)
+    want = fpemu.mx.quantize(x[:, :288], "nvfp4", rounding="stochastic", rng=2)
+    assert np.array_equal(mc, want.codes) and np.array_equal(ms, want.scales)
     assert np.array_equal(g, fpemu.gemm(x[:200, :64], x[:64, :128], inputs="fp16", accumulator="a100"), equal_nan=True)
     assert np.array_equal(codes, fpemu.encode(x, "e5m2", rounding="stochastic", rng=17))
     assert np.array_equal(q, fpemu.quantize(x, "e4m3", overflow="saturate"), equal_nan=True)
@@ -84,3 +88,41 @@ def test_gemm_tiles_keep_k_whole(accumulator, inputs):
     assert isinstance(got, da.Array) and np.array_equal(got.compute(), want)
     got = fpemu.gemm(a, da.from_array(b, chunks=(96, 37)), None, inputs=inputs, accumulator=accumulator)
     assert np.array_equal(got.compute(), fpemu.gemm(a, b, inputs=inputs, accumulator=accumulator))
+
+
+MX_CASES = [
+    ("mxfp8_e4m3", {}, (64, 96)),
+    ("mxfp4", {"rounding": "stochastic", "rng": 5}, (100, 64)),
+    ("mxfp6_e2m3", {"axis": 0, "scale_rounding": "rceil"}, (96, 45)),
+    ("mxint8", {"rounding": "nearest_away"}, (257, 32)),
+    ("mxfp8_e5m2", {"convention": "transformer-engine-2.12"}, (50, 64)),
+    ("nvfp4", {}, (64, 48)),
+    ("nvfp4", {"variant": "torchao", "rounding": "stochastic", "rng": 1, "axis": 0}, (32, 37)),
+    ("nvfp4", {"block_size": (16, 16), "global_amax": 300.0}, (48, 32)),
+]
+
+
+@pytest.mark.parametrize("fmt, opts, chunks", MX_CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mx_quantize_chunk_by_chunk(fmt, opts, chunks, dtype):
+    x = data(seed=6).astype(dtype)
+    want = fpemu.mx.quantize(x, fmt, **opts)
+    q = fpemu.mx.quantize(da.from_array(x, chunks=chunks), fmt, **opts)
+    assert isinstance(q.codes, da.Array) and isinstance(q.scales, da.Array) and q.scales.shape == want.scales.shape
+    got = q.compute()
+    assert np.array_equal(got.codes, want.codes) and np.array_equal(got.scales, want.scales)
+    assert (got.global_amax, got.global_scale, got.variant, got.scale_rounding, got.axis, got.block_size) == \
+        (want.global_amax, want.global_scale, want.variant, want.scale_rounding, want.axis, want.block_size)
+    values = q.dequantize()
+    assert isinstance(values, da.Array)
+    assert np.array_equal(values.compute(), want.dequantize(), equal_nan=True)
+
+
+def test_mx_quantize_says_how_to_rechunk():
+    x = da.from_array(data(), chunks=(64, 50))
+    with pytest.raises(ValueError, match=r"axis 1 \(50, 50, 50, 40\) cut blocks of 32 in two.*rechunk\(\{1: 32\}\)"):
+        fpemu.mx.quantize(x, "mxfp8_e4m3")
+    with pytest.raises(ValueError, match=r"blocks of 16 in two.*rechunk\(\{1: 48\}\)"):
+        fpemu.mx.quantize(x, "nvfp4", block_size=(16, 16))
+    with pytest.raises(ValueError, match="unknown element rounding"):  # options checked at once
+        fpemu.mx.quantize(x.rechunk((64, 64)), "mxfp4", rounding="sideways")

@@ -3,13 +3,16 @@ construction) and :func:`dequantize`, the values it represents."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..codec import decode
+from ..codec.dask_arrays import is_dask
 from ..parallel import run_each
+from .dask_blocks import dequantize_chunks
 from .elements import _element_table
 from .formats import BlockFormat, get_block_format
 from .layout import (
@@ -133,6 +136,16 @@ class BlockArray:
         """The represented values (see :func:`dequantize`)."""
         return dequantize(self, dtype=dtype, workers=workers)
 
+    def compute(self) -> BlockArray:
+        """This BlockArray in memory (its Dask codes and scales computed and checked); an
+        in-memory one is returned as it is."""
+        if not is_dask(self.codes) and not is_dask(self.scales):
+            return self
+        import dask
+
+        codes, scales = dask.compute(self.codes, self.scales)
+        return dataclasses.replace(self, codes=codes, scales=scales)
+
     def pack(self) -> np.ndarray:
         """The element codes densely packed along the last axis (see :func:`pack_codes`).
 
@@ -153,7 +166,12 @@ class BlockArray:
 
 
 def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
-    """Integer codes as uint8, refusing any that do not fit the format (no silent wrap)."""
+    """Integer codes as uint8, refusing any that do not fit the format (no silent wrap).
+    Dask codes are checked chunk by chunk when computed (dequantize or compute)."""
+    if is_dask(values):
+        if values.dtype.kind not in "iu":
+            raise TypeError(f"BlockArray.{what} must hold integer codes, got {values.dtype}")
+        return values
     arr = np.asarray(values)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"BlockArray.{what} must hold integer codes, got {arr.dtype}")
@@ -237,6 +255,9 @@ def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = 
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         raise ValueError(f"dequantize returns floats, got dtype {dtype}")
+    if is_dask(q.codes) or is_dask(q.scales):  # chunk by chunk: each holds whole blocks
+        return dequantize_chunks(q.codes, q.scales, lambda c, s: dequantize(
+            dataclasses.replace(q, codes=c, scales=s), dtype=dtype, workers=1), dtype)
     bf = q.format
     wide = dtype.itemsize >= 8 and not bf.is_nvfp4
     work = np.dtype(np.float64) if wide else np.dtype(np.float32)

@@ -31,6 +31,9 @@ def _stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any
     other roundings: (None, None)."""
     if rounding != "stochastic":
         return None, None
+    given = getattr(rng, "positions", None)  # a Dask chunk's (dask_blocks.ChunkRandomness)
+    if given is not None:
+        return rng.key, given
     return _sr_key(rng), np.arange(arr.size, dtype=np.uint64).reshape(arr.shape)
 
 

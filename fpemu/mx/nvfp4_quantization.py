@@ -60,7 +60,11 @@ def _quantize_nvfp4(
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
     if variant not in ("te", "torchao"):
         raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
-    given = None if global_amax is None else _global_amax_argument(global_amax)
+    measured_bits = getattr(global_amax, "bits", None)  # over a whole Dask array (dask_blocks)
+    if measured_bits is not None:
+        given = np.uint32(measured_bits).view(np.float32)
+    else:
+        given = None if global_amax is None else _global_amax_argument(global_amax)
     xm = _moved(_float32_input(arr), axes)
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
     regions = _regions(lengths, block)

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..codec.dask_arrays import is_dask
 from .array import BlockArray
+from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule
 from .formats import BlockFormat, get_block_format
 from .inputs import _as_float_array, _canonical_rounding, _float32_input
@@ -64,7 +66,9 @@ def quantize(
             is rounded to float32 first, and ``inf``/``rounding`` are fixed (see docs/mx.md).
 
     Returns:
-        a :class:`BlockArray`.
+        a :class:`BlockArray`. A Dask array in gives a BlockArray of Dask codes and scales,
+        chunk by chunk, with the same bits (every chunk along a block axis but the last must
+        hold whole blocks; ``.compute()`` brings it into memory).
 
     >>> q = quantize([100.0, -37.0, 5.0] + [0.0] * 13 + [0.001, -0.0004] + [0.0] * 14, "nvfp4")
     >>> q.scales.tolist(), q.codes[:3].tolist(), q.codes[16:18].tolist()
@@ -74,6 +78,10 @@ def quantize(
     ([0], [104], [3.76158192263132e-37])
     """
     bf = get_block_format(fmt)
+    if is_dask(x):
+        options = dict(axis=axis, block_size=block_size, scale_rounding=scale_rounding, rounding=rounding,
+                       rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
+        return _quantize_dask(x, bf, options)
     raw = np.asarray(x)
     arr = _as_float_array(raw)
     if arr.ndim == 0:
@@ -116,3 +124,22 @@ def _check_mx_options(
         if float(np.max(np.abs(arr))) >= 2.0**53:
             raise ValueError("scale_rounding='rceil' on integers beyond 2**53 in magnitude is not "
                              "computed exactly: convert the input to float64 first")
+
+
+def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
+    """quantize of a Dask array: the options checked now on one element of its dtype, the
+    tensor amax (NVFP4) taken over the whole array, then every chunk where it lies."""
+    axes, block = _normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
+    dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": 0}, workers=1)
+    if bf.is_nvfp4 and options["global_amax"] is None:
+        options["global_amax"] = MeasuredAmax(tensor_amax_bits(x, _float32_input))
+    stochastic = _canonical_rounding(options["rounding"]) == "stochastic"
+    codes, scales = quantize_chunks(
+        x, axes, block, stochastic, options["rng"],
+        lambda chunk, rng: quantize(chunk, bf, **{**options, "rng": rng}, workers=1))
+    amax = options["global_amax"]
+    if isinstance(amax, MeasuredAmax):
+        amax = amax.bits.view(np.float32)
+    return BlockArray(codes=codes, scales=scales, format=bf, axis=dry.axis, block_size=dry.block_size,
+                      global_amax=None if amax is None else np.float32(amax),
+                      variant=dry.variant, scale_rounding=dry.scale_rounding)
