@@ -1,9 +1,9 @@
 """Regenerate every table of docs/fp8-fp16-output.md from the hardware dumps and fpemu.fit.
 
-Usage: python scripts/gen_fp8_fp16_doc.py [--only scores,variants,residuals,search,probes]
+Usage: python scripts/gen_fp8_fp16_doc.py [--only scores,ada,variants,residuals,search,probes]
 
 Each table sits between ``<!-- fp8-fp16:NAME:begin -->`` and ``<!-- fp8-fp16:NAME:end -->``;
-the prose around them is hand-written. ``scores``, ``variants`` and ``residuals`` take seconds
+the prose around them is hand-written. ``scores``, ``ada``, ``variants`` and ``residuals`` take seconds
 (tests/test_fit_staged.py checks that the page holds what they give); ``search`` (the whole
 fp8-fp16 space, ~15 s) and ``probes`` (every model of the space on the probe rows, a few
 minutes) are slower. Needs ../shared/hwdata.
@@ -84,6 +84,14 @@ def scores(dumps) -> str:
     return _table(["hypothesis", "model"] + [f"{c} fp16" for c in COLUMNS], body)
 
 
+def ada(_dumps=None) -> str:
+    """The named hypotheses on Ada's FP8 fp16 columns (reproduced by fpemu's Ada preset)."""
+    names = list(NAMED)
+    dumps = [load_dump(HWDATA / f"ada_{f}.npz") for f in ("e4m3", "e5m2")]
+    rows = _rows([NAMED[n] for n in names], dumps)
+    return _table(["hypothesis", "ada_e4m3 fp16", "ada_e5m2 fp16"], [[f"`{n}`"] + [int(x) for x in r] for n, r in zip(names, rows)])
+
+
 def variants(dumps) -> str:
     models = [FOUND] + [Staged(**{**FOUND.as_dict(), **change}) for _, change in VARIANTS]
     rows = _rows(models, dumps)
@@ -139,7 +147,8 @@ def probes(_dumps=None) -> str:
     return table + "\n\n" + "\n\n".join(classes)
 
 
-SECTIONS = {"scores": scores, "variants": variants, "residuals": residual_tables, "search": search, "probes": probes}
+SECTIONS = {"scores": scores, "ada": ada, "variants": variants, "residuals": residual_tables, "search": search,
+            "probes": probes}
 
 
 def section(name: str) -> tuple[str, str]:
