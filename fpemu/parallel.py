@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "dask_scheduler", "on_cluster", "gathered"]
+__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "dask_scheduler", "on_cluster", "gathered",
+           "rows_on_cluster"]
 
 #: Below this many elements per piece the threads cost more than they save.
 MIN_PIECE = 1 << 17
@@ -132,3 +133,15 @@ def on_cluster(x: np.ndarray, rows: int = 1 << 16) -> Any:
 def gathered(x: Any) -> Any:
     """A Dask result computed (on the connected scheduler), anything else as it is."""
     return x.compute() if hasattr(x, "compute") and hasattr(x, "map_blocks") else x
+
+
+def rows_on_cluster(fn: Callable[..., np.ndarray], *arrays: np.ndarray, rows: int = 1 << 14) -> np.ndarray:
+    """``fn(*arrays)`` for a function of rows (every array shares axis 0, and each output row
+    depends on its input rows alone): on the connected scheduler one task per ``rows`` rows,
+    the results concatenated; else here, at once."""
+    if not _CLIENT:
+        return fn(*arrays)
+    client = _CLIENT[-1]
+    n = len(arrays[0])
+    tasks = [client.submit(fn, *(a[i:i + rows] for a in arrays), pure=False) for i in range(0, n, max(1, rows))]
+    return np.concatenate(client.gather(tasks)) if tasks else fn(*arrays)

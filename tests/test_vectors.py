@@ -101,3 +101,20 @@ def test_cli_writes_and_rechecks(tmp_path, capsys):
     assert "read back and re-checked: 100/100 identical" in capsys.readouterr().out
     assert cli.main(["vectors", "e4m3", "--out", str(tmp_path / "x.txt")]) == 2
     assert cli.main(["vectors", "mxfp4", "--kind", "exhaustive", "--out", str(tmp_path / "m.npz")]) == 2
+
+
+def test_vectors_on_a_dask_scheduler_are_the_same_file(tmp_path):
+    """`fpemu vectors --scheduler`: casts (stochastic too), blocks and dot products made on a
+    LocalCluster of two processes hold the same arrays as those made here."""
+    distributed = pytest.importorskip("distributed")
+    runs = [
+        ["e4m3", "--kind", "random", "--n", "70000", "--rounding", "sr", "--seed", "4"],
+        ["nvfp4", "--kind", "random", "--n", "5000"],
+        ["fp16", "--accumulator", "a100", "--n", "20000"],
+    ]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        for i, argv in enumerate(runs):
+            here, there = tmp_path / f"here{i}.npz", tmp_path / f"there{i}.npz"
+            assert cli.main(["vectors", *argv, "--out", str(here)]) == 0
+            assert cli.main(["vectors", *argv, "--out", str(there), "--scheduler", cluster.scheduler_address]) == 0
+            _same_arrays(read_vectors(str(here)), read_vectors(str(there)))

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from ..outputs import atomic_output, check_output_path
+from ..parallel import dask_scheduler
 from .cheader import MAX_HEADER_BYTES
 from .files import _ext, _read, _verify, _write
 from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
@@ -76,7 +77,8 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
     check_output_path(args.out)  # before the work, which can take seconds
     ext = _ext(args.out)
-    v = _vectors_from_args(args)
+    with dask_scheduler(args.scheduler):
+        v = _vectors_from_args(args)
     with atomic_output(args.out) as tmp:
         _write(v, tmp, ext, target=args.out)
         n, same = _verify(_read(tmp, ext))
@@ -117,4 +119,6 @@ def register_cli(subparsers) -> None:
     p.add_argument("--k", type=int, default=None, help=f"dot length (default: two blocks; at most {MAX_K})")
     p.add_argument("--out-format", default=None, choices=("fp32", "fp16"), help="dot output format (default fp32)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and stochastic rounding (recorded in the file)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="make the vectors on a Dask scheduler (tcp://host:8786; needs fpemu[dask]): the same file")
     p.set_defaults(func=cmd_vectors)

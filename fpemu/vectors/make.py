@@ -11,6 +11,7 @@ import numpy as np
 from ..cases import edge_cases, matmul_inputs, random_cases
 from ..codec import decode, encode
 from ..formats import get_format
+from ..parallel import gathered, on_cluster, rows_on_cluster
 from ..version import __version__
 from .exhaustive import exhaustive_inputs
 
@@ -95,15 +96,19 @@ def cast_vectors(
         x, _ = random_cases(f, _FLOAT[source], n, seed)
     if not f.has_nan and nan in (None, "raise"):
         x = x[~np.isnan(x)]  # fpemu raises on these by default: no expected code to give
-    codes = encode(x, f, rounding=rounding, overflow=overflow, nan=nan, rng=seed if stochastic else None)
+    def cast(rounding: str) -> np.ndarray:  # on the Dask scheduler of `fpemu vectors --scheduler`, if any
+        return gathered(encode(on_cluster(x), f, rounding=rounding, overflow=overflow, nan=nan,
+                               rng=seed if stochastic else None))
+
+    codes = cast(rounding)
     values = decode(codes, f)
     meta = dict(type="cast", format=f.name, kind=kind, rounding=rounding, overflow=overflow, nan=nan,
                 source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
     out = {"meta": meta, "input_bits": x.view(_UINT[source]), "code": codes, "value": values}
     if stochastic:
         meta["stochastic"] = "code: one draw of fpemu's stochastic rounding from seed; code_down/code_up: its two choices"
-        out["code_down"] = encode(x, f, rounding="down", overflow=overflow, nan=nan)
-        out["code_up"] = encode(x, f, rounding="up", overflow=overflow, nan=nan)
+        out["code_down"] = cast("down")
+        out["code_up"] = cast("up")
     return out
 
 
@@ -151,7 +156,7 @@ def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding
             x[i, : len(r)] = r
     x = x.astype(np.float32)
     sr = scale_rounding if not bf.is_nvfp4 else "floor"
-    q = mx.quantize(x, bf, axis=-1, scale_rounding=sr)
+    q = mx.quantize(on_cluster(x, 1 << 12), bf, axis=-1, scale_rounding=sr).compute()
     meta = dict(type="block", format=bf.name, kind=kind, scale_rounding=None if bf.is_nvfp4 else sr, seed=seed,
                 n=int(x.shape[0]), fpemu=_version(),
                 global_scale=None if q.global_scale is None else float(q.global_scale))  # fmt: skip
@@ -190,7 +195,7 @@ def dot_vectors(inputs: str, accumulator: "str | Accumulator", k: int | None = N
     rng = np.random.default_rng(seed + 1)
     c = quantize(rng.standard_normal(n) * np.exp2(rng.integers(-6, 6, size=n)), "fp16" if out == "fp16" else "fp32")
     c[::5] = 0.0
-    d = dot(a, b, c, inputs=inputs, accumulator=acc, out=out)
+    d = rows_on_cluster(lambda a, b, c: dot(a, b, c, inputs=inputs, accumulator=acc, out=out), a, b, c)
     as_bits = lambda v: np.asarray(v, dtype=np.float32).view(np.uint32)  # noqa: E731
     # The model's parameters go into the file too, so a file made with a custom Accumulator
     # (or with a preset that later changes) can still be re-checked.
