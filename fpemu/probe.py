@@ -262,9 +262,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     fp8 = args.experiment == "fp8-fp16"
     if args.device != "cuda" and not (fp8 and (args.device == "cpu" or args.device.startswith("fake:"))):
-        raise ValueError(f"--device: cuda (or, for --experiment fp8-fp16, cpu or fake:NAME), got {args.device!r}")
-    inputs = [get_format(t.strip()).name for t in args.inputs.split(",") if t.strip()] if fp8 and args.inputs else None
-    inputs = inputs or (["e4m3", "e5m2"] if fp8 else _probe_inputs(args.inputs or ",".join(PROBE_INPUTS)))
+        more = " (or cpu, fake:NAME)" if fp8 else " is supported"  # the feature tests need a GPU
+        raise ValueError(f"only --device cuda{more}, got {args.device!r}")
+    inputs = [get_format(t.strip()).name for t in (args.inputs or "e4m3,e5m2").split(",") if t.strip()] if fp8 else \
+        _probe_inputs(args.inputs or ",".join(PROBE_INPUTS))  # fmt: skip
     if args.device in ("cuda", "cpu"):
         try:
             import torch
@@ -275,7 +276,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
                            "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
     if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run; imported here: fit imports this module)
         from .fit.fp8_run import run_fp8_fp16
-
         run_fp8_fp16(args.device, inputs, args.record, not args.no_search)
         return 0
     print(f"probing {torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})")
