@@ -52,6 +52,16 @@ def run_fp8_fp16(device: str, inputs: list[str], record_dir: str | None = None, 
     print(f"fp8-fp16 experiment on {info.get('device', device)}"
           + (f" ({info['capability']})" if info.get("capability") else ""), flush=True)  # fmt: skip
     notes, verdicts = [], []
+    note = None if record_dir is None else Path(record_dir) / f"{_slug(info)}_fp8_fp16_probe.txt"
+
+    def keep(text: str) -> None:  # the note is rewritten after every path: a stopped run keeps what it had
+        print(text, flush=True)
+        notes.append(text)
+        if note is not None:
+            note.parent.mkdir(parents=True, exist_ok=True)
+            head = [f"{k}: {v}" for k, v in info.items()]
+            note.write_text("\n".join(["fpemu probe --experiment fp8-fp16", *head, "", *notes]) + "\n")
+
     for path_name, make in paths.items():
         for fmt in inputs:
             ex = fp8_fp16_experiments(fmt, random_rows)
@@ -59,29 +69,22 @@ def run_fp8_fp16(device: str, inputs: list[str], record_dir: str | None = None, 
                 run = make()
                 full, ex = ex.rows, getattr(run, "adapt", lambda e: e)(ex)  # rows a path cannot express are left out
                 got = run(ex.a, ex.b, ex.c, fmt)
+                if record_dir is not None:  # the raw results first, before anything can go wrong
+                    out = record(Path(record_dir) / f"{_slug(info)}_{fmt}_{path_name}.npz", ex, got, {**info, "path": path_name})
+                    print(f"  recorded {out}", flush=True)
+                v = judge(path_name, ex, got)
             except Exception as exc:  # noqa: BLE001  (any failure of one path: report it, run the others)
                 why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                print(f"{path_name} ({fmt}): not available here ({type(exc).__name__}: {why[:300]})", flush=True)
-                notes.append(f"{path_name} ({fmt}): not available ({why[:300]})")
+                keep(f"{path_name} ({fmt}): not available here ({type(exc).__name__}: {why[:300]})")
                 continue
-            v = judge(path_name, ex, got)
             verdicts.append(v)
             text = verdict_report(v)
             if ex.rows < full:
                 text += f"\n  ({full - ex.rows} of {full} rows left out: this path cannot form their products)"
             if search and not v.broken:
                 text += "\n" + _search_text(ex, got, path_name)
-            print(text, flush=True)
-            notes.append(text)
-            if record_dir is not None:
-                out = Path(record_dir) / f"{_slug(info)}_{fmt}_{path_name}.npz"
-                record(out, ex, got, {**info, "path": path_name})
-                print(f"  recorded {out}", flush=True)
-    if record_dir is not None:
-        note = Path(record_dir) / f"{_slug(info)}_fp8_fp16_probe.txt"
-        note.parent.mkdir(parents=True, exist_ok=True)
-        head = [f"{k}: {v}" for k, v in info.items()]
-        note.write_text("\n".join(["fpemu probe --experiment fp8-fp16", *head, "", *notes]) + "\n")
+            keep(text)
+    if note is not None:
         print(f"  recorded {note}", flush=True)
     if not verdicts:
         raise RunError(f"no path of --device {device} could run the fp8-fp16 experiment")
