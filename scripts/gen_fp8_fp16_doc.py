@@ -107,8 +107,13 @@ def residual_tables(dumps) -> str:
         steps = collections.Counter(res.ulps.tolist())
         spread = [[k, n, m, f"{m / n:.0%}"] for k, (n, m) in res.spread.items() if n >= 40]
         cdist = [[k, n, m, f"{m / n:.0%}"] for k, (n, m) in res.c_distance.items() if n >= 40]
+        S = (d.a * d.b).sum(axis=1)
+        exact = S.astype(np.float16).astype(np.float64) == S  # the products' sum is an fp16 value
+        hit = np.isin(res.missed, np.flatnonzero(exact))
         parts.append(f"**{d.name}**, `fp16-sum-then-c` misses {res.missed.size} of {res.rows} rows; hardware minus "
-                     "model in fp16 steps: " + ", ".join(f"{k:+d}: {v}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])[:8]))  # fmt: skip
+                     "model in fp16 steps: " + ", ".join(f"{k:+d}: {v}" for k, v in sorted(steps.items(), key=lambda kv: -kv[1])[:8])
+                     + f". Of the {int(exact.sum())} rows whose exact product sum is an fp16 value, {int(hit.sum())} are missed, "
+                     f"by up to {int(np.abs(res.ulps[hit]).max())} steps.")  # fmt: skip
         parts.append(_table(["E_max - e_sum", "rows", "missed", "rate"], spread))
         parts.append(_table(["e_sum - e_c", "rows", "missed", "rate"], cdist))
     return "\n\n".join(parts)
