@@ -184,7 +184,7 @@ def test_vectors_bad_arguments(capsys, tmp_path, args, status, says):
     ("dir", 1, "is a directory, not a file"),
     ("under_file", 1, "is not a directory"),
     ("missing_dir", 1, "does not exist"),
-    ("txt", 2, "vector files are .npz, .csv or .json (any case), got 'v.txt'"),
+    ("txt", 2, "vector files are .npz, .csv, .json, .bin or .h (any case), got 'v.txt'"),
 ])  # fmt: skip
 def test_vectors_output_that_cannot_be_written(capsys, files, tmp_path, where, status, says):
     target = {"dir": files["dir"], "under_file": files["afile"] / "v.npz", "missing_dir": tmp_path / "no" / "v.npz",

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..codec import quantize
 from ..codec.dask_arrays import is_dask
+from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
 from .dask_gemm import dask_gemm
 from ..formats import Format, get_format
@@ -75,14 +76,16 @@ def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     return result.astype(np.float32)
 
 
-def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None) -> np.ndarray:
+def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None,
+        returns: str = "numpy") -> np.ndarray:
     """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c (rows in
     pieces on ``workers`` threads for a large batch; the same bits for every number).
 
     a and b (shape (..., K)) are quantized to ``inputs`` with RNE first (a no-op for values
     already in the format); c (shape (...), default 0) is taken in fp32, or in fp16 when
     ``out="fp16"`` (rounded RNE, as the unit's accumulator operand has the output's type).
-    Returns float32 values that are exactly in the ``out`` format.
+    Returns float32 values that are exactly in the ``out`` format, in the array type
+    ``returns`` asks for (``"numpy"``, ``"input"``: a's type, ``"torch"``).
 
     >>> dot([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]], [1 + 2**-22 + 2**-23],
     ...     inputs="fp16", accumulator="v100").tolist()
@@ -91,6 +94,7 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     fa, fb = _input_formats(inputs)
     acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)
+    returns = check_returns(returns, a)
     a_arr, b_arr = _prepare(a, fa, "a"), _prepare(b, fb, "b")
     if a_arr.ndim == 0 or a_arr.shape != b_arr.shape:
         raise ValueError(f"a and b must have the same shape (..., K), got {a_arr.shape} and {b_arr.shape}")
@@ -108,7 +112,7 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
         result[part] = _finish(_run(prods, c_arr[part], acc, out), acc, out)
 
     run_each(chunk, range(0, R, rows), workers)
-    return result.reshape(shape)
+    return deliver_values(result.reshape(shape), returns, a)
 
 
 def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
@@ -122,7 +126,8 @@ def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
-def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None) -> np.ndarray:
+def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None,
+         returns: str = "numpy") -> np.ndarray:
     """C = A @ B (+ C) as the chosen matrix unit computes it, on ``workers`` threads (default:
     ``FPEMU_WORKERS`` or the CPU count) over chunks of rows: the same bits for every number.
     Dask arrays tile over M and N with all of K in each task (:mod:`.dask_gemm`).
@@ -132,7 +137,8 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int |
     so quantize them with ``rounding="rz"`` yourself to mimic that. ``c`` broadcasts to
     (M, N). ``accumulator`` is a name (see :func:`get_accumulator`) or an Accumulator;
     ``out`` is "fp32", "fp16" or "bf16" (bf16: the fp32 result rounded RNE, as an epilogue
-    would). Returns a float32 (M, N) array of values in the ``out`` format.
+    would). Returns a float32 (M, N) array of values in the ``out`` format, in the array type
+    ``returns`` asks for (``"numpy"``, ``"input"``: A's type, ``"torch"``).
 
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0]]); B = np.array([[0.5, 0.0], [0.25, 1.0]])
     >>> gemm(A, B, inputs="fp16", accumulator="h100").tolist()
@@ -141,6 +147,7 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int |
     fa, fb = _input_formats(inputs)
     acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)
+    returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_gemm(a, b, c, lambda ta, tb, tc: gemm(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
                                                           workers=1))
@@ -160,4 +167,4 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int |
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
 
     run_each(chunk, range(0, M, rows), workers)
-    return result
+    return deliver_values(result, returns, a)

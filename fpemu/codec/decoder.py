@@ -13,6 +13,7 @@ from ..parallel import run_pieces
 from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
 from .kernel import _decode_generic, _is_fp32_prefix
+from .returns import check_returns, deliver_values
 
 _FP64 = Format("fp64", 11, 52, 1023)
 
@@ -37,14 +38,17 @@ def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
     return arr
 
 
-def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: int | None = None) -> np.ndarray:
+def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: int | None = None,
+           returns: str = "numpy") -> np.ndarray:
     """Values of integer codes of ``fmt`` as float64 (exact for every format) or float32, on
-    ``workers`` threads for a large array (see :func:`fpemu.encode`).
+    ``workers`` threads for a large array, in the array type ``returns`` asks for (see
+    :func:`fpemu.encode`).
 
     >>> decode([0x01, 0x07, 0x7E, 0x80, 0x7F], "e4m3").tolist()
     [0.001953125, 0.013671875, 448.0, -0.0, nan]
     """
     fmt = get_format(fmt)
+    returns = check_returns(returns, codes)
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
         raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
@@ -54,6 +58,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
                          f"{fmt.mantissa_bits} mantissa bits): decode to float64")
     if is_dask(codes):  # block by block
         return blockwise(codes, lambda c, _, __: decode(c, fmt, dtype=dtype, workers=workers or 1), dtype)
+    given = codes
     coded = foreign_codes(codes)  # a torch or ml_dtypes array of a low-precision format
     if coded is not None:
         codes, held = coded
@@ -69,7 +74,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
         _decode_flat(flat[part], fmt, dtype, out=out[part])
 
     run_pieces(piece, flat.size, workers)
-    return out.reshape(arr.shape)
+    return deliver_values(out.reshape(arr.shape), returns, given)
 
 
 def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:

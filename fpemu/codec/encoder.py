@@ -19,6 +19,7 @@ from .inputs import _as_real_array
 from .odd import integers_to_float64
 from .options import STOCHASTIC_WITH_BITS, _Options, _options
 from .paths import _encode_flat
+from .returns import check_returns, deliver_codes
 from .rounding import _random_bits, _sr_key
 from .specials import NanInputError, _raise_nan
 
@@ -35,6 +36,7 @@ def encode(
     random_bits: Any = None,
     directed_overflow: str | None = None,
     workers: int | None = None,
+    returns: str = "numpy",
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
 
@@ -84,6 +86,9 @@ def encode(
         workers: threads for a large array (default: ``FPEMU_WORKERS`` or the CPU count); the
             codes are the same for every number. A Dask array is encoded block by block and
             comes back as a Dask array of the same codes (:mod:`.dask_arrays`).
+        returns: ``"numpy"`` (default), ``"input"`` (the input's type: a torch tensor in,
+            a tensor of the format's torch dtype out), ``"torch"`` or ``"ml_dtypes"``
+            (:mod:`.returns`).
 
     Returns:
         Codes as uint8 (<= 8 bits, right-aligned), uint16, uint32 or uint64; TF32 codes are
@@ -100,13 +105,14 @@ def encode(
     opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
     if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
         raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
+    returns, given = check_returns(returns, x), x
     x = as_numpy(x)  # torch tensors, DLPack objects
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
         return _encode_dask(x, fmt, opts, rng, random_bits, workers)
     arr = _as_real_array(x)
     if arr.dtype.kind in "iu":
         arr = _integers(arr, fmt, opts)
-    return _encode_array(arr, fmt, opts, rng, random_bits, workers)
+    return deliver_codes(_encode_array(arr, fmt, opts, rng, random_bits, workers), fmt, returns, given)
 
 
 def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None, random_bits: Any = None,

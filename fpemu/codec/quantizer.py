@@ -15,6 +15,7 @@ from ..parallel import run_pieces
 from .dask_arrays import is_dask
 from .foreign import as_numpy
 from .kernel import _decode_generic, _encode_generic, _raise_nan
+from .returns import check_returns, deliver_values
 from .options import ROUNDING_MODES, _Options, _options
 
 
@@ -30,8 +31,10 @@ def quantize(
     random_bits: Any = None,
     directed_overflow: str | None = None,
     workers: int | None = None,
+    returns: str = "numpy",
 ) -> np.ndarray:
-    """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats.
+    """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats, in the
+    array type ``returns`` asks for (``"numpy"``, ``"input"``, ``"torch"``, ``"ml_dtypes"``).
 
     The result has x's float dtype (float64 for integer input); if the format has values that
     dtype cannot hold exactly (bf16 from float16 input, say), it is widened to float32 or
@@ -41,7 +44,16 @@ def quantize(
     array([1.015625e-01, 4.480000e+02])
     """
     fmt = get_format(fmt)
-    x = as_numpy(x)  # torch tensors, DLPack objects
+    returns = check_returns(returns, x)
+    values = _quantize(as_numpy(x), fmt, rounding, overflow, nan, rng, sr_bits, random_bits, directed_overflow,
+                       workers)
+    return deliver_values(values, returns, x)
+
+
+def _quantize(x: Any, fmt: Format, rounding: str, overflow: str | None, nan: str | None, rng: Any,
+              sr_bits: int | None, random_bits: Any, directed_overflow: str | None,
+              workers: int | None) -> np.ndarray:
+    """quantize of a NumPy or Dask array."""
     arr = x if is_dask(x) else _as_real_array(x)
     dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):

@@ -1,0 +1,60 @@
+"""Codes handed back as another library's array of the same format, bit for bit: ml_dtypes
+arrays and torch tensors (each library imported only when asked for).
+
+>>> import ml_dtypes  # doctest: +SKIP
+>>> to_ml_dtypes(np.array([0x38, 0x7E], np.uint8), "e4m3")  # doctest: +SKIP
+array([1, 448], dtype=float8_e4m3fn)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..formats import Format, get_format
+from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS
+
+
+def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
+    """Codes of ``fmt`` as an ml_dtypes (or numpy) array of the same format, bit for bit.
+
+    >>> to_ml_dtypes(np.array([0x3C00], np.uint16), "fp16")
+    array([1.], dtype=float16)
+    """
+    fmt = get_format(fmt)
+    if fmt.name not in ML_DTYPES_NAMES:
+        raise ValueError(f"ml_dtypes has no {fmt.name}; it has {', '.join(ML_DTYPES_NAMES)}")
+    name = ML_DTYPES_NAMES[fmt.name]
+    if name.startswith("float") and hasattr(np, name) and name[5:].isdigit():
+        dtype = np.dtype(getattr(np, name))
+    else:
+        import ml_dtypes
+
+        dtype = np.dtype(getattr(ml_dtypes, name))
+    arr = np.ascontiguousarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"to_ml_dtypes takes integer codes, got {arr.dtype}")
+    return arr.astype(f"u{dtype.itemsize}").view(dtype)
+
+
+def to_torch(codes: Any, fmt: str | Format) -> Any:
+    """Codes of ``fmt`` as a torch tensor of the same format, bit for bit (FP4 packed two a
+    byte into ``float4_e2m1fn_x2``, the last dimension halved: it must be even)."""
+    import torch
+
+    fmt = get_format(fmt)
+    arr = np.ascontiguousarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"to_torch takes integer codes, got {arr.dtype}")
+    names = {v: k for k, v in TORCH_FORMATS.items()} | {"fp16": "float16", "fp32": "float32", "fp64": "float64"}
+    if fmt.name not in names or not hasattr(torch, names[fmt.name]):
+        raise ValueError(f"torch has no dtype for {fmt.name}")
+    dtype = getattr(torch, names[fmt.name])
+    if fmt.name == "e2m1":
+        if arr.shape[-1] % 2:
+            raise ValueError("float4_e2m1fn_x2 holds pairs: the last dimension must be even")
+        arr = (arr[..., 0::2] | (arr[..., 1::2] << 4)).astype(np.uint8)
+    size = dtype.itemsize
+    bits = arr.astype(f"u{size}")
+    return torch.from_numpy(bits if size == 1 else bits.view(f"i{size}")).view(dtype)
