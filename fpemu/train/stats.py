@@ -16,6 +16,7 @@ KIND_NAMES = {
     "act": "activation gradients",
     "weight": "weight gradients",
     "bias": "bias gradients",
+    "attn": "attention gradients",
 }
 
 
