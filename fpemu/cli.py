@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -25,6 +24,7 @@ from typing import Callable, NoReturn, Sequence
 from . import codec
 from .codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
 from .errors import RunError
+from .outputs import json_number
 from .version import __version__
 
 # The choices the core commands list in --help (rounding modes without their aliases; the
@@ -47,16 +47,10 @@ def cmd_formats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _number(v: float) -> float | str:
-    """A float as JSON allows it: Inf and NaN as text."""
-    v = float(v)
-    return v if math.isfinite(v) else str(v)
-
-
 def _format_record(fmt) -> dict:
     fields = {k: getattr(fmt, k) for k in ("name", "exponent_bits", "mantissa_bits", "bias", "signed", "inf",
                                             "nan", "subnormals", "container_bits", "twos_complement")}
-    derived = {k: _number(getattr(fmt, k)) for k in ("max", "min_normal", "min_subnormal", "eps")}
+    derived = {k: json_number(getattr(fmt, k)) for k in ("max", "min_normal", "min_subnormal", "eps")}
     return fields | {"bits": fmt.bits} | derived
 
 
@@ -72,8 +66,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         fmt = get_format(args.format)
         code = int(codec.encode([x], fmt, **options)[0])
         value = float(codec.decode([code], fmt)[0])
-        record = {"input": _number(x), "format": fmt.name, **{k: v for k, v in options.items()},
-                  "code": code, "code_hex": f"0x{code:X}", "value": _number(value),
+        record = {"input": json_number(x), "format": fmt.name, **{k: v for k, v in options.items()},
+                  "code": code, "code_hex": f"0x{code:X}", "value": json_number(value),
                   "explanation": text.splitlines()}
         print(json.dumps(record, indent=1))
     else:
@@ -88,7 +82,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     text = code_table(args.format)
     if args.json:
         rows = [line.split() for line in text.splitlines()[2:]]
-        print(json.dumps([{"code": int(r[0], 16), "bits": " ".join(r[1:-2]), "value": _number(float(r[-2])),
+        print(json.dumps([{"code": int(r[0], 16), "bits": " ".join(r[1:-2]), "value": json_number(float(r[-2])),
                            "class": r[-1]} for r in rows], indent=1))
     else:
         print(text)

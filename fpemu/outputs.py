@@ -22,7 +22,22 @@ import secrets
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["check_output_path", "atomic_output"]
+__all__ = ["check_output_path", "atomic_output", "json_number", "json_numbers"]
+
+
+def json_number(v: float) -> float | str:
+    """A float as JSON allows it: Inf and NaN as text.
+
+    >>> json_number(1.5), json_number(float("-inf"))
+    (1.5, '-inf')
+    """
+    v = float(v)
+    return v if v - v == 0 else str(v)
+
+
+def json_numbers(values) -> list:
+    """A sequence of floats as JSON allows them."""
+    return [json_number(v) for v in values]
 
 
 def _named(exc: OSError, path: Path) -> OSError:

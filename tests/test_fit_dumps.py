@@ -48,6 +48,19 @@ def test_fp16_output_vectors_fit_back_to_their_model(tmp_path, capsys):
     assert "h100" in text.split("matching presets: ")[1].split(", ")
 
 
+def test_fit_json_lists_the_models_and_presets(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "golden.npz"
+    write_vectors(dot_vectors("bf16", "a100", n=400, seed=2), out)
+    code, text, err = _run(capsys, "fit", str(out), "--json", "--quiet")
+    assert (code, err) == (0, "")
+    (record,) = json.loads(text)
+    assert (record["dump"], record["out"], record["rows"], record["fits"]) == ("golden", "fp32", 400, True)
+    assert "a100" in record["presets"] and record["best"] is None
+    assert all(m["kind"] for m in record["models"]) and record["searched"] > 0
+
+
 def test_fp32_vectors_fit_back_to_one_model(tmp_path):
     path = tmp_path / "ada_e4m3.npz"
     write_vectors(dot_vectors("e4m3", "ada", n=1500, seed=3), path)

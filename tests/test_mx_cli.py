@@ -145,3 +145,19 @@ def test_cli_huge_value_prints_no_warning(capfd):
     out, err = capfd.readouterr()
     assert "Warning" not in err and not err
     assert "values: 7.62233e+40 0" in out and "max |error| 1e+300, rms error 7.071e+299" in out
+
+
+def test_mx_json_holds_every_block(capsys):
+    import json
+
+    from fpemu.cli import main
+
+    assert main(["mx", "7,3,0.4,nan" + ",1" * 30, "-f", "mxfp4", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert (r["format"], r["n"], r["block_size"], r["scale_rounding"]) == ("mxfp4", 34, 32, "floor")
+    first, second = r["blocks"]
+    assert first["scale"] == 255 and first["values"][0] == "nan" and first["inputs"][3] == "nan"
+    assert second == {"scale": 125, "codes": [6, 6], "values": [1.0, 1.0], "inputs": [1.0, 1.0], "errors": [0.0, 0.0]}
+    assert main(["mx", "100,-37,5", "-f", "nvfp4", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["variant"] == "te" and r["global_amax"] == 100.0 and r["blocks"][0]["codes"] == [7, 12, 1]

@@ -74,6 +74,14 @@ def test_probe_through_the_torch_matmul_path_with_a_fake_gpu(monkeypatch, capsys
     assert "probing Fake H100 (sm_90)" in text
     assert "fp16: products per block 16, F = 25" in text and "e4m3: products per block 32, F = 13" in text
     assert text.count("(identical parameters)") == 2
+    assert cli.main(["probe", "--device", "cuda", "--inputs", "fp16", "--json", "--quiet"]) == 0
+    import json
+
+    record = json.loads(capsys.readouterr().out)
+    assert record["device"] == "Fake H100 (sm_90)"
+    (one,) = record["results"]
+    assert one["inputs"] == "fp16" and one["model"]["block"] == 16 and one["model"]["frac_bits"] == 25
+    assert "h100" in one["nearest"] and one["distance"] == 0
 
 
 # ---- probe with a broken device ---------------------------------------------------------------

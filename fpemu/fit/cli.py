@@ -4,8 +4,12 @@ staged model searched for the columns of several dumps at once."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 
 from ..formats import get_format
+from ..outputs import json_number
+from ..progress import progress
 from .dumps import DumpError, load_dump
 from .reporting import report
 from .search import fit
@@ -30,19 +34,26 @@ def cmd_fit(args: argparse.Namespace) -> int:
     paths = args.dump if isinstance(args.dump, list) else [args.dump]
     if args.space != "block":
         return _cmd_space(args, paths)
-    unfit = []
-    for j, path in enumerate(paths):
-        dump = _load(path, args.inputs)
+    unfit, records = [], []
+    dumps = [_load(path, args.inputs) for path in paths]
+    for path, dump in zip(paths, dumps):
         if args.out and args.out not in dump.d:
             raise ValueError(f"{path} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")
-        outs = [args.out] if args.out else list(dump.d)
-        for i, out in enumerate(outs):
+    columns = [(path, dump, out) for path, dump in zip(paths, dumps) for out in ([args.out] if args.out else dump.d)]
+    with progress(len(columns), "fit", enabled=None if not args.quiet else False) as step:
+        for n, (path, dump, out) in enumerate(columns):
             result = fit(dump, out)
-            print(("\n" if i or j else "") + report(result), flush=True)
-            if not result.fits and out == "fp16" and dump.inputs in ("e4m3", "e5m2"):
-                print(f"hint: FP8 with fp16 output runs in stages: fpemu fit {path} --space fp8-fp16", flush=True)
+            step()
+            if args.json:
+                records.append(_fit_record(result))
+            else:
+                print(("\n" if n else "") + report(result), flush=True)
+                if not result.fits and out == "fp16" and dump.inputs in ("e4m3", "e5m2"):
+                    print(f"hint: FP8 with fp16 output runs in stages: fpemu fit {path} --space fp8-fp16", flush=True)
             if not result.fits:
                 unfit.append((path, f"d_{out}"))
+    if args.json:
+        print(json.dumps(records, indent=1))
     if unfit:
         where = "; ".join(f"{p}: {c}" for p, c in unfit)
         if len(unfit) == 1 or len({p for p, _ in unfit}) == 1:
@@ -65,12 +76,29 @@ def _cmd_space(args: argparse.Namespace, paths: list) -> int:
     if args.top < 1 or args.residuals < 0:
         raise ValueError("--top must be >= 1 and --residuals >= 0")
     dumps = [_load(p, args.inputs) for p in paths]
-    result = search_space(dumps, args.space, args.out or spec["out"], top=args.top)
-    print(space_report(result, dumps, args.residuals), flush=True)
+    with progress(1, f"fit --space {args.space}", enabled=None if not args.quiet else False) as step:
+        result = search_space(dumps, args.space, args.out or spec["out"], top=args.top)
+        step()
+    if args.json:
+        print(json.dumps({"space": args.space, "columns": result.columns, "K": result.K, "fits": result.fits,
+                          "searched": result.searched, "seconds": json_number(result.seconds),
+                          "ranked": [{"model": c.model.as_dict(), "rows": c.rows} for c in result.ranked]},
+                         indent=1))
+    else:
+        print(space_report(result, dumps, args.residuals), flush=True)
     if not result.fits:
         raise RunError(f"no model of the search space {args.space} reproduces every row of "
                        + ", ".join(result.columns))  # fmt: skip
     return 0
+
+
+def _fit_record(result) -> dict:
+    """One column's fit as JSON-ready data."""
+    model = lambda acc: None if acc is None else dataclasses.asdict(acc)  # noqa: E731
+    return {"dump": result.dump, "inputs": result.inputs, "out": result.out, "rows": result.rows, "K": result.K,
+            "c_mode": result.c_mode, "fits": result.fits, "presets": list(result.presets),
+            "models": [model(m) for m in result.models], "best": model(result.best), "best_rows": result.best_rows,
+            "searched": result.searched, "seconds": json_number(result.seconds)}
 
 
 def register_cli(subparsers) -> None:
@@ -86,4 +114,6 @@ def register_cli(subparsers) -> None:
                         "FP8 products with fp16 output, one model for every dump given), or a .json file of axes")  # fmt: skip
     p.add_argument("--top", type=int, default=10, help="--space: candidates listed (default 10)")
     p.add_argument("--residuals", type=int, default=5, help="--space: missed rows decoded per column (default 5)")
+    p.add_argument("--json", action="store_true", help="print the fits as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_fit)

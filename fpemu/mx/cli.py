@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import errno
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..codec import decode
+from ..outputs import json_number, json_numbers
 from .array import BlockArray
 from .conventions import CONVENTION_NAMES
 from .formats import BLOCK_FORMATS
@@ -161,6 +163,31 @@ def _describe_block(q: BlockArray, x: np.ndarray, deq: np.ndarray, j: int) -> li
     return lines
 
 
+def describe_json(q: BlockArray, x: Any) -> dict:
+    """The report of :func:`describe` as JSON-ready data: the layout, then each block's scale
+    code, element codes, values, inputs and errors (Inf and NaN as text).
+
+    >>> r = describe_json(quantize([7.0, 3.0, 0.4], "mxfp4"), [7.0, 3.0, 0.4])
+    >>> r["blocks"][0]["scale"], r["blocks"][0]["codes"], r["blocks"][0]["values"]
+    (127, [7, 5, 1], [6.0, 3.0, 0.5])
+    """
+    x = _as_float_array(x).astype(np.float64).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        deq = q.dequantize(np.float64).reshape(-1)
+    bs, bf = q.block_shape[0], q.format
+    head = {"format": bf.name, "n": int(q.codes.size), "block_size": bs, "scale_rounding": q.scale_rounding,
+            "variant": q.variant, "global_amax": None if q.global_amax is None else json_number(q.global_amax),
+            "global_scale": None if q.global_scale is None else json_number(q.global_scale)}
+    blocks = []
+    for j in range(q.scales.size):
+        sl = slice(j * bs, min((j + 1) * bs, x.size))
+        with np.errstate(invalid="ignore"):
+            err = x[sl] - deq[sl]
+        blocks.append({"scale": int(q.scales[j]), "codes": [int(c) for c in q.codes[sl]],
+                       "values": json_numbers(deq[sl]), "inputs": json_numbers(x[sl]), "errors": json_numbers(err)})
+    return head | {"blocks": blocks}
+
+
 def cmd_mx(args: argparse.Namespace) -> int:
     """``fpemu mx``: quantize values into a block format and explain each block."""
     x = _read_values(args.values)
@@ -173,7 +200,7 @@ def cmd_mx(args: argparse.Namespace) -> int:
         variant=args.variant,
         convention=args.convention,
     )
-    print(describe(q, x))
+    print(json.dumps(describe_json(q, x), indent=1) if args.json else describe(q, x))
     return 0
 
 
@@ -197,4 +224,5 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--convention", "-c", default=None, choices=CONVENTION_NAMES,
                    help="reproduce a library's MX rule (default: the OCP spec; see docs/mx.md)")
     p.add_argument("--variant", default="te", choices=("te", "torchao"), help="NVFP4 arithmetic")
+    p.add_argument("--json", action="store_true", help="print the blocks as JSON")
     p.set_defaults(func=cmd_mx)

@@ -12,16 +12,15 @@ device built from fpemu's own presets must be inferred exactly:
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .accumulator import Accumulator
-from .backends import RunDot, _presets, fake_device, torch_device
-from .formats import get_format
+from ..accumulator import Accumulator
+from ..backends import RunDot, _presets, fake_device
+from ..formats import get_format
 
-__all__ = ["ProbeResult", "probe", "probe_report", "fake_device", "register_cli"]
+__all__ = ["ProbeResult", "probe", "probe_report", "fake_device"]
 
 
 def _pow2_pair(e: int, fmt) -> tuple[float, float] | None:
@@ -239,62 +238,3 @@ def probe_report(r: ProbeResult) -> str:
     ]
     lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
-
-
-# ---- CLI ------------------------------------------------------------------------------------
-#: Input formats `fpemu probe` can run through torch.
-PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
-
-
-def _probe_inputs(text: str) -> list[str]:
-    """--inputs as canonical names, every one probe-able (ValueError otherwise)."""
-    names = [get_format(t.strip()).name for t in text.split(",") if t.strip()]
-    if not names:
-        raise ValueError("--inputs names no format")
-    bad = [n for n in names if n not in PROBE_INPUTS]
-    if bad:
-        raise ValueError(f"probe runs {', '.join(PROBE_INPUTS)} through torch; not {', '.join(bad)}")
-    return names
-
-
-def cmd_probe(args: argparse.Namespace) -> int:
-    from .errors import RunError
-
-    fp8 = args.experiment == "fp8-fp16"
-    if args.device != "cuda" and not (fp8 and (args.device == "cpu" or args.device.startswith("fake:"))):
-        more = " (or cpu, fake:NAME)" if fp8 else " is supported"  # the feature tests need a GPU
-        raise ValueError(f"only --device cuda{more}, got {args.device!r}")
-    inputs = [get_format(t.strip()).name for t in (args.inputs or "e4m3,e5m2").split(",") if t.strip()] if fp8 else \
-        _probe_inputs(args.inputs or ",".join(PROBE_INPUTS))  # fmt: skip
-    if args.device in ("cuda", "cpu"):
-        try:
-            import torch
-        except ImportError:
-            raise RunError("probing needs torch with a CUDA GPU, and torch is not installed") from None
-        if args.device == "cuda" and not torch.cuda.is_available():
-            raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
-                           "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
-    if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run; imported here: fit imports this module)
-        from .fit.fp8_run import run_fp8_fp16
-        run_fp8_fp16(args.device, inputs, args.record, not args.no_search)
-        return 0
-    print(f"probing {torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})")
-    run = torch_device("cuda")
-    for name in inputs:
-        try:
-            print(probe_report(probe(run, name)))
-        except (RuntimeError, TypeError, AttributeError) as exc:
-            print(f"{name}: not available on this GPU/torch ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
-    return 0
-
-
-def register_cli(subparsers) -> None:
-    """Add ``probe``."""
-    p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
-    p.add_argument("--device", default="cuda", help="cuda; for --experiment fp8-fp16 also cpu or fake:NAME")
-    p.add_argument("--inputs", default=None, help="input formats (comma-separated; default: all the experiment takes)")
-    p.add_argument("--experiment", default="features", choices=("features", "fp8-fp16"),
-                   help="features: the block model's feature tests; fp8-fp16: FP8 GEMMs with fp16 output (issue 18)")
-    p.add_argument("--record", default=None, metavar="DIR", help="fp8-fp16: write the raw results and a note to DIR")
-    p.add_argument("--no-search", action="store_true", help="fp8-fp16: skip the staged-model search per path")
-    p.set_defaults(func=cmd_probe)

@@ -1,0 +1,84 @@
+"""``fpemu probe``: the feature tests on a live GPU through torch (or the FP8 fp16-output
+experiment set), reported as text or JSON, with a progress bar on a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+from ..backends import torch_device
+from ..formats import get_format
+from ..progress import progress
+from .features import probe, probe_report
+
+#: Input formats `fpemu probe` can run through torch.
+PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
+
+
+def _probe_inputs(text: str) -> list[str]:
+    """--inputs as canonical names, every one probe-able (ValueError otherwise)."""
+    names = [get_format(t.strip()).name for t in text.split(",") if t.strip()]
+    if not names:
+        raise ValueError("--inputs names no format")
+    bad = [n for n in names if n not in PROBE_INPUTS]
+    if bad:
+        raise ValueError(f"probe runs {', '.join(PROBE_INPUTS)} through torch; not {', '.join(bad)}")
+    return names
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from ..errors import RunError
+
+    fp8 = args.experiment == "fp8-fp16"
+    if args.device != "cuda" and not (fp8 and (args.device == "cpu" or args.device.startswith("fake:"))):
+        more = " (or cpu, fake:NAME)" if fp8 else " is supported"  # the feature tests need a GPU
+        raise ValueError(f"only --device cuda{more}, got {args.device!r}")
+    inputs = [get_format(t.strip()).name for t in (args.inputs or "e4m3,e5m2").split(",") if t.strip()] if fp8 else \
+        _probe_inputs(args.inputs or ",".join(PROBE_INPUTS))  # fmt: skip
+    if args.device in ("cuda", "cpu"):
+        try:
+            import torch
+        except ImportError:
+            raise RunError("probing needs torch with a CUDA GPU, and torch is not installed") from None
+        if args.device == "cuda" and not torch.cuda.is_available():
+            raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
+                           "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
+    if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run; imported here: fit imports this module)
+        from ..fit.fp8_run import run_fp8_fp16
+        run_fp8_fp16(args.device, inputs, args.record, not args.no_search)
+        return 0
+    device = f"{torch.cuda.get_device_name()} (sm_{''.join(map(str, torch.cuda.get_device_capability()))})"
+    if not args.json:
+        print(f"probing {device}")
+    run, records = torch_device("cuda"), []
+    with progress(len(inputs), "probe", enabled=None if not args.quiet else False) as step:
+        for name in inputs:
+            try:
+                result = probe(run, name)
+                records.append(dataclasses.asdict(result))
+                if not args.json:
+                    print(probe_report(result))
+            except (RuntimeError, TypeError, AttributeError) as exc:
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                records.append({"inputs": name, "error": f"not available on this GPU/torch ({why})"})
+                if not args.json:
+                    print(f"{name}: {records[-1]['error']}")
+            step()
+    if args.json:
+        print(json.dumps({"device": device, "results": records}, indent=1))
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``probe``."""
+    p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
+    p.add_argument("--device", default="cuda", help="cuda; for --experiment fp8-fp16 also cpu or fake:NAME")
+    p.add_argument("--inputs", default=None, help="input formats (comma-separated; default: all the experiment takes)")
+    p.add_argument("--experiment", default="features", choices=("features", "fp8-fp16"),
+                   help="features: the block model's feature tests; fp8-fp16: FP8 GEMMs with fp16 output (issue 18)")
+    p.add_argument("--record", default=None, metavar="DIR", help="fp8-fp16: write the raw results and a note to DIR")
+    p.add_argument("--no-search", action="store_true", help="fp8-fp16: skip the staged-model search per path")
+    p.add_argument("--json", action="store_true", help="features: print the inferred models as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
+    p.set_defaults(func=cmd_probe)
