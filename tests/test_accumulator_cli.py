@@ -96,3 +96,12 @@ def test_gemm_error_bad_scheduler_address(capsys):
     assert _cli(["gemm-error", "--k", "8", "--scheduler", "bogus://x"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fpemu: error: bad Dask scheduler address 'bogus://x'") and err.count("\n") == 1
+
+
+def test_gemm_error_reports_progress_row_by_row():
+    from fpemu.accumulator import gemm_error
+
+    done = []
+    with_steps = gemm_error("fp16", "a100", 64, m=45, n=7, step=done.append)
+    assert sum(done) == 90 and len(done) > 2
+    assert with_steps == gemm_error("fp16", "a100", 64, m=45, n=7)  # the pieces change nothing

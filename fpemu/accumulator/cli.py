@@ -7,16 +7,18 @@ import argparse
 import json
 
 from ..parallel import dask_scheduler
+from ..progress import progress
 from .error import gemm_error
 
 
 def cmd_gemm_error(args: argparse.Namespace) -> int:
     """Print the relative error of an emulated GEMM against the exact product."""
     inputs = tuple(args.inputs.split(",")) if "," in args.inputs else args.inputs
-    with dask_scheduler(args.scheduler):
+    with dask_scheduler(args.scheduler), progress(2 * args.m, "gemm-error",
+                                                   enabled=None if not args.quiet else False) as step:
         r = gemm_error(
             inputs, args.accumulator, args.k, m=args.m, n=args.n, promote=args.promote,
-            seed=args.seed, distribution=args.distribution,
+            seed=args.seed, distribution=args.distribution, step=step,
         )
     if args.json:
         print(json.dumps({**r, "k": args.k, "promote": args.promote, "distribution": args.distribution,
@@ -44,6 +46,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--distribution", default="uniform", choices=("uniform", "normal"), help="input distribution")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run the emulated GEMM on a Dask scheduler (tcp://host:8786; needs fpemu[dask])")
     p.set_defaults(func=cmd_gemm_error)
