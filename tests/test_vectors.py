@@ -118,3 +118,13 @@ def test_vectors_on_a_dask_scheduler_are_the_same_file(tmp_path):
             assert cli.main(["vectors", *argv, "--out", str(here)]) == 0
             assert cli.main(["vectors", *argv, "--out", str(there), "--scheduler", cluster.scheduler_address]) == 0
             _same_arrays(read_vectors(str(here)), read_vectors(str(there)))
+
+
+def test_vectors_json_says_what_was_written(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "v.bin"
+    assert cli.main(["vectors", "e5m2", "--kind", "random", "--n", "300", "--out", str(out), "--json", "-q"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["path"] == str(out) and r["cases"] == r["identical"] == 300
+    assert r["meta"]["format"] == "e5m2" and r["meta"]["kind"] == "random" and r["meta"]["type"] == "cast"

@@ -4,10 +4,12 @@ and only then moved onto the output path."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from ..outputs import atomic_output, check_output_path
 from ..parallel import dask_scheduler
+from ..progress import progress
 from .cheader import MAX_HEADER_BYTES
 from .files import _ext, _read, _verify, _write
 from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
@@ -77,14 +79,23 @@ def cmd_vectors(args: argparse.Namespace) -> int:
 
     check_output_path(args.out)  # before the work, which can take seconds
     ext = _ext(args.out)
-    with dask_scheduler(args.scheduler):
-        v = _vectors_from_args(args)
-    with atomic_output(args.out) as tmp:
-        _write(v, tmp, ext, target=args.out)
-        n, same = _verify(_read(tmp, ext))
-        if same != n:
-            raise RunError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug); nothing written")
+    with progress(3, "vectors: make, write, re-check", enabled=None if not args.quiet else False) as step:
+        with dask_scheduler(args.scheduler):
+            v = _vectors_from_args(args)
+        step()
+        with atomic_output(args.out) as tmp:
+            _write(v, tmp, ext, target=args.out)
+            step()
+            n, same = _verify(_read(tmp, ext))
+            if same != n:
+                raise RunError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug); "
+                               "nothing written")
+            step()
     meta = v["meta"]
+    if args.json:
+        print(json.dumps({"path": str(args.out), "cases": n, "identical": same,
+                          "meta": {k: x for k, x in meta.items() if k != "model"}}, indent=1, default=str))
+        return 0
     shown = ", ".join(f"{k}={x}" for k, x in meta.items() if k not in ("n", "type", "model", "fpemu", "stochastic"))
     print(f"wrote {meta['n']} {meta['type']} vectors ({shown}) to {args.out}; read back and re-checked: {same}/{n} identical")
     return 0
@@ -121,4 +132,6 @@ def register_cli(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and stochastic rounding (recorded in the file)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="make the vectors on a Dask scheduler (tcp://host:8786; needs fpemu[dask]): the same file")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_vectors)
