@@ -213,3 +213,15 @@ def test_cli_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     fails(["plot", "e4m3", "--out", str(tmp_path / "a.png")], 1, capsys, says="pip install 'fpemu[plot]'")
     assert not (tmp_path / "a.png").exists()
+
+
+def test_plot_json_says_what_was_drawn(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    import json
+
+    from fpemu.cli import main
+
+    out = tmp_path / "r.png"
+    assert main(["plot", "e4m3", "mxfp4", "--kind", "ranges", "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"path": str(out), "panels": ["ranges"], "formats": ["e4m3", "mxfp4"]}
+    assert out.stat().st_size > 0

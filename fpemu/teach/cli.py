@@ -8,6 +8,7 @@ explorer page on 127.0.0.1 until Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import webbrowser
 from typing import Any
@@ -23,7 +24,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """``fpemu plot``: draw the figures of the formats into ``--out``."""
     check_plot_request(args.format, args.kind)  # a bad format fails before matplotlib loads
     drawn = plot(args.format, args.out, kind=args.kind)
-    print(f"wrote {args.out} ({', '.join(drawn)} of {', '.join(args.format)})")
+    if args.json:
+        print(json.dumps({"path": str(args.out), "panels": list(drawn),
+                          "formats": list(args.format)}))
+    else:
+        print(f"wrote {args.out} ({', '.join(drawn)} of {', '.join(args.format)})")
     return 0
 
 
@@ -73,6 +78,7 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--out", "-o", required=True, help="the PNG file to write")
     p.add_argument("--kind", "-k", default="all", choices=KINDS,
                    help="all panels (default), or line, spacing or ranges alone")
+    p.add_argument("--json", action="store_true", help="print what was drawn as JSON")
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser("explore", help="a local web page to play with a format's bits")
