@@ -108,6 +108,41 @@ def bench_dask(n: int, gemm_n: int) -> None:
                       f"{tm:7.3f} s; same bits: {same}; {tasks} tasks")
 
 
+def bench_tile(k: int, rows: int, cols: int) -> None:
+    """One Dask GEMM task's work at production K (a rows x cols tile with all of K), and what
+    it says about a k^3 golden GEMM."""
+    rng = np.random.default_rng(4)
+    a = fpemu.quantize(rng.standard_normal((rows, k)), "fp16")
+    b = fpemu.quantize(rng.standard_normal((k, cols)), "fp16")
+    t = best(lambda: fpemu.gemm(a, b, inputs="fp16", accumulator="a100", workers=1), 1)
+    rate = rows * cols * k / t
+    core_hours = k**3 / rate / 3600
+    print(f"tile {rows}x{cols} with K={k} fp16 'a100', 1 core: {t:.2f} s ({rate / 1e6:.0f} M MAC/s); "
+          f"a {k}^3 GEMM is {(k // rows) * (k // cols)} such tiles = {core_hours:.2f} core-hours: "
+          f"{core_hours * 60 / 64:.0f} min on 64 cores, {core_hours * 60 / 256:.0f} min on 256")
+
+
+def bench_task_overhead(tasks: int) -> None:
+    """Seconds Dask adds per task: many tiny encode tasks on a LocalCluster against the same
+    work in memory."""
+    try:
+        import dask.array as da
+        import distributed
+    except ImportError:
+        return
+    x = np.random.default_rng(5).standard_normal(tasks * 256).astype(np.float32)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        with distributed.Client(cl) as client:
+            dx = client.persist(da.from_array(x, chunks=256))
+            client.compute(fpemu.encode(dx, "e4m3")).result()  # warm the workers' imports
+            start = time.perf_counter()
+            client.compute(fpemu.encode(dx, "e4m3")).result()
+            td = time.perf_counter() - start
+    tm = best(lambda: fpemu.encode(x, "e4m3", workers=1), 3)
+    print(f"dask overhead: {tasks} tasks of 256 elements on 2 worker processes {td:.3f} s against "
+          f"{tm * 1e3:.1f} ms in memory: about {(td - tm / 2) / tasks * 2 * 1e3:.2f} ms per task per worker")
+
+
 def bench_big(n: int) -> None:
     """A separate process, so its peak RSS is the GEMM's own."""
     code = (f"import numpy as np, resource, time, fpemu; rng = np.random.default_rng(0); "
@@ -131,6 +166,8 @@ def main() -> None:
     bench_gemm(256 if args.quick else 1024, args.repeat if args.quick else 1, args.workers)
     bench_casts(1_000_000 if args.quick else 10_000_000, args.repeat, args.workers)
     bench_dask(1_000_000 if args.quick else 8_000_000, 128 if args.quick else 512)
+    bench_task_overhead(100 if args.quick else 400)
+    bench_tile(2048 if args.quick else 16384, 64 if args.quick else 128, 64 if args.quick else 128)
     if args.big:
         bench_big(4096)
     print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
