@@ -53,7 +53,11 @@ The package, one job per module; each imports only from the modules listed befor
 * ``array``: :class:`BlockArray` and :func:`dequantize`;
 * ``mx_quantization`` and ``nvfp4_quantization``: the two quantization pipelines;
 * ``quantization``: :func:`quantize`, which checks its options and runs one of them;
-* ``dot_products``: exact :func:`dot` and :func:`matmul`;
+* ``dot_products``: the exact model of block dot products;
+* ``mma``: :func:`matmul` and :func:`dot` through block-scaled accumulator models
+  (:class:`BlockScaledAccumulator`: exact, Blackwell as the evidence supports, MMA-Sim's);
+* ``scale_layout`` and ``gemm_buffers``: the 128x4 tiled scale layout of cuBLASLt/CUTLASS,
+  and an operand as the buffers a GEMM kernel reads (:func:`gemm_buffers`) and back;
 * ``cli``: :func:`describe` and the ``fpemu mx`` command.
 """
 
@@ -64,11 +68,13 @@ from .conventions import CONVENTION_NAMES
 from .cli import cmd_mx as cmd_mx  # public names outside __all__, as before
 from .cli import describe as describe
 from .cli import register_cli
-from .dot_products import dot, matmul
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
+from .gemm_buffers import from_gemm_buffers, gemm_buffers
+from .mma import BlockScaledAccumulator, block_accumulator_names, dot, get_block_accumulator, matmul
 from .mx_scales import SCALE_ROUNDINGS
 from .packing import pack_codes, unpack, unpack_codes
 from .quantization import quantize
+from .scale_layout import from_blocked, to_blocked
 
 __all__ = [
     "BlockFormat",
@@ -84,5 +90,12 @@ __all__ = [
     "unpack",
     "dot",
     "matmul",
+    "BlockScaledAccumulator",
+    "get_block_accumulator",
+    "block_accumulator_names",
+    "gemm_buffers",
+    "from_gemm_buffers",
+    "to_blocked",
+    "from_blocked",
     "register_cli",
 ]

@@ -1,5 +1,6 @@
-"""Exact block dot products: :func:`matmul` and :func:`dot` of block arrays, the OCP
-Dot/DotGeneral model (each K-block summed exactly, rounded once to float32)."""
+"""The exact model of block dot products (``accumulator="exact"`` of :func:`fpemu.mx.matmul`):
+the OCP Dot/DotGeneral with each K-block summed exactly and rounded once to float32, and the
+operand checks and per-(row, K-block) scales every block-scaled model shares."""
 
 from __future__ import annotations
 
@@ -127,24 +128,17 @@ class _Operand:
         return v * _pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
 
 
-def matmul(a: BlockArray, b: BlockArray, *, workers: int | None = None) -> np.ndarray:
-    """C = A @ B for block-scaled A (M, K) blocked along K and B (K, N) blocked along K, its
-    rows in pieces on ``workers`` threads (the same bits for every number).
+def _exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
+    """C = A @ B + c in the exact model, before NVFP4's per-tensor scales, its rows in pieces
+    on ``workers`` threads (the same bits for every number).
 
-    The OCP Dot/DotGeneral model: for every K-block, the sum of the element products is formed
-    *exactly* (integer arithmetic on the scaled significands), multiplied by both scales and
-    rounded once to float32; the per-block results are then added in float32 in block order
-    (block 0 first). NVFP4: the two UE4M3 block scales are folded into the exact integer sum;
-    the result is finally multiplied by ``fp32(global_scale_a * global_scale_b)`` in float32
-    (rounded exactly instead where that product leaves float32's normal range). Blocks holding
-    NaN/Inf (scale or element) are computed with float64 arithmetic instead so they propagate
-    NaN/Inf as IEEE arithmetic would.
-
-    >>> from fpemu.mx import quantize
-    >>> A = quantize(np.ones((2, 32)), "mxfp8_e4m3")
-    >>> B = quantize(np.full((32, 3), 0.5), "mxfp8_e4m3", axis=0)
-    >>> matmul(A, B).tolist()
-    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    For every K-block, the sum of the element products is formed *exactly* (integer
+    arithmetic on the scaled significands), multiplied by both scales and rounded once to
+    float32; the per-block results are then added in float32 in block order (block 0 first)
+    to the running sum, which starts at the float32 accumulator ``c`` (M, N). NVFP4: the two
+    UE4M3 block scales are folded into the exact integer sum. Blocks holding NaN/Inf (scale
+    or element) are computed with float64 arithmetic instead so they propagate NaN/Inf as
+    IEEE arithmetic would.
     """
     bs = _check_matmul(a, b)
     m = a.shape[0]
@@ -152,7 +146,7 @@ def matmul(a: BlockArray, b: BlockArray, *, workers: int | None = None) -> np.nd
     # One piece of rows per thread, at least _MIN_ROWS each (every piece reads all of B).
     count = max(1, min(resolve_workers(workers), m // _MIN_ROWS))
     rows = [slice(m * i // count, m * (i + 1) // count) for i in range(count)]
-    parts = run_each(lambda r: _matmul_rows(_Operand(_rows_of(a, r), 1), opb, a, b, bs), rows, count)
+    parts = run_each(lambda r: _matmul_rows(_Operand(_rows_of(a, r), 1), opb, a, b, bs, c[r]), rows, count)
     return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
 
@@ -166,11 +160,11 @@ def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
                       q.global_scale, q.global_amax, q.variant, q.scale_rounding)
 
 
-def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int) -> np.ndarray:
-    """The rows of C that opa holds (see :func:`matmul`)."""
-    m, k, n = opa.q.shape[0], a.shape[1], b.shape[1]
+def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray) -> np.ndarray:
+    """The rows of C that opa holds (see :func:`_exact_matmul`), from their accumulator c."""
+    k = a.shape[1]
     shift = a.format.int_shift + b.format.int_shift
-    acc = np.zeros((m, n), np.float32)
+    acc = np.array(c, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(-(-k // bs)):
             ks = slice(j * bs, min((j + 1) * bs, k))
@@ -183,8 +177,6 @@ def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs:
             if special.any():
                 block = np.where(special, _special_block(opa, opb, j, ks), block)
             acc = acc + block
-        if a.format.is_nvfp4:
-            acc = _apply_global_scales(acc, a.global_scale, b.global_scale)
     return acc
 
 
@@ -207,24 +199,6 @@ def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.
     out = _rn32_product(np.where(finite, p, 0.0), float(gb))
     out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
     return out
-
-
-def dot(a: BlockArray, b: BlockArray) -> np.float32:
-    """The OCP Dot of two 1-D block arrays (see :func:`matmul` for the arithmetic).
-
-    >>> from fpemu.mx import quantize
-    >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
-    >>> float(dot(x, y))
-    3.5
-    """
-    for q in (a, b):
-        if not isinstance(q, BlockArray):
-            raise TypeError(f"dot takes BlockArrays, got {type(q).__name__}")
-        if q.codes.ndim != 1:
-            raise ValueError(f"dot takes 1-D block arrays, got shape {q.shape}")
-    if a.shape != b.shape:
-        raise ValueError(f"dot needs equal lengths, got {a.shape[0]} and {b.shape[0]}")
-    return np.float32(matmul(_as_row(a), _as_column(b))[0, 0])
 
 
 def _as_row(q: BlockArray) -> BlockArray:

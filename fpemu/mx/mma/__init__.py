@@ -1,0 +1,23 @@
+"""Block-scaled matrix products through accumulator models: how a matrix unit adds MX and
+NVFP4 products (per-block scale products, sub-block sums, kept bits, final rounding), with the
+models as data.
+
+Bottom up: ``model`` (:class:`BlockScaledAccumulator`, one model's parameters and their
+checks), ``presets`` (Blackwell's block-scaled instruction kinds and the named models, as
+data), ``lookup`` (:func:`get_block_accumulator`), ``operands`` (an operand's elements and
+scales prepared once), ``fused`` (the tensor-core arithmetic, one instruction at a time) and
+``matmul`` (the public :func:`matmul` and :func:`dot`; the exact model lives in
+``fpemu.mx.dot_products``).
+
+>>> from fpemu import mx
+>>> a = mx.quantize([1.0, 2.0, 3.0], "mxfp8_e4m3"); b = mx.quantize([4.0, -1.0, 0.5], "mxfp8_e4m3")
+>>> float(mx.dot(a, b, accumulator="b200")), get_block_accumulator("b200", "mxfp8_e4m3").frac_bits
+(3.5, 48)
+"""
+
+from .lookup import block_accumulator_names, get_block_accumulator
+from .matmul import cublaslt_alpha, dot, matmul
+from .model import BlockScaledAccumulator
+
+__all__ = ["BlockScaledAccumulator", "get_block_accumulator", "block_accumulator_names", "matmul", "dot",
+           "cublaslt_alpha"]

@@ -1,0 +1,167 @@
+"""The fused block-scaled MMA (``kind="fused"``), one instruction at a time, for a piece of A's
+rows against all of B.
+
+Per instruction: the terms (each scaled product, or each sub-block sum times its scales) and
+``c`` are aligned to the largest of their exponents ``E`` with ``F`` fraction bits, each term
+cut on its own, the cut terms added exactly (int64), the sum rounded once to fp32; Inf and NaN
+follow IEEE arithmetic on the instruction's values. The result is the next instruction's c.
+
+Exact and fast: every term is an exact float64 (a scaled element has at most 8 significant
+bits, an FP4 sub-block sum is an integer from a float64 matrix product that cannot round),
+scaling by ``2**(F - E)`` and the float-to-int64 cast are exact, and the int64 sum is exact
+(``fits`` checks the bounds). With ``term_exponent="product"`` an element whose instruction
+provably loses no bit (every term's lowest set bit at or above ``E - F``, bounded from each
+row's largest exponent and lowest set bit; ``c`` likewise) takes the exact sum of the
+instruction's products from one float64 matrix product (exact while the sum spans at most 53
+bits, also checked from the bounds) and skips the term loop; the others run it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Iterable
+
+import numpy as np
+
+from ...codec.odd import _round_to_odd_sum
+from .model import BlockScaledAccumulator
+from .operands import NO_EXPONENT, Side
+
+
+def _pow2(e: np.ndarray) -> np.ndarray:
+    """2.0**e for integer arrays, e clipped to -1022..1023, from the float64 bit pattern."""
+    return ((np.clip(np.asarray(e, dtype=np.int64), -1022, 1023) + 1023) << 52).view(np.float64)
+
+
+def _cut(x: np.ndarray, rounding: str) -> np.ndarray:
+    """The integer part of x as int64: toward zero ("rz") or down ("rd")."""
+    i = x.astype(np.int64)  # the float -> int cast truncates toward zero
+    if rounding == "rd":
+        i -= i > x
+    return i
+
+
+def _aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, rounding: str) -> np.ndarray:
+    """Terms aligned to the largest of their exponents E, each cut to F fraction bits below E,
+    added exactly; the float64 result is exact, or rounded to odd beyond 53 bits (one later
+    rounding to fp32 is then still correct).
+
+    >>> _aligned_sum([np.array([1.0]), np.array([2.0**-30])], [np.array([0]), np.array([-30])], 25, "rz").tolist()
+    [1.0]
+    """
+    exps = iter(exps)
+    E = np.array(next(exps), dtype=np.int32)
+    for e in exps:
+        np.maximum(E, e, out=E)
+    scale = _pow2(F - E)
+    total = np.zeros(E.shape, np.int64)
+    for v in values:
+        total += _cut(v * scale, rounding)
+    unit = _pow2(E - F)
+    if np.all(np.abs(total) < 1 << 53):
+        return total.astype(np.float64) * unit
+    high = total >> 26  # both halves exact in float64; one odd rounding adds them
+    return _round_to_odd_sum(high.astype(np.float64) * (unit * 2.0**26), (total - (high << 26)).astype(np.float64) * unit)
+
+
+def _round_out(v: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+    """An instruction's sum rounded to fp32 (as float64 values); a zero result is +0."""
+    with np.errstate(over="ignore"):
+        f = v.astype(np.float32)  # RNE, gradual underflow, Inf beyond the range
+    if model.out_rounding == "rz":
+        away = np.abs(f.astype(np.float64)) > np.abs(v)
+        f = np.where(away, np.nextafter(f, np.float32(0)), f)
+        if model.overflow == "inf":
+            f = np.where(np.abs(v) >= 2.0**128, np.copysign(np.float32(np.inf), f), f)
+    return f.astype(np.float64) + 0.0
+
+
+def _c_terms(c: np.ndarray, model: BlockScaledAccumulator) -> tuple[np.ndarray, np.ndarray]:
+    """c's value (0 where Inf/NaN: those decide the result elsewhere) and exponent (fp32's:
+    subnormals at -126; a zero c at ``zero_c_exponent``)."""
+    finite = np.where(np.isfinite(c), c, 0.0)
+    _, e = np.frexp(finite)
+    ec = np.maximum(e.astype(np.int32) - 1, -126)
+    return finite, np.where(finite == 0, model.zero_c_exponent, ec).astype(np.int32)
+
+
+def _products(ae: np.ndarray, be: np.ndarray, av: np.ndarray, bv: np.ndarray, outer: bool):
+    """(exponents, values) generators of the products k = 0..ik-1, given k-major (ik, rows)
+    operands: every pair of rows (outer, the result raveled) or row i with row i."""
+    pair = (lambda x, y: (x[:, None] + y[None, :]).reshape(-1)) if outer else np.add
+    times = (lambda x, y: (x[:, None] * y[None, :]).reshape(-1)) if outer else np.multiply
+    return (pair(ae[k], be[k]) for k in range(ae.shape[0])), (times(av[k], bv[k]) for k in range(av.shape[0]))
+
+
+def _term_loop(a: Side, b: Side, ks: slice, cf: np.ndarray, ec: np.ndarray, model: BlockScaledAccumulator,
+               pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:  # fmt: skip
+    """The instruction's rounded sum term by term: for all (a row, b row) pairs, or the given ones."""
+    if pairs is None:
+        ae, be, av, bv = (np.ascontiguousarray(x[:, ks].T) for x in (a.exponent, b.exponent, a.value, b.value))
+    else:
+        i, j = pairs
+        ae, av = (np.ascontiguousarray(x[i, ks].T) for x in (a.exponent, a.value))
+        be, bv = (np.ascontiguousarray(x[j, ks].T) for x in (b.exponent, b.value))
+    exps, values = _products(ae, be, av, bv, pairs is None)
+    total = _aligned_sum(itertools.chain([cf.reshape(-1)], values), itertools.chain([ec.reshape(-1)], exps),
+                         model.frac_bits, model.term_rounding)
+    return _round_out(total, model)
+
+
+def _product_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+    """One instruction with a term per product (``term_exponent="product"``)."""
+    ik, F = model.instruction_k, model.frac_bits
+    ks = slice(t * ik, (t + 1) * ik)
+    cf, ec = _c_terms(c, model)
+    # The exact fast path: no term loses a bit and the float64 matrix product cannot round.
+    limit = min(F, 53 - a.sig_bits - b.sig_bits - math.ceil(math.log2(ik)))
+    high = np.maximum(ec, a.high[:, t, None] + b.high[None, :, t])
+    fast = (high - (a.low[:, t, None] + b.low[None, :, t]) <= limit) & ((cf == 0) | (ec - 23 >= high - F))
+    if not fast.any():
+        return _term_loop(a, b, ks, cf, ec, model).reshape(c.shape)
+    out = _round_out(_round_to_odd_sum(a.value[:, ks] @ b.value[:, ks].T, cf), model)
+    if not fast.all():
+        i, j = np.nonzero(~fast)
+        out[i, j] = _term_loop(a, b, ks, cf[i, j], ec[i, j], model, (i, j))
+    return out
+
+
+def _scale_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+    """One instruction with a term per sub-block (``term_exponent="scale"``): the exact
+    sub-block sum times both scale significands, at the scales' exponents."""
+    ik, sb = model.instruction_k, model.sub_block
+    cf, ec = _c_terms(c, model)
+    shift = a.format.int_shift + b.format.int_shift
+    values, exps = [cf], [ec]
+    for g in range(t * ik, (t + 1) * ik, sb):
+        blk = g // a.block
+        sums = a.ints[:, g : g + sb] @ b.ints[:, g : g + sb].T  # integers below 2**53: exact
+        e = a.scale_exp[:, blk, None] + b.scale_exp[None, :, blk]
+        v = sums * (a.scale_sig[:, blk, None] * b.scale_sig[None, :, blk]) * _pow2(e - shift)
+        values.append(v)
+        exps.append(np.where(v == 0, NO_EXPONENT, e) if model.zero_exponent is None else e)
+    return _round_out(_aligned_sum(values, exps, model.frac_bits, model.term_rounding), model)
+
+
+def _specials(a: Side, b: Side, t: int, c: np.ndarray, out: np.ndarray, ik: int) -> np.ndarray:
+    """Where a NaN or Inf takes part (an element, a NaN scale, c), the IEEE value of the
+    instruction's products and c: NaN for a NaN, Inf*0 or Inf-Inf, otherwise the Inf."""
+    bad = a.bad[:, t, None] | b.bad[None, :, t] | ~np.isfinite(c)
+    if not bad.any():
+        return out
+    i, j = np.nonzero(bad)
+    ks = slice(t * ik, (t + 1) * ik)
+    with np.errstate(invalid="ignore"):
+        s = (a.raw(i, ks) * b.raw(j, ks)).sum(axis=1) + c[i, j]
+    out[i, j] = np.where(np.isfinite(s), out[i, j], s)
+    return out
+
+
+def run_fused(a: Side, b: Side, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+    """The model over all of K for a's rows against b's: (rows of a, rows of b) float64 values
+    in fp32, starting from the accumulator c."""
+    step = _product_step if model.term_exponent == "product" else _scale_step
+    for t in range(a.kp // model.instruction_k):
+        c = _specials(a, b, t, c, step(a, b, t, c, model), model.instruction_k)
+    return c

@@ -1,0 +1,171 @@
+"""The public block-scaled products :func:`matmul` and :func:`dot`: operands checked, the model
+looked up, ``c`` read, the rows cut into cache-sized pieces on every core, NVFP4's per-tensor
+scales applied as the model says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...codec import quantize
+from ...parallel import run_each
+from ..array import BlockArray
+from ..dot_products import _apply_global_scales, _as_column, _as_row, _check_matmul, _exact_matmul
+from ..formats import BlockFormat
+from .fused import run_fused
+from .lookup import get_block_accumulator
+from .model import BlockScaledAccumulator
+from .operands import Side
+
+#: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
+_TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
+
+
+def _prepare_c(c: Any, shape: tuple[int, int]) -> np.ndarray:
+    """c broadcast to the result's shape and rounded (RNE) to fp32, as float64; zeros if None."""
+    if c is None:
+        return np.zeros(shape)
+    try:
+        arr = np.asarray(c)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"c is not a rectangular array of numbers ({exc})") from None
+    narrow_float = arr.dtype.kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None
+    if arr.dtype.kind not in "fiu" and not narrow_float:
+        raise TypeError(f"c must be an array of real numbers, got dtype {arr.dtype}")
+    try:
+        arr = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
+    return np.asarray(quantize(arr, "fp32"), dtype=np.float64)
+
+
+def check_fits(model: BlockScaledAccumulator, fa: BlockFormat, fb: BlockFormat, block: int) -> None:
+    """Refuse operands whose terms the fused model could not keep exact in float64 and int64."""
+    for f in (fa, fb):
+        if f.is_int:
+            raise ValueError(f"fused block-scaled models take floating-point elements; {f.name} has the exact "
+                             "model only (accumulator='exact')")
+    sig = [2.0 if f.scale.mantissa_bits else 1.0 for f in (fa, fb)]
+    if model.term_exponent == "scale":
+        if block % model.sub_block:
+            raise ValueError(f"{model.name}: sub-blocks of {model.sub_block} products must lie in one scale block, "
+                             f"but the K blocks hold {block}")
+        largest = model.sub_block * fa.max_value * fb.max_value
+        bits = np.log2(largest) + fa.int_shift + fb.int_shift + fa.scale.mantissa_bits + fb.scale.mantissa_bits
+        if bits > 52:
+            raise ValueError(f"{model.name}: a sub-block sum of {model.sub_block} {fa.element.name} x "
+                             f"{fb.element.name} products times its scales needs {bits:.0f} bits, more than float64 "
+                             "keeps exactly: use fewer products per sub-block")
+        terms = model.instruction_k // model.sub_block * largest * sig[0] * sig[1]
+    else:
+        terms = model.instruction_k * 4 * sig[0] * sig[1]
+    if (terms + 2) * 2.0**model.frac_bits >= 2.0**63:
+        raise ValueError(f"{model.name}: frac_bits={model.frac_bits} lets the aligned terms of one instruction pass "
+                         "2**63 (int64): fewer kept bits or fewer products per instruction")
+
+
+def cublaslt_alpha(a: BlockArray, b: BlockArray) -> np.float32:
+    """NVFP4's per-tensor scales as one float32 alpha, as TransformerEngine hands it to
+    cuBLASLt: ``((1 * amax_A) * amax_B) * fp32(1/(6*6*448*448))`` in float32 (recipe/nvfp4.cu
+    ``compute_nvfp4_per_tensor_scale_kernel``, alpha_in = 1); operands of torchao's variant:
+    ``fp32(per_tensor_scale_A * per_tensor_scale_B)`` (its ``_addmm_nvfp4_dispatch``).
+
+    >>> from fpemu.mx import quantize
+    >>> x = quantize(np.ones((1, 16)), "nvfp4", global_amax=2688.0)
+    >>> float(cublaslt_alpha(x, x))
+    1.0
+    """
+    f32 = np.float32
+    with np.errstate(over="ignore", invalid="ignore"):
+        if a.variant == b.variant == "te":
+            return f32(f32(f32(1.0) * a.global_amax) * f32(b.global_amax)) * _TE_FACTOR_INV
+        return f32(a.global_scale) * f32(b.global_scale)
+
+
+def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScaledAccumulator) -> np.ndarray:
+    """The fp32 accumulator times NVFP4's per-tensor scales, as the model says (MX: unchanged)."""
+    if not a.format.is_nvfp4:
+        return acc
+    if model.alpha == "decode":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _apply_global_scales(acc, a.global_scale, b.global_scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # D = fp32(alpha * acc): Inf and NaN as IEEE
+        return acc * cublaslt_alpha(a, b)
+
+
+def _fused_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator,
+                  workers: int | None) -> np.ndarray:  # fmt: skip
+    m, n = a.shape[0], b.shape[1]
+    side_a, side_b = Side(a, 1, model), Side(b, 0, model)
+    out = np.empty((m, n), np.float32)
+    rows = max(1, (1 << 16) // max(n, 1))  # about 2**16 results per piece: its arrays stay in cache
+
+    def piece(i: int) -> None:
+        part = slice(i, min(i + rows, m))
+        out[part] = run_fused(side_a.take_rows(part), side_b, c[part], model)
+
+    run_each(piece, range(0, m, rows), workers)
+    return out
+
+
+def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
+           instruction: str | None = None, workers: int | None = None) -> np.ndarray:  # fmt: skip
+    """C = A @ B + c for block-scaled A (M, K) blocked along K and B (K, N) blocked along K,
+    as the block-scaled accumulator model ``accumulator`` adds them; float32 (M, N).
+
+    ``accumulator`` (see :func:`get_block_accumulator` and ``docs/mx.md``): ``"exact"`` (the
+    default: each K-block's products summed exactly, times both scales, rounded once to
+    float32, the blocks added in float32 in order, starting from c), ``"b200"``/``"blackwell"``
+    (Blackwell's block-scaled MMA as the hardware evidence supports) or ``"mmasim-blackwell"``
+    (MMA-Sim's model, bit for bit), or a :class:`BlockScaledAccumulator`; ``instruction``
+    picks the Blackwell kind where two take the operands. ``c`` (default 0) broadcasts to
+    (M, N) and is rounded to float32: the accumulator's starting value (the MMA's C operand,
+    added inside the sum, not a GEMM epilogue's beta * C). NVFP4's per-tensor scales multiply
+    the result last (the exact model: by ``fp32(global_scale_a * global_scale_b)``; hardware
+    models: as cuBLASLt's alpha, :func:`cublaslt_alpha`). Rows run in pieces on ``workers``
+    threads, with the same bits for every number.
+
+    >>> from fpemu.mx import quantize
+    >>> A = quantize(np.ones((2, 32)), "mxfp8_e4m3")
+    >>> B = quantize(np.full((32, 3), 0.5), "mxfp8_e4m3", axis=0)
+    >>> matmul(A, B).tolist()
+    [[16.0, 16.0, 16.0], [16.0, 16.0, 16.0]]
+    >>> x = quantize([[1.0] + [0.0] * 31 + [2.0**-26] * 32], "mxfp8_e4m3")   # 2 blocks
+    >>> y = quantize(np.ones((64, 1)), "mxfp8_e4m3", axis=0)
+    >>> [float(matmul(x, y, accumulator=acc)[0, 0]) - 1 for acc in ("exact", "b200", "mmasim-blackwell")]
+    [4.76837158203125e-07, 4.76837158203125e-07, 0.0]
+    """
+    bs = _check_matmul(a, b)
+    if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
+        raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
+    model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
+    c0 = _prepare_c(c, (a.shape[0], b.shape[1]))
+    if model.kind == "blockwise":
+        acc = _exact_matmul(a, b, c0, workers)
+    else:
+        check_fits(model, a.format, b.format, bs)
+        acc = _fused_matmul(a, b, c0, model, workers)
+    return _apply_alpha(acc, a, b, model)
+
+
+def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
+        instruction: str | None = None) -> np.float32:  # fmt: skip
+    """The dot product of two 1-D block arrays plus c, in the model ``accumulator`` (see
+    :func:`matmul` for the arithmetic).
+
+    >>> from fpemu.mx import quantize
+    >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
+    >>> float(dot(x, y)), float(dot(x, y, 1.0, accumulator="b200"))
+    (3.5, 4.5)
+    """
+    for q in (a, b):
+        if not isinstance(q, BlockArray):
+            raise TypeError(f"dot takes BlockArrays, got {type(q).__name__}")
+        if q.codes.ndim != 1:
+            raise ValueError(f"dot takes 1-D block arrays, got shape {q.shape}")
+    if a.shape != b.shape:
+        raise ValueError(f"dot needs equal lengths, got {a.shape[0]} and {b.shape[0]}")
+    if c is not None and np.ndim(c) != 0:
+        raise ValueError(f"c of a dot product is one number, got shape {np.shape(c)}")
+    return np.float32(matmul(_as_row(a), _as_column(b), c, accumulator=accumulator, instruction=instruction)[0, 0])
