@@ -26,6 +26,7 @@ __all__ = [
     "to_torch",
     "mx",
     "scaled_cast",
+    "scale_from_amax",
     "ScaledTensor",
     "testing",
     "Accumulator",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 from .accumulator import Accumulator, get_accumulator, dot, gemm  # noqa: E402
 from . import mx  # noqa: E402  (block formats; imports the codec above)
-from .scaling import ScaledTensor, scaled_cast  # noqa: E402
+from .scaling import ScaledTensor, scale_from_amax, scaled_cast  # noqa: E402
 from . import train  # noqa: E402  (mixed-precision training demo)
 from . import testing  # noqa: E402  (assertions for kernel tests)
 from .version import __version__  # noqa: E402, F401  (fpemu.__version__)

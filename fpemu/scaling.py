@@ -27,7 +27,7 @@ import numpy as np
 from .codec import decode, encode
 from .formats import Format, get_format
 
-__all__ = ["ScaledTensor", "scaled_cast"]
+__all__ = ["ScaledTensor", "scale_from_amax", "scaled_cast"]
 
 _F32 = np.float32
 _FLT_MAX = np.finfo(np.float32).max
@@ -69,7 +69,7 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     if scale is None:
         if amax is None:
             amax = _group_amax(x32, groups)
-        scale = _scale_from_amax(np.asarray(amax, dtype=np.float32), _F32(fmt.max), margin)
+        scale = scale_from_amax(amax, fmt.max, margin)
     scale = np.asarray(scale, dtype=np.float32)
     if granularity == "tensor":
         scale = scale.reshape(())  # one scale for the whole tensor
@@ -86,11 +86,22 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     return ScaledTensor(codes, scale, _expand(inv, groups, x32.shape, keep=True), fmt, granularity)
 
 
-def _scale_from_amax(amax: np.ndarray, fmt_max: np.float32, margin: int) -> np.ndarray:
-    """TransformerEngine's rule in float32: (max / amax) / 2**margin; 1 where amax is 0, Inf or
-    NaN; FLT_MAX where the quotient overflows."""
+def scale_from_amax(amax: Any, fmt_max: Any, margin: int = 0) -> np.ndarray:
+    """TransformerEngine's FP8 scale rule, in float32: ``(fmt_max / amax) / 2**margin``; 1 where
+    amax is 0, negative, Inf or NaN; FLT_MAX where the quotient overflows (one scale per amax).
+
+    The one implementation of the rule: :func:`scaled_cast` and the delayed and current scaling
+    of :mod:`fpemu.train` call it.
+
+    >>> scale_from_amax([3.5, 0.0, 1e-45], 448.0).tolist()
+    [128.0, 1.0, 3.4028234663852886e+38]
+    >>> float(scale_from_amax(3.5, 448.0, margin=1))
+    64.0
+    """
+    amax = np.asarray(amax, dtype=np.float32)
+    fmt_max = _F32(fmt_max)
     good = np.isfinite(amax) & (amax > 0)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
         s = (fmt_max / np.where(good, amax, _F32(1))) / _F32(2.0**margin)
     s = np.where(good, s, _F32(1))
     return np.where(np.isinf(s), _FLT_MAX, s).astype(np.float32)

@@ -10,7 +10,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .accumulate import accumulator_matmul
 from .checks import _check_int
-from .recipes import CurrentScaling, DelayedScaling, TensorScale, _fp8_recipe
+from .recipes import CurrentScaling, DelayedScaling, TensorScale, _fp8_recipe, fp8_cast
 from .rounders import _rounder
 from .stats import _CastStats
 
@@ -103,8 +103,6 @@ class _FP8Policy(_FP32Policy):
         self.fwd = get_format(recipe.fwd_format)
         self.bwd = get_format(recipe.bwd_format)
         self.low = self.bwd  # the format gradients are cast to
-        self.round_fwd = _rounder(self.fwd, overflow="saturate")
-        self.round_bwd = _rounder(self.bwd, overflow="saturate")
         self.states: dict[tuple, TensorScale] = {}
         # FP8 GEMMs accumulate in FP32 (an accumulator model may replace that).
         self.matmul = (
@@ -117,15 +115,14 @@ class _FP8Policy(_FP32Policy):
         return self.states[slot]
 
     def cast_fwd(self, x, slot, record=True):
-        s = self._state(slot, self.fwd).scale_for(x, record)
-        return self.round_fwd(x * s), (np.float32(1.0) / s, self.fwd)
+        q, inv = fp8_cast(x, self.fwd, self._state(slot, self.fwd).scale_for(x, record))
+        return q, (inv, self.fwd)
 
     def cast_grad(self, g, slot, stats, kind="act"):
         s = self._state(slot, self.bwd).scale_for(g)
-        scaled = g * s
-        q = self.round_bwd(scaled)
-        stats.add(g, q, overflowed=np.abs(scaled) > np.float32(self.bwd.max), kind=kind)
-        return q, (np.float32(1.0) / s, self.bwd)
+        q, inv = fp8_cast(g, self.bwd, s)
+        stats.add(g, q, overflowed=np.abs(g * s) > np.float32(self.bwd.max), kind=kind)
+        return q, (inv, self.bwd)
 
     def gemm(self, a, sa, b, sb):
         # Dequantize the FP32 accumulator with both inverse scales, as the cuBLASLt FP8 GEMM does.

@@ -1,5 +1,9 @@
 """FP8 per-tensor scaling (TransformerEngine recipes): the delayed and current scaling rules,
-their recipe objects, and :class:`TensorScale`, the scaling state of one tensor slot."""
+their recipe objects, :class:`TensorScale`, the scaling state of one tensor slot, and
+:func:`fp8_cast`, a tensor cast with its slot's scale.
+
+The scale rule itself is :func:`fpemu.scaling.scale_from_amax` and the cast
+:func:`fpemu.scaled_cast`: training uses the public per-tensor scaling, not a copy of it."""
 
 from __future__ import annotations
 
@@ -7,11 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats import get_format
+from ..codec import decode, quantize
+from ..formats import Format, get_format
+from ..scaling import scale_from_amax, scaled_cast
 from .checks import _as_float32, _check_bool, _check_float32, _check_int
-
-_FLT_MAX = np.float32(np.finfo(np.float32).max)
-
 
 def _check_fp8_max(fp8_max: object) -> np.float32:
     return _check_float32("fp8_max", fp8_max, lambda v: bool(np.isfinite(v) and v > 0), "a finite float32 number > 0")
@@ -44,11 +47,7 @@ def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0
     margin = _check_margin(margin)
     if not (np.isfinite(amax32) and amax32 > 0):
         return old
-    with np.errstate(over="ignore", divide="ignore"):
-        sf = (fp8_max32 / amax32) / np.float32(2.0**margin)
-    if np.isinf(sf):
-        return _FLT_MAX
-    return np.float32(sf)
+    return np.float32(scale_from_amax(amax32, fp8_max32, margin)[()])
 
 
 def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> np.float32:
@@ -68,16 +67,32 @@ def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> n
     _check_bool("power_2_scale", power_2_scale)
     if amax32 < 0:
         raise ValueError(f"amax is an absolute maximum and cannot be negative, got {amax!r}")
-    if not np.isfinite(amax32) or amax32 == 0:
-        return np.float32(1.0)
-    with np.errstate(over="ignore"):
-        sf = fp8_max32 / amax32
-    if np.isinf(sf):
-        sf = _FLT_MAX
+    sf = np.float32(scale_from_amax(amax32, fp8_max32)[()])  # 1 for an amax of 0, Inf or NaN
     if power_2_scale:
         bits = np.array(sf, dtype=np.float32).view(np.uint32) & np.uint32(0xFF800000)
         sf = bits.view(np.float32)[()]
     return np.float32(sf)
+
+
+def fp8_cast(x: np.ndarray, fmt: Format, scale: np.float32) -> tuple[np.ndarray, np.float32]:
+    """``x`` times ``scale``, cast to ``fmt`` with saturation by :func:`fpemu.scaled_cast`: the
+    float32 values of the codes (in the scaled domain, as the FP8 GEMM reads them) and the
+    inverse scale that multiplies the GEMM's result back.
+
+    A scale of 0 (the delayed rule underflowing with a huge margin, in a run that diverges) is
+    outside ``scaled_cast``'s domain; the product ``x * 0`` is then rounded as it stands.
+
+    >>> q, inv = fp8_cast(np.float32([1.0, -3.0, 100.0]), get_format("e4m3"), np.float32(4.48))
+    >>> q.tolist(), float(inv)
+    ([4.5, -13.0, 448.0], 0.2232142835855484)
+    """
+    if scale > 0:
+        t = scaled_cast(x, fmt, scale=scale)
+        return decode(t.codes, fmt, dtype=np.float32), np.float32(t.scale_inv[()])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.float32(1.0) / scale
+        q = quantize(np.asarray(x, dtype=np.float32) * scale, fmt, overflow="saturate")
+    return np.asarray(q, dtype=np.float32), inv
 
 
 def _check_fp8_formats(recipe: DelayedScaling | CurrentScaling) -> None:

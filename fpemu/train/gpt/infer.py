@@ -20,7 +20,8 @@ import numpy as np
 
 from ... import mx
 from ...formats import get_format
-from ..rounders import _rounder
+from ...scaling import scale_from_amax
+from ..recipes import fp8_cast
 from .config import GPTConfig
 from .linears import LinearFP32
 from .precision import LINEARS, GPTPrecision
@@ -43,13 +44,12 @@ class LinearPTQ(LinearFP32):
             raise ValueError(f"unknown inference format {fmt!r}; choose from {', '.join(INFER_FORMATS)}")
         self.name = fmt
         self.low = get_format("e4m3" if fmt in ("fp8", "mxfp8") else "e2m1")
-        self.round = _rounder(self.low, overflow="saturate")
         self.calibrating = False
         self.amax = np.float32(0.0)  # the activations' calibrated amax (fp8)
 
     def _per_tensor(self, t: np.ndarray, amax: np.float32) -> tuple[np.ndarray, np.float32]:
-        s = np.float32(self.low.max) / amax if amax > 0 else np.float32(1.0)
-        return self.round(t * s), np.float32(1.0) / s
+        """``t`` cast with the scale of ``amax`` (TE's rule, :func:`fpemu.scale_from_amax`)."""
+        return fp8_cast(t, self.low, np.float32(scale_from_amax(amax, self.low.max)[()]))
 
     def fwd(self, x, w, b):
         if self.calibrating:

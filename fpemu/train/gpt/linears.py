@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ...formats import Format, get_format
-from ..recipes import CurrentScaling, DelayedScaling, TensorScale
+from ..recipes import CurrentScaling, DelayedScaling, TensorScale, fp8_cast
 from ..rounders import _rounder
 
 
@@ -101,15 +101,11 @@ class LinearFP8(LinearFP32):
         self.name = "fp8"
         self.fwd_fmt, self.bwd_fmt = get_format(recipe.fwd_format), get_format(recipe.bwd_format)
         self.low = self.bwd_fmt
-        self.round_fwd = _rounder(self.fwd_fmt, overflow="saturate")
-        self.round_bwd = _rounder(self.bwd_fmt, overflow="saturate")
         self.scales = {r: TensorScale(f.max, recipe) for r, f in (("x", self.fwd_fmt), ("w", self.fwd_fmt), ("dy", self.bwd_fmt))}
         self.mm = matmul or _plain
 
     def _quantize(self, role: str, t: np.ndarray, record: bool = True) -> tuple[np.ndarray, np.float32]:
-        s = self.scales[role].scale_for(t, record)
-        rnd = self.round_bwd if role == "dy" else self.round_fwd
-        return rnd(t * s), np.float32(1.0) / s
+        return fp8_cast(t, self.bwd_fmt if role == "dy" else self.fwd_fmt, self.scales[role].scale_for(t, record))
 
     def fwd(self, x, w, b):
         (xq, ix), (wq, iw) = self._quantize("x", x), self._quantize("w", w)
@@ -119,10 +115,9 @@ class LinearFP8(LinearFP32):
     def bwd(self, dy, ctx, stats, kind="act"):
         xq, ix, wq, iw = ctx
         s = self.scales["dy"].scale_for(dy)
-        scaled = dy * s
-        dyq, idy = self.round_bwd(scaled), np.float32(1.0) / s
+        dyq, idy = fp8_cast(dy, self.bwd_fmt, s)
         if stats is not None:
-            stats.add(dy, dyq, overflowed=np.abs(scaled) > np.float32(self.bwd_fmt.max), kind=kind)
+            stats.add(dy, dyq, overflowed=np.abs(dy * s) > np.float32(self.bwd_fmt.max), kind=kind)
         dx = self.mm(dyq, wq.T, self.bwd_fmt, self.fwd_fmt) * idy * iw
         dw = self.mm(xq.T, dyq, self.fwd_fmt, self.bwd_fmt) * ix * idy
         return dx, dw, dy.sum(axis=0)
