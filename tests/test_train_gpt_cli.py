@@ -24,11 +24,20 @@ def test_gpt_single_run_and_json(tmp_path, capsys):
 
 def test_gpt_comparison_runs_every_policy(capsys):
     assert main(["train", "--task", "gpt", "--steps", "1"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    labels = [ln.split()[0] for ln in lines[1:]]
-    assert labels == ["fp32", "fp16+dynamic", "bf16+none", "fp8[delayed]+none", "fp8[current]+none",
-                      "mxfp8+none", "nvfp4[2d+sr+rht+last1]+none", "nvfp4[plain]+none"]
+    out = capsys.readouterr().out.splitlines()
+    want = ["fp32", "fp16+dynamic", "bf16+none", "fp8[delayed]+none", "fp8[current]+none",
+            "mxfp8+none", "nvfp4[2d+sr+rht+last1]+none", "nvfp4[plain]+none"]
+    # stdout is not a terminal here: a line per run as it finishes, then the table
+    assert [ln.split()[1] for ln in out[:8]] == want and out[7].startswith("trained nvfp4[plain]+none (8/8) in ")
+    lines = out[8:]
+    assert [ln.split()[0] for ln in lines[1:]] == want
     assert lines[1].endswith("the baseline") and "vs fp32" in lines[2]
+
+
+def test_infer_quiet_and_no_bar_in_a_pipe(capsys):
+    assert main(["infer", "--steps", "2", "--formats", "fp8", "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert got.err == "" and got.out.splitlines()[1].startswith("format")
 
 
 def test_infer_table(tmp_path, capsys):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..progress import wanted
 from .blas import single_threaded_blas
 from .files import _check_json_file, _finite_or_null
 from .gpt.cli import gpt_setups, register_infer
@@ -22,17 +23,30 @@ from .scalers import LOSS_SCALES
 
 
 def _progress_bar(stream) -> Callable[[str, int, int], None]:
+    """A bar over one run's steps, rewritten in place on ``stream`` and cleared when it ends."""
+
     def show(label: str, i: int, n: int) -> None:
         if i % 10 and i != n:
             return
         width = 30
         filled = int(width * i / n)
-        stream.write(f"\r{label:<14} [{'#' * filled}{'.' * (width - filled)}] {i}/{n}")
-        if i == n:
-            stream.write("\r" + " " * (width + 30) + "\r")
+        line = f"{label:<14} [{'#' * filled}{'.' * (width - filled)}] {i}/{n}"
+        stream.write("\r" + line + ("\r" + " " * len(line) + "\r" if i == n else ""))
         stream.flush()
 
     return show
+
+
+def _announce(quiet: bool) -> Callable[[object, int, int], None] | None:
+    """Where stdout is not a terminal (a pipe, a log), a line per run as it finishes, so that a
+    comparison of minutes is not silent; None on a terminal (the bar shows) or with --quiet."""
+    if quiet or sys.stdout.isatty():
+        return None
+
+    def done(history, k: int, n: int) -> None:
+        print(f"trained {history.label} ({k}/{n}) in {history.time_s:.1f} s", flush=True)
+
+    return done
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -43,8 +57,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     """
     setups, train = _cli_setups(args)
     _check_outputs(args)
+    announce = _announce(args.quiet)
+    histories = []
     with single_threaded_blas():
-        histories = [train(setup) for setup in setups]
+        for setup in setups:
+            histories.append(train(setup))
+            if announce is not None:
+                announce(histories[-1], len(histories), len(setups))
     print(summary_table(histories))
     if args.json:
         payload = {"task": args.task, "steps": histories[0].steps, "seed": args.seed,
@@ -66,7 +85,7 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
         raise ValueError("--compare runs the default comparison: leave out --precision")
     if args.promote is not None and args.accumulator is None:
         raise ValueError("--promote applies to GEMMs through an accumulator model: give --accumulator too")
-    progress = _progress_bar(sys.stdout) if sys.stdout.isatty() else None
+    progress = _progress_bar(sys.stderr) if wanted(args.quiet) else None
     if args.task == "gpt":
         return gpt_setups(args, progress), lambda setup: train_gpt_setup(setup)[0]
     for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote)):
@@ -135,5 +154,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="DIR",
                    help="write lesson.png (excess loss, loss scale, underflow per kind), loss, "
                    "loss-scale and gradient-histogram PNGs")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress: neither the bar (stderr, only on a terminal) nor the line per "
+                   "finished run (when stdout is not a terminal)")
     p.set_defaults(func=cmd_train)
     register_infer(subparsers)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from ...progress import progress, wanted
 from ..blas import single_threaded_blas
 from .infer import INFER_FORMATS, inference_table, quantized_inference
 from .loop import (
@@ -49,16 +50,18 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from ..files import _check_json_file, _finite_or_null
 
     formats = _formats(args.formats)
-    setup = gpt_setup("fp32", None, DEFAULT_GPT_STEPS if args.steps is None else args.steps, args.seed,
-                      progress=_progress(sys.stdout))
+    steps = DEFAULT_GPT_STEPS if args.steps is None else args.steps
+    setup = gpt_setup("fp32", None, steps, args.seed)  # checks the arguments before any work
     if args.json:
         try:
             _check_json_file(args.json)
         except OSError as exc:
             raise RunError(f"cannot write --json {exc.filename or args.json}: {exc.strerror or exc}") from None
-    with single_threaded_blas():
+    # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
+    with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
+        setup = replace(setup, progress=lambda i, n: step())
         _, params = _train(setup)
-        rows = quantized_inference(params, setup.task, formats, seed=setup.seed)
+        rows = quantized_inference(params, setup.task, formats, seed=setup.seed, progress=lambda i, n: step())
     print(f"transformer trained in fp32 ({setup.steps} steps, seed {setup.seed}); block linear layers "
           "quantized (weights and activations), embeddings, output layer, attention and layer norm in fp32")
     print(inference_table(rows))
@@ -78,18 +81,6 @@ def _formats(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def _progress(stream) -> Callable[[int, int], None] | None:
-    if not stream.isatty():
-        return None
-
-    def show(i: int, n: int) -> None:
-        if i % 10 == 0 or i == n:
-            stream.write(f"\rtraining fp32 {i}/{n}" + ("\r" + " " * 30 + "\r" if i == n else ""))
-            stream.flush()
-
-    return show
-
-
 def register_infer(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``infer`` subcommand."""
     p = subparsers.add_parser(
@@ -103,4 +94,5 @@ def register_infer(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus, initialisation and batches")
     p.add_argument("--formats", default=None, help=f"comma list of {', '.join(INFER_FORMATS)} (default all)")
     p.add_argument("--json", metavar="FILE", help="write the table's numbers")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_infer)

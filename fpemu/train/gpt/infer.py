@@ -15,6 +15,7 @@ quantization tools leave them by default.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -86,9 +87,11 @@ def calibrate(prec: GPTPrecision, params: dict, task: GPTTask, windows: int = 64
         lin.calibrating = False
 
 
-def quantized_inference(params: dict, task: GPTTask, formats=INFER_FORMATS, seed: int = 0) -> list[dict]:
+def quantized_inference(params: dict, task: GPTTask, formats=INFER_FORMATS, seed: int = 0,
+                        progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """One row per format (FP32 first): validation loss, perplexity, its change, and the logits'
-    error against FP32 (relative RMS, largest absolute error, top-1 agreement).
+    error against FP32 (relative RMS, largest absolute error, top-1 agreement). ``progress(i,
+    n)`` is called after each format.
 
     >>> from .loop import train_gpt, make_gpt_task
     >>> t = make_gpt_task(0, n_train=3000, n_val=600, n_eval=4)
@@ -106,6 +109,8 @@ def quantized_inference(params: dict, task: GPTTask, formats=INFER_FORMATS, seed
             calibrate(prec, params, task, seed=seed)
             loss, acc, logits = evaluate(params, task, prec)
             rows.append(_row(fmt, loss, acc, logits, ref, loss32))
+            if progress is not None:
+                progress(len(rows) - 1, len(formats))
     return rows
 
 

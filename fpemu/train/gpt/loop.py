@@ -162,6 +162,7 @@ def compare_setups(steps: int, seed: int, runs: Sequence[tuple[str, str, str]],
     task = kw.pop("task", None) or make_gpt_task(_check_int("seed", seed, 0))
     setups = []
     for p, fp8, nv in runs:
-        cb = None if progress is None else (lambda i, n, _l=p: progress(_l, i, n))
+        tag = p + (f"[{fp8}]" if p == "fp8" else f"[{nv}]" if p == "nvfp4" else "")
+        cb = None if progress is None else (lambda i, n, _l=tag: progress(_l, i, n))
         setups.append(gpt_setup(p, None, steps, seed, task=task, fp8_recipe=fp8, nvfp4_recipe=nv, progress=cb, **kw))
     return setups
