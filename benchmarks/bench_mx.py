@@ -4,6 +4,11 @@ Run: FPEMU_WORKERS=1 python benchmarks/bench_mx.py [--n 10000000] [--repeat 3] [
 Prints Melem/s (best of --repeat runs) for mxfp8_e4m3, mxfp6_e2m3, mxfp4 and nvfp4 (FPEMU_WORKERS=1:
 one thread, as the issue-17 comparison with torchao); --convention times a library's MX rule
 (``mx.quantize(..., convention=C)``) on the MX formats it offers.
+
+Then (issue 11) a block-scaled GEMM, MXFP8 E4M3 512x512x4096 by default (``--gemm M,N,K``,
+``--gemm 0`` to skip), through each block-scaled accumulator model of ``fpemu.mx.matmul``
+(target for "b200": under 10 s on 2 cores), against numpy's float64 matmul of the dequantized
+operands in the same run.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--formats", default="mxfp8_e4m3,mxfp6_e2m3,mxfp4,nvfp4")
     parser.add_argument("--convention", default=None, help="an mx.CONVENTION_NAMES entry (MX formats)")
+    parser.add_argument("--gemm", default="512,512,4096", help="M,N,K of the block-scaled GEMM (0: skip)")
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal(args.n, dtype=np.float32)
     print(f"{args.n / 1e6:.0f}M float32 randn, best of {args.repeat}")
@@ -42,6 +48,21 @@ def main() -> None:
         tq = best_time(lambda: mx.quantize(x, fmt, **kw), args.repeat)
         td = best_time(lambda: q.dequantize(), args.repeat)
         print(f"{fmt:<12} {args.n / tq / 1e6:>17.1f} {args.n / td / 1e6:>19.1f}")
+    if args.gemm != "0":
+        bench_block_gemm(*(int(v) for v in args.gemm.split(",")), repeat=args.repeat)
+
+
+def bench_block_gemm(m: int, n: int, k: int, repeat: int, fmt: str = "mxfp8_e4m3") -> None:
+    """Seconds of one block-scaled GEMM per model (best of ``repeat``), and numpy's matmul."""
+    rng = np.random.default_rng(1)
+    a = mx.quantize(rng.standard_normal((m, k), dtype=np.float32), fmt)
+    b = mx.quantize(rng.standard_normal((k, n), dtype=np.float32), fmt, axis=0)
+    da, db = a.dequantize(np.float64), b.dequantize(np.float64)
+    ref = best_time(lambda: da @ db, repeat)
+    print(f"\nblock-scaled GEMM {fmt} {m}x{n}x{k} (numpy float64 matmul: {ref * 1e3:.1f} ms)")
+    for acc in mx.block_accumulator_names():
+        t = best_time(lambda: mx.matmul(a, b, accumulator=acc), repeat)
+        print(f"  {acc:<18} {t:7.2f} s {m * n * k / t / 1e6:8.1f} M products/s {t / ref:8.0f}x numpy")
 
 
 if __name__ == "__main__":
