@@ -12,6 +12,7 @@ from ..codec import quantize
 from ..codec.dask_arrays import is_dask
 from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
+from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_gemm
 from ..formats import Format, get_format
 from .kernels.products import _Products
@@ -126,7 +127,7 @@ def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
-def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None,
+def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: int | None = None,
          returns: str = "numpy") -> np.ndarray:
     """C = A @ B (+ C) as the chosen matrix unit computes it, on ``workers`` threads (default:
     ``FPEMU_WORKERS`` or the CPU count) over chunks of rows: the same bits for every number.
@@ -140,10 +141,18 @@ def gemm(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int |
     would). Returns a float32 (M, N) array of values in the ``out`` format, in the array type
     ``returns`` asks for (``"numpy"``, ``"input"``: A's type, ``"torch"``).
 
+    Block-scaled A and B (two :class:`~fpemu.mx.BlockArray`, MX or NVFP4, blocked along K)
+    take no ``inputs`` and a block-scaled ``accumulator`` (``"exact"``, ``"b200"``,
+    ``"mmasim-blackwell"``, ...): they run through :func:`fpemu.mx.matmul` (:mod:`.block_gemm`).
+
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0]]); B = np.array([[0.5, 0.0], [0.25, 1.0]])
     >>> gemm(A, B, inputs="fp16", accumulator="h100").tolist()
     [[1.0, 2.0], [2.5, 4.0]]
     """
+    if is_block_gemm(a, b):
+        return block_gemm(a, b, c, inputs=inputs, accumulator=accumulator, out=out, workers=workers, returns=returns)
+    if inputs is None:
+        raise TypeError("gemm needs inputs= (the format of A and B, or a pair of formats) for plain arrays")
     fa, fb = _input_formats(inputs)
     acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)

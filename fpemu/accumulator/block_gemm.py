@@ -1,0 +1,77 @@
+""":func:`fpemu.gemm` of block-scaled operands: two :class:`~fpemu.mx.BlockArray` (MX, NVFP4)
+run through :func:`fpemu.mx.matmul` with a block-scaled accumulator model, so the one ``gemm``
+takes dense and micro-scaled operands alike.
+
+The operands carry their formats, so ``inputs=`` is not given; ``accumulator`` names a
+block-scaled model (``"exact"``, ``"b200"``, ``"blackwell"``, ``"mmasim-blackwell"``, or
+``"b200/mxf8f6f4"`` to pick an instruction kind) or is a
+:class:`~fpemu.mx.BlockScaledAccumulator`. A dense model (``"h100"``, an ``Accumulator``)
+and a mix of a BlockArray with a plain array are refused by name.
+
+>>> from fpemu import mx
+>>> A = mx.quantize(np.ones((2, 32)), "mxfp8_e4m3"); B = mx.quantize(np.ones((32, 1)), "mxfp8_e4m3", axis=0)
+>>> block_gemm(A, B, None, inputs=None, accumulator="b200", out="fp32", workers=None, returns="numpy").tolist()
+[[32.0], [32.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codec.returns import check_returns, deliver_values
+from ..formats import get_format
+from ..mx import BlockArray, BlockScaledAccumulator, block_accumulator_names
+from ..mx import matmul as mx_matmul
+from .lookup import accumulator_names
+from .model import Accumulator
+
+
+def is_block_gemm(a: Any, b: Any) -> bool:
+    """Whether gemm's operands are block arrays (both); a mix of one with a plain array is refused.
+
+    >>> is_block_gemm(np.ones((2, 2)), [[1.0]])
+    False
+    """
+    ka, kb = isinstance(a, BlockArray), isinstance(b, BlockArray)
+    if ka != kb:
+        which, other = ("a", b) if ka else ("b", a)
+        raise TypeError(f"gemm multiplies two BlockArrays or two plain arrays; {which} is a BlockArray and the other "
+                        f"a {type(other).__name__}: quantize it too (fpemu.mx.quantize, B along axis 0) or "
+                        "dequantize the BlockArray")
+    return ka
+
+
+def _block_model(accumulator: Any) -> tuple[str | BlockScaledAccumulator, str | None]:
+    """(model name or model, instruction kind or None) of a block-scaled gemm's accumulator."""
+    known = ", ".join(block_accumulator_names())
+    if isinstance(accumulator, BlockScaledAccumulator):
+        return accumulator, None
+    if isinstance(accumulator, Accumulator):
+        raise TypeError(f"the Accumulator {accumulator.name!r} is a dense model; BlockArray operands take a "
+                        f"block-scaled model (fpemu.mx.BlockScaledAccumulator or a name: {known})")
+    if not isinstance(accumulator, str):
+        raise TypeError(f"accumulator is a name or a model, got {type(accumulator).__name__}")
+    key = accumulator.strip().lower()
+    name, _, instruction = key.partition("/")
+    if name not in block_accumulator_names() and (key in accumulator_names() or name in accumulator_names()):
+        raise ValueError(f"{accumulator!r} is a dense accumulator model; BlockArray operands take a block-scaled "
+                         f"one: {known}")
+    return name, instruction or None
+
+
+def block_gemm(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator: Any, out: str,
+               workers: int | None, returns: str) -> np.ndarray:  # fmt: skip
+    """C = A @ B (+ c) of block arrays A (M, K) and B (K, N), both blocked along K, through the
+    block-scaled model ``accumulator`` (see :func:`fpemu.mx.matmul`); float32 (M, N)."""
+    if inputs is not None:
+        raise ValueError(f"inputs= gives the formats of plain arrays; BlockArray operands carry theirs "
+                         f"({a.format.name}, {b.format.name}): leave inputs out")
+    if get_format(out).name != "fp32":
+        raise ValueError(f"block-scaled MMA accumulates in fp32, so out must be 'fp32', got {out!r}; round the "
+                         "result yourself for an epilogue (fpemu.quantize(result, 'bf16'))")
+    returns = check_returns(returns, a)
+    model, instruction = _block_model(accumulator)
+    result = mx_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers)
+    return deliver_values(result, returns, a)
