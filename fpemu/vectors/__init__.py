@@ -1,6 +1,6 @@
 """Golden test vectors: fpemu's answers written to a file, for testing other kernels against.
 
-Three kinds of vector files, each as ``.npz``, ``.csv``, ``.json``, ``.bin`` (raw
+Four kinds of vector files, each as ``.npz``, ``.csv``, ``.json``, ``.bin`` (raw
 little-endian arrays after a JSON header line, which C++ reads without a JSON library) or
 ``.h`` (a C header of ``static const`` arrays, for small sets):
 
@@ -11,7 +11,10 @@ little-endian arrays after a JSON header line, which C++ reads without a JSON li
   expected scale code, element codes and dequantized values;
 * dot products (:func:`dot_vectors`): rows of ``a``, ``b`` (fp32 bit patterns of values in the
   input format), ``c`` and the expected ``d`` for a named accumulator, in the layout of the
-  hardware dumps (so ``fpemu fit`` reads them too).
+  hardware dumps (so ``fpemu fit`` reads them too);
+* block-scaled GEMMs (:func:`block_gemm_vectors`, ``fpemu vectors FMT --accumulator b200``):
+  A and B as the buffers a Blackwell kernel reads (packed codes, scales in the 128x4 tiles of
+  cuBLASLt and CUTLASS), c, and the expected D of a block-scaled model.
 
 Every file carries its metadata (what produced it, with which options), and
 :func:`verify_vectors` reads a file back, re-runs fpemu and counts identical results:
@@ -24,7 +27,8 @@ Every file carries its metadata (what produced it, with which options), and
 True
 
 The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inputs`), ``make``
-(the vectors: :func:`cast_vectors`, :func:`block_vectors`, :func:`dot_vectors`), ``files``
+(the vectors: :func:`cast_vectors`, :func:`block_vectors`, :func:`dot_vectors`), ``block_gemm``
+(:func:`block_gemm_vectors`), ``files``
 (:func:`write_vectors`, :func:`read_vectors`, :func:`verify_vectors`, and
 :func:`atomic_output`, which writes any output file all at once) with ``binary`` and
 ``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
@@ -32,6 +36,7 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 
 from ..outputs import atomic_output, check_output_path
 from .cheader import MAX_HEADER_BYTES  # noqa: F401
+from .block_gemm import block_gemm_vectors
 from .cli import register_cli
 from .exhaustive import exhaustive_inputs
 from .files import read_vectors, verify_vectors, write_vectors
@@ -42,5 +47,5 @@ from .cli import cmd_vectors  # noqa: F401
 from .exhaustive import MAX_EXHAUSTIVE_BITS  # noqa: F401
 from .make import MAX_K, MAX_VALUES  # noqa: F401
 
-__all__ = ["cast_vectors", "block_vectors", "dot_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
+__all__ = ["cast_vectors", "block_vectors", "dot_vectors", "block_gemm_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
            "verify_vectors", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip

@@ -10,6 +10,7 @@ from typing import Any
 from ..outputs import atomic_output, check_output_path
 from ..parallel import dask_scheduler
 from ..progress import progress
+from .block_gemm import block_gemm_vectors
 from .cheader import MAX_HEADER_BYTES
 from .files import _ext, _read, _verify, _write
 from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
@@ -47,6 +48,17 @@ def _refuse_large_header(args: argparse.Namespace, rows: int, per_row: int) -> N
 
 def _vectors_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The vectors the command line asks for; options that would be ignored are refused."""
+    if args.accumulator and _is_block_format(args.format):
+        _refuse(_given(args, "rounding", "overflow", "nan", "source", "scale_rounding", "out_format"),
+                f"block-scaled GEMM vectors ({args.format} --accumulator)")
+        if args.kind not in (None, "random"):
+            raise ValueError(f"block-scaled GEMM vectors are random: --kind {args.kind} does not apply")
+        if _ext(args.out) == ".csv":
+            raise ValueError("a block-scaled GEMM's buffers have different row counts, which CSV cannot hold: "
+                             "write .npz, .json, .bin or .h")
+        n = 128 if args.n is None else args.n
+        _refuse_large_header(args, n * n, 8)  # c and d alone
+        return block_gemm_vectors(args.format, args.accumulator, args.k, n, seed=args.seed)
     if args.accumulator:
         _refuse(_given(args, "rounding", "overflow", "nan", "source", "scale_rounding"), "dot vectors (--accumulator)")
         if args.kind not in (None, "random"):
@@ -126,7 +138,9 @@ def register_cli(subparsers) -> None:
     p.add_argument("--nan", default=None, help="casts: NaN policy (see fpemu show --help)")
     p.add_argument("--source", default=None, choices=("f32", "f64"), help="input type of cast vectors (default f32)")
     p.add_argument("--scale-rounding", default=None, help="MX scale rule: floor (default), rceil, ceil, even")
-    p.add_argument("--accumulator", default=None, help="dot-product vectors for this accumulator (h100, a100 ...)")
+    p.add_argument("--accumulator", default=None, help="dot-product vectors for this accumulator (h100, a100 ...); "
+                   "with a block format: a block-scaled GEMM (--n x --k by --k x --n, default 128 and four "
+                   "blocks) in the 128x4 scale layout, for a block-scaled model (b200, mmasim-blackwell, exact)")
     p.add_argument("--k", type=int, default=None, help=f"dot length (default: two blocks; at most {MAX_K})")
     p.add_argument("--out-format", default=None, choices=("fp32", "fp16"), help="dot output format (default fp32)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and stochastic rounding (recorded in the file)")

@@ -129,7 +129,7 @@ def verify_vectors(path: str | Path) -> tuple[int, int]:
 
     Cast files compare codes (stochastic ones with the recorded seed, and their
     ``code_down``/``code_up``); block files compare scale and element codes of each block;
-    dot files compare the result bit patterns.
+    dot and block-scaled GEMM files compare the result bit patterns.
     """
     return _verify(read_vectors(path))
 
@@ -165,4 +165,8 @@ def _verify(v: dict[str, Any]) -> tuple[int, int]:
         d = dot(f("a"), f("b"), f("c"), inputs=meta["inputs"], accumulator=model, out=out)
         same = d.astype(np.float32).view(np.uint32) == v[f"d_{out}"]
         return int(same.size), int(same.sum())
+    if meta["type"] == "block_gemm":
+        from .block_gemm import verify_block_gemm
+
+        return verify_block_gemm(v)
     raise ValueError(f"unknown vector type {meta.get('type')!r}")
