@@ -37,14 +37,14 @@ EXPECTED = {
     ("h100_fp16", "fp32"): "h100", ("h100_fp16", "fp16"): "h100",
     ("h100_bf16", "fp32"): "h100", ("h100_tf32", "fp32"): "h100",
     ("h100_e4m3", "fp32"): "h100", ("h100_e5m2", "fp32"): "h100",
-    ("h100_e4m3", "fp16"): None, ("h100_e5m2", "fp16"): None,
+    ("h100_e4m3", "fp16"): "h100", ("h100_e5m2", "fp16"): "h100",  # issue 18's model, a preset
     ("b200_fp16", "fp32"): "b200", ("b200_fp16", "fp16"): "b200",
     ("b200_bf16", "fp32"): "b200", ("b200_tf32", "fp32"): "b200",
-    ("b200_e5m2", "fp32"): None, ("b200_e4m3", "fp16"): None, ("b200_e5m2", "fp16"): None,
+    ("b200_e5m2", "fp32"): None, ("b200_e4m3", "fp16"): "b200", ("b200_e5m2", "fp16"): "b200",
 }  # fmt: skip
 # Quick in the default run: one file per architecture and one open column.
 QUICK = [("v100_fp16", "fp32"), ("a100_tf32", "fp32"), ("ada_e5m2", "fp32"), ("h100_e4m3", "fp32"),
-         ("b200_bf16", "fp32"), ("h100_e5m2", "fp16")]  # fmt: skip
+         ("b200_bf16", "fp32"), ("h100_e5m2", "fp16"), ("b200_e5m2", "fp32")]  # fmt: skip
 
 
 def _dump(name: str) -> Dump:
@@ -131,10 +131,10 @@ def test_fit_cli_exit_codes(capsys):
     out, err = capsys.readouterr()
     assert "matching presets: v100, volta" in out and err == ""
     # A column no model reproduces: the report, then a failed run (status 1, one error line).
-    assert cli.main(["fit", str(HWDATA / "h100_e5m2.npz"), "--out", "fp16"]) == 1
+    assert cli.main(["fit", str(HWDATA / "b200_e5m2.npz"), "--out", "fp32"]) == 1
     out, err = capsys.readouterr()
     assert "NO model in the search space" in out
-    assert err == f"fpemu: error: {HWDATA / 'h100_e5m2.npz'}: no model in the search space reproduces every row of d_fp16\n"
+    assert err == f"fpemu: error: {HWDATA / 'b200_e5m2.npz'}: no model in the search space reproduces every row of d_fp32\n"
 
 
 def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():

@@ -100,7 +100,10 @@ def get_accumulator(
     pair = fa.name if fa == fb else f"{fa.name}x{fb.name}"
     default = picked == "" or picked == next(f for f in fams if _multiplies(fams[f], fa.name, fb.name))
     label = f"{key}/{pair}" if default else f"{key}/{family}/{pair}"
-    return Accumulator(label, **fams[family]["params"])
+    params = dict(fams[family]["params"])
+    if "fp16_output" in params:  # the unit's fp16-writing model, named after this one
+        params["fp16_output"] = Accumulator(f"{label} (fp16 output)", **params["fp16_output"])
+    return Accumulator(label, **params)
 
 
 def _multiplies(family: dict, a: str, b: str) -> bool:

@@ -93,8 +93,8 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     [5.0]
     """
     fa, fb = _input_formats(inputs)
-    acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)
+    acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
     returns = check_returns(returns, a)
     a_arr, b_arr = _prepare(a, fa, "a"), _prepare(b, fb, "b")
     if a_arr.ndim == 0 or a_arr.shape != b_arr.shape:
@@ -154,8 +154,8 @@ def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: 
     if inputs is None:
         raise TypeError("gemm needs inputs= (the format of A and B, or a pair of formats) for plain arrays")
     fa, fb = _input_formats(inputs)
-    acc = get_accumulator(accumulator, (fa, fb))
     out = _check_out(out)
+    acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_gemm(a, b, c, lambda ta, tb, tc: gemm(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,

@@ -81,7 +81,19 @@ class Accumulator:
             as MMA-Sim has AMD CDNA2.
         instruction_k: products per instruction: a flushing model reads (flushes) its
             accumulator operand once per instruction, so a -0 running sum becomes +0 at an
-            instruction boundary. None: all of K is one instruction.
+            instruction boundary; ``lane_order`` and ``c_after`` act within an instruction.
+            None: all of K is one instruction.
+        lane_order: (block models) the order in which an instruction's products enter its
+            blocks: ``"bit<j>"`` takes the products whose index k (within the instruction)
+            has bit j clear first, then those with it set (Hopper/Blackwell FP8 with fp16
+            output: ``"bit1"``, k mod 4 in {0, 1} first). None: k = 0, 1, 2, ...
+        c_after: (block models) each instruction sums its products in its blocks starting
+            from a zero accumulator, and ``c`` is added to that result afterwards, the exact
+            sum rounded once to the output (Hopper/Blackwell FP8 with fp16 output). False:
+            ``c`` enters the first block.
+        fp16_output: the model the unit follows when it writes fp16 (``out="fp16"``), where
+            that is not this one (Hopper/Blackwell FP8); its own ``fp16_output`` is None.
+            ``dataclasses.asdict`` writes it as a dict, which is read back as a model.
         acc_format: the running sum's format for ``"sequential"``/``"pairwise"`` (fp32, fp16,
             bf16); block models keep their result in the output format.
         acc_rounding: rounding of every step of ``"sequential"``/``"pairwise"``.
@@ -118,9 +130,14 @@ class Accumulator:
     acc_format: str = "fp32"
     acc_rounding: OutRounding = "rne"
     promote: int | None = None
+    lane_order: str | None = None
+    c_after: bool = False
+    fp16_output: Accumulator | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
+        if isinstance(self.fp16_output, dict):  # as dataclasses.asdict wrote it (vector files)
+            object.__setattr__(self, "fp16_output", Accumulator(**self.fp16_output))
         # Types first: the value checks compare and shift the fields.
         problems = self._type_problems() or self._value_problems()
         if problems:
@@ -143,6 +160,10 @@ class Accumulator:
         for field in _FLAGS:
             if not isinstance(getattr(self, field), (bool, np.bool_)):
                 problems.append(f"{field} must be True or False, got {getattr(self, field)!r}")
+        if self.lane_order is not None and not isinstance(self.lane_order, str):
+            problems.append(f"lane_order must be 'bit<j>' or None, got {self.lane_order!r}")
+        if self.fp16_output is not None and not isinstance(self.fp16_output, Accumulator):
+            problems.append(f"fp16_output must be an Accumulator or None, got {type(self.fp16_output).__name__}")
         if not isinstance(self.acc_format, (str, Format)):
             problems.append(f"acc_format must be a format name, got {self.acc_format!r}")
         return problems
@@ -204,12 +225,40 @@ class Accumulator:
             problems += [f"{f} applies to block models only" for f in block_only if getattr(self, f) not in (None, False)]
         if self.round_products and self.kind != "pairwise":
             problems.append("round_products applies to pairwise models only")
+        return problems + self._instruction_problems()
+
+    def _instruction_problems(self) -> list[str]:
+        """The lane order, c after the instruction, and the fp16-output model."""
+        problems = []
+        if self.lane_order is not None:
+            bit = self.lane_order[3:]
+            if not (self.lane_order.startswith("bit") and bit.isdigit()):
+                problems.append(f"lane_order must be 'bit<j>' or None, got {self.lane_order!r}")
+            elif self.kind != "block" or self.instruction_k is None or 1 << int(bit) >= self.instruction_k:
+                problems.append("lane_order needs a block model with instruction_k above 2**j")
+        if (self.lane_order is not None or self.c_after) and self.late_c:
+            problems.append("lane_order and c_after do not go with late_c")
+        if self.c_after and self.kind != "block":
+            problems.append("c_after applies to block models only")
+        if self.fp16_output is not None and self.fp16_output.fp16_output is not None:
+            problems.append("fp16_output's own fp16_output must be None")
         return problems
+
+    def for_output(self, out: str) -> Accumulator:
+        """The model that writes ``out`` ("fp32", "fp16", "bf16"): ``fp16_output`` for fp16
+        where there is one, else this one.
+
+        >>> from fpemu.accumulator import get_accumulator
+        >>> get_accumulator("h100", "e4m3").for_output("fp16").lane_order
+        'bit1'
+        """
+        return self.fp16_output if out == "fp16" and self.fp16_output is not None else self
 
 
 # Kept-bit fields of the second stage (None: not used), and the True/False fields.
 _LATE_BITS = ("lane_frac_bits", "sum_frac_bits", "c_frac_bits", "c_window")
-_FLAGS = ("late_c", "even_odd", "flush_subnormals", "product_overflow", "signed_underflow", "round_products")
+_FLAGS = ("late_c", "even_odd", "flush_subnormals", "product_overflow", "signed_underflow", "round_products",
+          "c_after")
 
 
 def _is_int(value: object) -> bool:

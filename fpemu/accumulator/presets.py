@@ -31,6 +31,15 @@ def _nv(block: int, frac_bits: int, out_frac_bits: int = 23, source: str = _KM) 
     return dict(kind="block", block=block, frac_bits=frac_bits, out_frac_bits=out_frac_bits, source=source)
 
 
+# Hopper and Blackwell FP8 writing fp16: not the fp32 path rounded, but (found on the dumps,
+# issue 18, docs/fp8-fp16-output.md) two blocks of 16 products taken k mod 4 in {0, 1} first,
+# each rounded to fp16 (RNE), from a zero accumulator; c added after them, rounded once (RNE).
+# Assumed: an instruction's result is the next one's c (the dumps are single instructions).
+_FP8_FP16 = dict(kind="block", block=16, frac_bits=25, instruction_k=32, lane_order="bit1", c_after=True,
+                 source="fpemu fit --space fp8-fp16 on the h100/b200 FP8 fp16 dumps (5000/5000 each); "
+                        "chaining over instructions assumed")  # fmt: skip
+
+
 # AMD, as MMA-Sim models it. fp32 instructions: an FMA chain (no flushing, even on CDNA2).
 _AMD_FMA = dict(kind="sequential", acc_format="fp32", source=_MMA)
 
@@ -72,7 +81,7 @@ _ARCH: dict[str, dict[str, dict]] = {
     "hopper": {
         "f16": _family(("fp16", "bf16"), **_nv(16, 25)),
         "tf32": _family(("tf32",), **_nv(8, 25)),
-        "fp8": _family(_NV_FP8, mixed=True, **_nv(32, 13, 13)),
+        "fp8": _family(_NV_FP8, mixed=True, **_nv(32, 13, 13), fp16_output=_FP8_FP16),
     },
     "blackwell": {
         "f16": _family(("fp16", "bf16"), **_nv(16, 25)),
@@ -81,7 +90,8 @@ _ARCH: dict[str, dict[str, dict]] = {
         # (F = 48 keeps every FP8 product of a block exactly). MMA-Sim keeps 25 bits and
         # truncates; the dumps side with this model (docs/accumulator.md). FP6/FP4 operands go
         # through the same instruction: the same model is our assumption (no dump has them).
-        "f8f6f4": _family(_F8F6F4, mixed=True, **dict(_nv(32, 48), out_rounding="rne", source=_KM + "; FP6/FP4 assumed")),
+        "f8f6f4": _family(_F8F6F4, mixed=True, **dict(_nv(32, 48), out_rounding="rne", source=_KM + "; FP6/FP4 assumed"),
+                          fp16_output=dict(_FP8_FP16, source=_FP8_FP16["source"] + "; FP6/FP4 assumed")),
     },
     "cdna1": {
         "f32": _family(("fp32",), **_AMD_FMA),

@@ -25,6 +25,10 @@ def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") ->
     terms = {"nvidia": "terms rz", "floor": "terms rd"}.get(grouping, f"{grouping}, terms {acc.term_rounding}")
     outs = "out fp16 rne" if out == "fp16" else f"out {acc.out_rounding} to {acc.out_frac_bits} fraction bits"
     zc = "zero c takes no part" if acc.zero_c_exponent <= _ZERO_C_NO_PART else f"zero c aligns at 2^{acc.zero_c_exponent}"
+    if acc.lane_order is not None or acc.c_after:
+        lanes = f"lanes {acc.lane_order} first" if acc.lane_order else "lanes in order"
+        after = "c added after it" if acc.c_after else "c in the first block"
+        zc = f"instruction of {acc.instruction_k}: {lanes}, blocks from zero, {after}"
     return f"{block}, F = {acc.frac_bits}, {terms}, {outs}, {zc}"
 
 

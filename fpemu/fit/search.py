@@ -65,6 +65,8 @@ def _key(acc: Accumulator, K: int, out: str) -> tuple:
     block = None if acc.block is None else min(acc.block, K)
     fields = [acc.kind, block, acc.frac_bits, acc.term_rounding, acc.zero_c_exponent, acc.late_c, acc.even_odd,
               acc.flush_subnormals, acc.acc_format, acc.acc_rounding]  # fmt: skip
+    if acc.lane_order is not None or acc.c_after:  # an instruction's lanes and c after it
+        fields += [acc.lane_order, acc.c_after, acc.instruction_k]
     if out == "fp32":
         fields += [acc.out_rounding, acc.out_frac_bits]
     if acc.kind != "block":
@@ -113,7 +115,8 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
     c_modes = [("as recorded", dump.c)]
     if np.any(dump.c != 0):
         c_modes.append(("ignored (c = 0)", np.zeros_like(dump.c)))
-    presets = _presets(dump.inputs)
+    # Each preset as it writes this output (H100/B200 FP8 write fp16 through another model).
+    presets = {name: acc.for_output(out) for name, acc in _presets(dump.inputs).items()}
     used = _used_fraction_bits(dump.d[out]) if out == "fp32" else 23
     space = list(candidate_models(dump.K, out, used))
     best: tuple[int, Accumulator | None, str] = (-1, None, "")

@@ -1,5 +1,7 @@
-"""A fit-only model of one matrix instruction whose sum runs in ordered *stages*: a model the
-:class:`fpemu.accumulator.Accumulator` cannot express yet (issue 18: FP8 inputs, fp16 output).
+"""The search space of ``fpemu fit --space``: one matrix instruction whose sum runs in ordered
+*stages*, with more choices than :class:`fpemu.accumulator.Accumulator` has (where c enters,
+intermediate formats, epilogues), so that hypotheses can be scored before one becomes a
+preset (issue 18: FP8 inputs, fp16 output, now the Hopper/Blackwell presets' fp16 model).
 
 The K products of an instruction are put in an order (``order``), cut into stages of
 ``stage`` products, and each stage is one fused sum: its products and the running
@@ -136,7 +138,7 @@ def describe(m: Staged, K: int = 32) -> str:
 NAMED = {
     # Found (issue 18): 5000/5000 on h100/b200 e4m3/e5m2 fp16 columns.
     "hopper-fp8-fp16": Staged(order="bit1", stage=16, frac_bits=25, mid="fp16", c_at="after"),
-    # fpemu's block presets as they stand: one fused block of 32 with c, F = 13, RNE to fp16.
+    # fpemu's block presets before issue 18: one fused block of 32 with c, F = 13, RNE to fp16.
     "wgmma-block32-f13": Staged(stage=32, frac_bits=13, c_at="first"),
     # Ada's FP8 fp16-output model: two blocks of 16 with c first, each rounded to fp16.
     "ada-two-blocks": Staged(stage=16, frac_bits=13, mid="fp16", c_at="first"),

@@ -12,7 +12,7 @@ import numpy as np
 from ..model import Accumulator
 from .grid import _grid_sum
 from .products import _Products, _with_specials
-from .rounding import _exponent, _round, _Target
+from .rounding import _add, _exponent, _round, _Target
 from .two_stage import _late_sum
 
 
@@ -52,6 +52,23 @@ def _overflowed(prods: _Products, s: int, e: int, result: np.ndarray) -> np.ndar
 
 
 def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
+    if not acc.c_after:
+        return _chain_blocks(prods, k0, k1, c, acc, t, c_emin)
+    # c_after: each instruction's blocks run from a zero accumulator; c (then the previous
+    # instruction's result) is added to their result, the exact sum rounded once.
+    step = acc.instruction_k or max(k1 - k0, 1)
+    for s in range(k0, max(k1, k0 + 1), step):
+        e = min(s + step, k1)
+        part = _chain_blocks(prods, s, e, np.zeros(prods.R), acc, t, c_emin)
+        finite = np.isfinite(part) & np.isfinite(c)
+        rounded = _add(np.where(finite, part, 0.0), np.where(finite, c, 0.0), t)
+        with np.errstate(invalid="ignore"):  # Inf + -Inf is NaN, as IEEE has it
+            c = np.where(finite, rounded if acc.signed_underflow else rounded + 0.0, part + c)
+    return c
+
+
+def _chain_blocks(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
+    """Blocks of products k0..k1-1 chained, the first from c (each result the next one's c)."""
     n = acc.block
     # No products (K = 0): c alone goes through one block FMA, exactly as it does when K is
     # zero-padded (zero products are dropped), so it is rounded as the unit rounds (-0 -> +0).

@@ -48,6 +48,14 @@ class _Products:
         self.K = self.a.shape[0]
         self.R = a.shape[0] * b.shape[1] if outer else a.shape[0]
 
+    def reordered(self, order: np.ndarray) -> _Products:
+        """The same products with k taken in ``order`` (a permutation of 0..K-1)."""
+        new = object.__new__(_Products)
+        new.__dict__.update(self.__dict__)
+        for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
+            setattr(new, name, getattr(self, name)[order])
+        return new
+
     def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op) -> np.ndarray:
         if self.outer:
             return op(x[k][:, None], y[k][None, :]).reshape(-1)

@@ -15,9 +15,28 @@ from .rounding import _add, _round, _target
 from .sequential import _run_sequential
 
 
+def lane_permutation(K: int, instruction_k: int, lane_order: str) -> np.ndarray:
+    """The order in which the products 0..K-1 enter the blocks: within each instruction of
+    ``instruction_k`` products, those whose index has bit j clear first (``"bit<j>"``); a
+    short last instruction keeps the order of the indices it has.
+
+    >>> lane_permutation(8, 8, "bit1").tolist(), lane_permutation(10, 8, "bit1").tolist()
+    ([0, 1, 4, 5, 2, 3, 6, 7], [0, 1, 4, 5, 2, 3, 6, 7, 8, 9])
+    """
+    j = int(lane_order[3:])
+    within = np.arange(instruction_k)
+    within = np.concatenate([within[(within >> j) & 1 == 0], within[(within >> j) & 1 == 1]])
+    starts = np.arange(0, K, instruction_k)
+    order = (starts[:, None] + within[None, :]).reshape(-1)
+    return order[order < K]
+
+
 def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     """The model over all of K; float64 result values in the output format."""
+    acc = acc.for_output(out)
     K = prods.K
+    if acc.lane_order is not None:
+        prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
     if acc.kind == "exact":
         value = _exact_sum(prods, 0, K, c)
         return _with_specials(prods, 0, K, c, _round(value, _target(out, "rne")) + 0.0)
