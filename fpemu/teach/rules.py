@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..codec import quantize
-from ..formats import Format, get_format
+from ..formats import Format, get_format  # noqa: F401  (get_format: the doctests use it)
 from .values import next_step_above_max, overflow_threshold
 
 __all__ = ["number_text", "parse_number", "rounding_rules"]
