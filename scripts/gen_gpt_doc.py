@@ -41,8 +41,6 @@ ABLATION = ("sr,rht,last", "2d,rht,last", "2d,sr,last", "2d,sr,rht")  # the full
 ABLATION_NAMES = {"all": "full recipe", "sr,rht,last": "without 2-D weight tiles", "2d,rht,last": "without stochastic rounding",
                   "2d,sr,last": "without the Hadamard transform", "2d,sr,rht": "without the BF16 last block",
                   "none": "none of it (plain NVFP4)"}
-
-
 PARTS = ("runs", "infer", "gemm", "graderr")
 
 
@@ -210,7 +208,7 @@ def table_runs(res: dict, seeds: list[int], todo, names=None) -> str:
         bases = [res["runs"][run_key(s, "fp32", "", "")] for s in seeds]
         ex = [100 * (r["val_loss"] / b["val_loss"] - 1) for r, b in zip(rows, bases)]
         tail = [100 * (np.mean(r["loss"][-50:]) / np.mean(b["loss"][-50:]) - 1) for r, b in zip(rows, bases)]
-        name = (names or {}).get(nv, rows[0]["label"]) if names else rows[0]["label"]
+        name = (names or {}).get(nv, rows[0]["label"])
         lines.append(f"| {name} | {spread([r['val_loss'] for r in rows], '{:.3f}')} | "
                      f"{'-' if p == 'fp32' else spread(ex)} | {'-' if p == 'fp32' else spread(tail)} | "
                      f"{spread([100 * r['accuracy'] for r in rows], '{:.1f}')} | "
@@ -289,14 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     res = {k: {} for k in PARTS} if args.fresh else load()
     if args.redo:
         res[args.redo] = {}
-    if args.part in ("all", "infer"):
-        infer(res, args.seeds)
-    if args.part in ("all", "gemm"):
-        gemm(res, args.seeds)
-    if args.part in ("all", "graderr"):
-        graderr(res, args.seeds)
-    if args.part in ("all", "runs"):
-        runs(res, args.seeds)
+    for part, compute in (("infer", infer), ("gemm", gemm), ("graderr", graderr), ("runs", runs)):
+        if args.part in ("all", part):
+            compute(res, args.seeds)
     if args.part in ("all", "page"):
         page(res, args.seeds)
     return 0
