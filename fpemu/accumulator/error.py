@@ -13,7 +13,7 @@ from ..codec import quantize
 from ..codec.dask_arrays import is_dask
 from ..parallel import gathered, on_cluster
 from .kernels.exact import _exact_sum
-from .kernels.products import _Products
+from .kernels.products import _operand, _Products
 from .lookup import _input_formats, get_accumulator
 from .matmul import _chunk_rows, gemm
 from .model import Accumulator, _is_int
@@ -68,8 +68,9 @@ def gemm_error(
         step(min(piece, m - i))
     exact = np.empty((m, n))
     rows = _chunk_rows(get_accumulator("exact"), k, n)
+    opb = _operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
     for i in range(0, m, rows):
-        prods = _Products(A[i : i + rows], B, fa, fb, True, False)
+        prods = _Products(A[i : i + rows], opb, fa, fb, True, False)
         exact[i : i + rows] = _exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
         step(min(rows, m - i))
     nz = exact != 0

@@ -15,8 +15,8 @@ from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_gemm
 from ..formats import Format, get_format
-from .kernels.products import _Products
-from .kernels.run import _run
+from .kernels.products import _operand, _Products
+from .kernels.run import _run, lane_permutation
 from .lookup import _input_formats, get_accumulator
 from .model import Accumulator
 
@@ -169,9 +169,15 @@ def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: 
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = _chunk_rows(acc, K, N)
+    ordered = acc.lane_order is not None
+    if ordered:  # the model's lane order, once for all chunks
+        order = lane_permutation(K, acc.instruction_k, acc.lane_order)
+        A, B = A[:, order], B[order]
+    # B's k-major values and exponents once for all chunks (not once per chunk of rows).
+    opb = _operand(B, fb, acc.flush_subnormals, acc.zero_exponent)
 
     def chunk(i: int) -> None:
-        prods = _Products(A[i : i + rows], B, fa, fb, True, acc.flush_subnormals, acc.zero_exponent)
+        prods = _Products(A[i : i + rows], opb, fa, fb, True, acc.flush_subnormals, acc.zero_exponent, ordered)
         part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
 

@@ -3,6 +3,8 @@ for Inf and NaN products and accumulators (every model shares it)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ...formats import Format
@@ -24,34 +26,29 @@ class _Products:
     replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
     (int16; _NO_EXPONENT for zero products, or ``zero_exponent`` plus the partner's exponent
     when a zero operand has one). Both are computed on demand, so a GEMM never holds more than
-    a few (R,) arrays: R is kept cache-sized by the caller.
+    a few (R,) arrays: R is kept cache-sized by the caller. A GEMM prepares B once
+    (:func:`_operand`) and hands it to every chunk of rows of A.
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, fa: Format, fb: Format, outer: bool, flush: bool,
-                 zero_exponent: int | None = None):  # fmt: skip
+    def __init__(self, a: np.ndarray, b: np.ndarray | _Operand, fa: Format, fb: Format, outer: bool, flush: bool,
+                 zero_exponent: int | None = None, lane_ordered: bool = False):  # fmt: skip
         # gemm: a (M, K), b (K, N), element (i, j) uses a[i, k] * b[k, j];
         # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
-        if flush:
-            a, b = _flush_inputs(a, fa), _flush_inputs(b, fb)
         self.outer = outer
-        self.nonfinite = not (np.isfinite(a).all() and np.isfinite(b).all())
-        # k-major copies: one k is a contiguous row.
-        self.a_raw = np.ascontiguousarray(a.T)
-        self.b_raw = np.ascontiguousarray(b if outer else b.T)
-        self.a = np.where(np.isfinite(self.a_raw), self.a_raw, 0.0) if self.nonfinite else self.a_raw
-        self.b = np.where(np.isfinite(self.b_raw), self.b_raw, 0.0) if self.nonfinite else self.b_raw
-        self.ea = _exponent(self.a_raw, fa.emin).astype(np.int16)
-        self.eb = _exponent(self.b_raw, fb.emin).astype(np.int16)
-        if zero_exponent is not None:  # MMA-Sim: a zero operand has an exponent too
-            self.ea[self.a_raw == 0] = zero_exponent
-            self.eb[self.b_raw == 0] = zero_exponent
+        self.lane_ordered = lane_ordered  # k already in the model's lane order (the caller did it)
+        opa = _operand(a.T, fa, flush, zero_exponent)
+        opb = b if isinstance(b, _Operand) else _operand(b if outer else b.T, fb, flush, zero_exponent)
+        self.nonfinite = opa.nonfinite or opb.nonfinite
+        self.a_raw, self.a, self.ea = opa.raw, opa.finite, opa.exponent
+        self.b_raw, self.b, self.eb = opb.raw, opb.finite, opb.exponent
         self.K = self.a.shape[0]
-        self.R = a.shape[0] * b.shape[1] if outer else a.shape[0]
+        self.R = a.shape[0] * self.b.shape[1] if outer else a.shape[0]
 
     def reordered(self, order: np.ndarray) -> _Products:
         """The same products with k taken in ``order`` (a permutation of 0..K-1)."""
         new = object.__new__(_Products)
         new.__dict__.update(self.__dict__)
+        new.lane_ordered = True
         for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
             setattr(new, name, getattr(self, name)[order])
         return new
@@ -91,6 +88,27 @@ class _Products:
             for k in range(k0, k1):
                 total += self._pair(self.a_raw, self.b_raw, k, np.multiply)
         return total
+
+
+class _Operand(NamedTuple):
+    """One operand, k-major (one k is a contiguous row): its values, the same with Inf/NaN
+    as 0, its model exponents (int16), and whether it holds Inf/NaN."""
+
+    raw: np.ndarray
+    finite: np.ndarray
+    exponent: np.ndarray
+    nonfinite: bool
+
+
+def _operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int | None) -> _Operand:
+    """An operand prepared once (k-major: B of a GEMM as it is, A and dot operands transposed)."""
+    raw = np.ascontiguousarray(_flush_inputs(x_kmajor, fmt) if flush else x_kmajor)
+    nonfinite = not np.isfinite(raw).all()
+    finite = np.where(np.isfinite(raw), raw, 0.0) if nonfinite else raw
+    exponent = _exponent(raw, fmt.emin).astype(np.int16)
+    if zero_exponent is not None:  # MMA-Sim: a zero operand has an exponent too
+        exponent[raw == 0] = zero_exponent
+    return _Operand(raw, finite, exponent, nonfinite)
 
 
 def _with_specials(prods: _Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndar
     """The model over all of K; float64 result values in the output format."""
     acc = acc.for_output(out)
     K = prods.K
-    if acc.lane_order is not None:
+    if acc.lane_order is not None and not prods.lane_ordered:
         prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
     if acc.kind == "exact":
         value = _exact_sum(prods, 0, K, c)
