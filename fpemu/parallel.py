@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator
 
@@ -69,6 +70,20 @@ def run_pieces(fn: Callable[[slice], object], n: int, workers: int | None = None
     run_each(fn, _pieces(n, resolve_workers(workers), min_piece), workers)
 
 
+_THREAD = threading.local()
+
+
+def in_worker() -> bool:
+    """Whether this thread is one of :func:`run_each`'s parallel workers (kernels then take
+    larger cache chunks: each NumPy call hands the GIL to the other thread and back, which
+    costs more than a chunk of 2**16 elements takes to compute).
+
+    >>> in_worker(), run_each(lambda _: in_worker(), range(2), workers=2)
+    (False, [True, True])
+    """
+    return getattr(_THREAD, "worker", False)
+
+
 def run_each(fn: Callable[[Any], Any], items: Iterable[Any], workers: int | None = None) -> list:
     """``[fn(item) for item in items]`` on up to ``workers`` threads, in order; the first
     exception is raised here. Each thread works under the caller's ``np.errstate`` (NumPy's
@@ -84,6 +99,7 @@ def run_each(fn: Callable[[Any], Any], items: Iterable[Any], workers: int | None
     settings = np.geterr()
 
     def call(item: Any) -> Any:
+        _THREAD.worker = True
         with np.errstate(**settings):
             return fn(item)
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import Format
-from .inputs import _CHUNK, _chunks
+from .inputs import _chunk_size, _chunks
 from .odd import _float64_to_float32_odd
 from .kernel import _encode_generic, _is_fp32_prefix
 from .options import STOCHASTIC_WITH_BITS, _Options
@@ -75,9 +75,9 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
     low, high = _halves(u)
     out = np.empty(u.size, dtype=table.dtype)
-    idx = np.empty(min(_CHUNK, u.size), dtype=np.uint32)
+    idx = np.empty(min(_chunk_size(), u.size), dtype=np.uint32)
     sticky = np.empty(idx.size, dtype=bool)
-    for part in _chunks(u.size):
+    for part in _chunks(u.size, max(idx.size, 1)):
         n = part.stop - part.start
         np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
         np.not_equal(low[part], 0, out=sticky[:n])
@@ -144,8 +144,9 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
     bf16 = fmt.mantissa_bits == 7 and not fmt.container_bits
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(u.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    scratch = [np.empty(min(_CHUNK, u.size), dtype=t) for t in (np.uint32, np.uint32, bool)]
-    for part in _chunks(u.size):
+    size = _chunk_size()
+    scratch = [np.empty(min(size, u.size), dtype=t) for t in (np.uint32, np.uint32, bool)]
+    for part in _chunks(u.size, size):
         n = part.stop - part.start
         work = [s[:n] for s in scratch]
         if bf16:

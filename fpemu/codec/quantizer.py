@@ -10,7 +10,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .decoder import _fits, decode
 from .encoder import encode
-from .inputs import _CHUNK, _as_real_array, _chunks
+from .inputs import _as_real_array, _chunk_size, _chunks
 from ..parallel import run_pieces
 from .dask_arrays import is_dask
 from .foreign import as_numpy
@@ -110,11 +110,12 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
     flat = np.asarray(x, order="C").reshape(-1)
     out = np.empty(flat.size, dtype=np.float32)
-    magic_bits = np.empty(min(_CHUNK, flat.size), dtype=np.uint32)
+    size = _chunk_size()
+    magic_bits = np.empty(min(size, flat.size), dtype=np.uint32)
     low = np.uint32(fmt.emin + 127)
     high = np.uint32(fmt.emax + 127)
     offset = np.uint32(23 - fmt.mantissa_bits)
-    for part in _chunks(flat.size):
+    for part in _chunks(flat.size, size):
         n = part.stop - part.start
         xs, m, q = flat[part], magic_bits[:n], out[part]
         np.right_shift(xs.view(np.uint32), np.uint32(23), out=m)
