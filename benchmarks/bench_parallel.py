@@ -143,13 +143,37 @@ def bench_task_overhead(tasks: int) -> None:
           f"{tm * 1e3:.1f} ms in memory: about {(td - tm / 2) / tasks * 2 * 1e3:.2f} ms per task per worker")
 
 
+def _child(code: str, env: dict[str, str]) -> list[str]:
+    """Run code in a fresh Python with this environment; its printed words."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=env).stdout.split()
+
+
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what a Dask LocalCluster put into it: its nannies
+    export MALLOC_TRIM_THRESHOLD_=65536 (distributed.nanny.pre-spawn-environ) through
+    os.environ, and a child started after them would inherit it."""
+    return {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+
+
+def bench_malloc_trim(n: int) -> None:
+    """A GEMM in a process with Dask's worker malloc setting and without it."""
+    code = (f"import numpy as np, time, fpemu; rng = np.random.default_rng(0); a = rng.standard_normal((256, {n})); "
+            f"b = rng.standard_normal(({n}, {n})); t = time.perf_counter(); "
+            f"fpemu.gemm(a, b, inputs='fp16', accumulator='a100', workers=1); print(time.perf_counter() - t)")
+    plain = float(_child(code, _clean_env())[0])
+    dask = float(_child(code, dict(_clean_env(), MALLOC_TRIM_THRESHOLD_="65536"))[0])
+    print(f"gemm 256x{n}x{n} fp16 'a100', 1 worker: {plain:.2f} s; with Dask's worker setting "
+          f"MALLOC_TRIM_THRESHOLD_=65536: {dask:.2f} s ({dask / plain:.1f}x slower)")
+
+
 def bench_big(n: int) -> None:
     """A separate process, so its peak RSS is the GEMM's own."""
     code = (f"import numpy as np, resource, time, fpemu; rng = np.random.default_rng(0); "
             f"a = rng.standard_normal(({n}, {n})); b = rng.standard_normal(({n}, {n})); "
             f"t = time.perf_counter(); fpemu.gemm(a, b, inputs='fp16', accumulator='a100'); "
             f"print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = _child(code, _clean_env())
     seconds, rss_kb = float(out[0]), int(out[1])
     print(f"gemm {n}^3 fp16 'a100' ({os.cpu_count()} workers): {seconds:.1f} s, peak RSS "
           f"{rss_kb / 2**20:.2f} GiB (inputs alone: {2 * n * n * 8 / 2**30:.2f} GiB of float64)")
@@ -168,6 +192,7 @@ def main() -> None:
     bench_dask(1_000_000 if args.quick else 8_000_000, 128 if args.quick else 512)
     bench_task_overhead(100 if args.quick else 400)
     bench_tile(2048 if args.quick else 16384, 64 if args.quick else 128, 64 if args.quick else 128)
+    bench_malloc_trim(512 if args.quick else 1024)
     if args.big:
         bench_big(4096)
     print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
