@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..formats import Format, get_format
+from ..formats.registry import one_or_pair
 from .model import Accumulator
 from .presets import _ARCH, _GPUS, _IEEE
 
@@ -35,14 +36,7 @@ def _is_default(arch: str, family: str) -> bool:
 
 
 def _input_formats(inputs: str | Format | Sequence[str | Format]) -> tuple[Format, Format]:
-    if isinstance(inputs, (str, Format)):
-        fmt = get_format(inputs)
-        return fmt, fmt
-    try:
-        first, second = inputs
-    except (TypeError, ValueError):
-        raise TypeError(f"inputs must be a format name or a pair of them, got {inputs!r}") from None
-    return get_format(first), get_format(second)
+    return one_or_pair(inputs, get_format, (str, Format), "inputs", "a format name")
 
 
 def get_accumulator(

@@ -9,8 +9,11 @@ constructor.
 from __future__ import annotations
 
 import re
+from typing import Any, Callable, TypeVar
 
 from .definition import Format
+
+T = TypeVar("T")
 
 _P3109_NAME = re.compile(r"^binary(\d+)p(\d+)([su])([ef])$")
 
@@ -142,3 +145,23 @@ def get_format(fmt: str | Format) -> Format:
         f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)} "
         f"(aliases: {', '.join(_ALIASES)}; and any P3109 binaryKpP{{s|u}}{{e|f}})"
     )
+
+
+def one_or_pair(value: Any, get: Callable[[Any], T], single: tuple[type, ...], what: str, noun: str) -> tuple[T, T]:
+    """A pair (of A's and B's formats, say) from one value (used for both) or a pair of them,
+    each looked up with ``get``; anything else is refused as "``what`` must be ``noun`` or a
+    pair of them".
+
+    >>> [f.name for f in one_or_pair("fp16", get_format, (str, Format), "inputs", "a format name")]
+    ['fp16', 'fp16']
+    >>> [f.name for f in one_or_pair(("e4m3", "e5m2"), get_format, (str, Format), "inputs", "a format name")]
+    ['e4m3', 'e5m2']
+    """
+    if isinstance(value, single):
+        one = get(value)
+        return one, one
+    try:
+        first, second = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be {noun} or a pair of them, got {value!r}") from None
+    return get(first), get(second)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...formats.registry import one_or_pair
 from ..formats import BlockFormat, get_block_format
 from .model import BlockScaledAccumulator
 from .presets import EXACT, INSTRUCTIONS, NAMES, PRESETS
@@ -21,14 +22,7 @@ def block_accumulator_names() -> list[str]:
 
 
 def _formats(formats: Any) -> tuple[BlockFormat, BlockFormat]:
-    if isinstance(formats, (str, BlockFormat)):
-        f = get_block_format(formats)
-        return f, f
-    try:
-        first, second = formats
-    except (TypeError, ValueError):
-        raise TypeError(f"formats must be a block format name or a pair of them, got {formats!r}") from None
-    return get_block_format(first), get_block_format(second)
+    return one_or_pair(formats, get_block_format, (str, BlockFormat), "formats", "a block format name")
 
 
 def _kind_takes(kind: dict, fa: BlockFormat, fb: BlockFormat, block: int) -> bool:
