@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from importlib import resources
 
@@ -143,3 +144,31 @@ def test_explore_errors_are_one_line(capsys):
         taken.listen()
         port = taken.getsockname()[1]
         fails(["explore", "--port", str(port), "--no-browser"], 1, capsys, says=f"cannot listen on 127.0.0.1:{port}")
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks only")
+@pytest.mark.parametrize("how", ["blocked", "ignored"])
+def test_explore_stops_on_ctrl_c_even_if_the_parent_blocked_or_ignored_it(how):
+    """A parent with SIGINT blocked or ignored (a test run's thread pools, a job runner) passes
+    that on across exec; the server must still stop on Ctrl-C (it hung before)."""
+
+    def inherit() -> None:
+        if how == "blocked":
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        else:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen([sys.executable, "-m", "fpemu", "explore", "--port", "0", "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=inherit,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        assert proc.stdout.readline().startswith("fpemu explore: serving")
+        time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"fpemu explore did not stop on SIGINT with SIGINT {how} in its parent")
+    assert proc.returncode == 0 and err.strip() == "stopped"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import webbrowser
 from typing import Any
 
@@ -42,6 +44,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise RunError(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}; "
                        "choose another with --port (0: any free port)") from None
+    _interruptible()
     url = f"http://127.0.0.1:{server.server_address[1]}/{start}"
     print(f"fpemu explore: serving {url} (Ctrl-C stops it)", flush=True)
     if not args.no_browser:
@@ -53,6 +56,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def _interruptible() -> None:
+    """Let Ctrl-C (SIGINT) stop the server even where the parent process left SIGINT ignored
+    or blocked (both are inherited across exec: a pytest run with thread pools or a job
+    runner can start us that way, and the server would never stop)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signals belong to the main thread
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _port(text: str) -> int:
