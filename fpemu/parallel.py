@@ -6,7 +6,10 @@ its random bits are a function of the seed and the element's position, see
 :mod:`fpemu.codec.rounding`), so the answer is the same bits for every number of workers.
 
 The default number of workers is ``FPEMU_WORKERS`` from the environment, else the number of
-CPUs; arrays smaller than a few hundred thousand elements stay on one thread.
+CPUs. Small arrays stay on one thread: below about a million elements for the costly
+kernels (stochastic rounding, the generic kernel), below a few million for the light ones
+(lookup tables, bit-pattern arithmetic), where starting threads and handing the GIL between
+them cost more than the second core gives.
 
 >>> resolve_workers(3)
 3
@@ -26,11 +29,17 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "dask_scheduler", "on_cluster", "gathered",
-           "rows_on_cluster"]
+__all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "LIGHT_MIN_PIECE", "dask_scheduler",
+           "on_cluster", "gathered", "rows_on_cluster"]
 
-#: Below this many elements per piece the threads cost more than they save.
-MIN_PIECE = 1 << 17
+#: Below this many elements per piece the threads cost more than they save. Measured on the
+#: 2-core build VM (``python benchmarks/bench_parallel.py --crossover``): stochastic rounding
+#: on two threads is 0.9x of one at 256K elements and 1.0-1.3x from 1M on.
+MIN_PIECE = 1 << 19
+#: The same for light kernels (a few ns an element): e4m3 encode on two threads is 0.6-0.9x
+#: of one below 1M elements and 1.1-1.4x from 2M on; bf16 encode and decode break even
+#: around 4M.
+LIGHT_MIN_PIECE = 1 << 21
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -64,9 +73,18 @@ def _pieces(n: int, workers: int, min_piece: int) -> list[slice]:
 
 
 def run_pieces(fn: Callable[[slice], object], n: int, workers: int | None = None,
-               min_piece: int = MIN_PIECE) -> None:
+               min_piece: int | None = None, light: bool = False) -> None:
     """Call ``fn(piece)`` for contiguous slices covering ``range(n)``, in parallel threads
-    (each slice at least ``min_piece`` long); the first exception is raised here."""
+    (each slice at least ``min_piece`` long: by default :data:`MIN_PIECE`, or
+    :data:`LIGHT_MIN_PIECE` for a ``light`` kernel); the first exception is raised here.
+
+    >>> calls = []
+    >>> run_pieces(calls.append, 3 * MIN_PIECE, workers=2, light=True)
+    >>> calls
+    [slice(0, 1572864, None)]
+    """
+    if min_piece is None:  # read at call time, so that tests can lower them
+        min_piece = LIGHT_MIN_PIECE if light else MIN_PIECE
     run_each(fn, _pieces(n, resolve_workers(workers), min_piece), workers)
 
 

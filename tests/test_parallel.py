@@ -8,10 +8,50 @@ import numpy as np
 import pytest
 
 import fpemu
+import fpemu.parallel
 from fpemu import Format, decode, encode, quantize
 from fpemu.parallel import MIN_PIECE, resolve_workers, run_pieces
 
-N = 2 * MIN_PIECE + 12345  # big enough to be cut into pieces
+PIECE = 1 << 17  # the smallest piece in these tests
+N = 2 * PIECE + 12345  # big enough to be cut into pieces
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch, request):
+    """By default only arrays of a million elements or more (millions for the light
+    kernels: tables, bit arithmetic) are split; here every kernel splits at PIECE, so that
+    every path runs in pieces on arrays of N elements without taking long."""
+    if "default_pieces" not in request.keywords:
+        monkeypatch.setattr(fpemu.parallel, "MIN_PIECE", PIECE)
+        monkeypatch.setattr(fpemu.parallel, "LIGHT_MIN_PIECE", PIECE)
+
+
+def pieces_taken(monkeypatch, call) -> list:
+    """The pieces run_pieces hands out while ``call()`` runs."""
+    seen = []
+    real = fpemu.parallel.run_each
+
+    def spy(fn, items, workers=None):
+        items = list(items)
+        seen.append([(s.start, s.stop) for s in items if isinstance(s, slice)])
+        return real(fn, items, workers)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fpemu.parallel, "run_each", spy)
+        call()
+    return seen
+
+
+@pytest.mark.default_pieces
+def test_light_kernels_stay_on_one_thread_below_millions_of_elements(monkeypatch):
+    x = np.random.default_rng(1).standard_normal(3 * MIN_PIECE).astype(np.float32)
+    assert MIN_PIECE < fpemu.parallel.LIGHT_MIN_PIECE
+    light = pieces_taken(monkeypatch, lambda: encode(x, "e4m3", workers=2))
+    heavy = pieces_taken(monkeypatch, lambda: encode(x, "e4m3", rounding="stochastic", rng=1, workers=2))
+    assert light == [[(0, x.size)]]  # one piece: threads would cost more than they give
+    assert heavy == [[(0, x.size // 2), (x.size // 2, x.size)]]
+    big = np.zeros(2 * fpemu.parallel.LIGHT_MIN_PIECE, dtype=np.float32)
+    assert len(pieces_taken(monkeypatch, lambda: encode(big, "bf16", workers=2))[0]) == 2
 
 
 def inputs(dtype, seed=0) -> np.ndarray:
@@ -93,7 +133,7 @@ def test_errors_in_a_piece_reach_the_caller():
             raise RuntimeError("piece failed")
 
     with pytest.raises(RuntimeError, match="piece failed"):
-        run_pieces(fail, 4 * MIN_PIECE, workers=4)
+        run_pieces(fail, 4 * PIECE, workers=4)
 
 
 def test_public_functions_take_workers():

@@ -73,7 +73,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
     def piece(part: slice) -> None:
         _decode_flat(flat[part], fmt, dtype, out=out[part])
 
-    run_pieces(piece, flat.size, workers)
+    run_pieces(piece, flat.size, workers, light=fmt.bits <= 16)  # a table lookup: light
     return deliver_values(out.reshape(arr.shape), returns, given)
 
 

@@ -18,7 +18,7 @@ from .foreign import as_numpy
 from .inputs import _as_real_array
 from .odd import integers_to_float64
 from .options import STOCHASTIC_WITH_BITS, _Options, _options
-from .paths import _encode_flat
+from .paths import _encode_flat, _path
 from .returns import check_returns, deliver_codes
 from .rounding import _random_bits, _sr_key
 from .specials import NanInputError, _raise_nan
@@ -134,8 +134,10 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
         start = index[part] if np.ndim(index) else index + part.start
         _encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part], out=out[part])
 
+    # the fast paths on float32 cost a few ns an element: threads pay off only for millions
+    light = _path(fmt, opts, flat.dtype) != "generic" and flat.dtype.itemsize <= 4
     try:
-        run_pieces(piece, flat.size, workers)
+        run_pieces(piece, flat.size, workers, light=light)
     except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
         _raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
     return out.reshape(arr.shape)

@@ -181,23 +181,32 @@ def _bf16_rne(u: np.ndarray, out: np.ndarray, low: np.ndarray, odd: np.ndarray, 
     np.add(out, up, out=out)
 
 
+def _path(fmt: Format, opts: _Options, dtype: np.dtype) -> str:
+    """Which way encode takes for fmt, opts and input dtype: "table", "native", "prefix"
+    (all light: a few ns an element) or "generic"."""
+    if _table_path_ok(fmt, opts):
+        return "table"
+    if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
+            and (dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
+        return "native"
+    if dtype == np.float32 and _is_fp32_prefix(fmt) and fmt.mantissa_bits < 23 \
+            and opts == _Options("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
+        return "prefix"
+    return "generic"
+
+
 def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits,
                  out: np.ndarray | None = None) -> np.ndarray:
     """Codes of a flat float array (elements ``start``.. of the whole input, or at the
     positions of the array ``start``, for stochastic rounding's random bits), in the format's
     code dtype and container position; written into ``out`` when given (the fast paths write
     there directly)."""
-    if _table_path_ok(fmt, opts):
+    path = _path(fmt, opts, x.dtype)
+    if path == "table":
         codes = _encode_by_table(x, fmt, opts, out if x.dtype == np.float32 else None)
-    elif opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
-            and (x.dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
+    elif path == "native":
         codes = _encode_numpy_native(x, fmt, opts)
-    elif (
-        x.dtype == np.float32
-        and _is_fp32_prefix(fmt)
-        and fmt.mantissa_bits < 23
-        and opts == _Options("nearest_even", "inf", "sign")
-    ):  # (directed_overflow does not matter: RNE is never spared)
+    elif path == "prefix":
         codes = _encode_fp32_prefix_rne(x, fmt, None if fmt.code_shift else out)
     else:
         codes = _encode_generic(x, fmt, opts, key, start, bits)

@@ -82,7 +82,7 @@ def _in_pieces(path, arr: np.ndarray, fmt: Format, opts: _Options, workers: int 
     def piece(part: slice) -> None:
         out[part] = path(flat[part], fmt, opts)
 
-    run_pieces(piece, flat.size, workers)
+    run_pieces(piece, flat.size, workers, light=arr.dtype.itemsize <= 4)  # float32 arithmetic: light
     return out.reshape(arr.shape)
 
 
