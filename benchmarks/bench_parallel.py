@@ -262,8 +262,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
+    bench_ceiling(args.workers)
     if args.crossover:
-        bench_ceiling(args.workers)
         bench_crossover(max(args.repeat, 5), args.workers)
         return
     bench_gemm(256 if args.quick else 1024, args.repeat, args.workers)
