@@ -203,3 +203,29 @@ def test_narrow_float_operands():
     b = np.array([[2.0], [4.0]], dtype=ml_dtypes.float8_e4m3fn)
     assert gemm(a, b, inputs="bf16", accumulator="a100")[0, 0] == 12.0
     assert dot(np.array([1.5, 2.25], np.float16), np.array([2.0, 4.0], np.float16), inputs="fp16", accumulator="v100") == 12.0
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16", "bf16", "tf32", "fp32_10", "fp32_25", "fp32_30"])
+def test_rz_rounding_by_cleared_bits_is_the_codecs_rz(fmt):
+    # The models' round-toward-zero clears the fraction bits the target lacks (rounding.py's
+    # _truncated); it must be the codec's own RZ on every kind of float64: normal, subnormal
+    # and overflowing results, signed zeros, Inf, NaN, and raw random bit patterns.
+    from fpemu.accumulator.kernels.rounding import _ieee_like, _truncated
+    from fpemu.formats import get_format
+
+    if fmt.startswith("fp32_"):
+        f = dataclasses.replace(get_format("fp32"), name=fmt, mantissa_bits=int(fmt[5:]))
+    else:
+        f = get_format(fmt)
+    rng = np.random.default_rng(len(fmt))
+    n = 1 << 15
+    v = rng.standard_normal(n) * np.exp2(rng.integers(-1060, 1020, n).astype(float))
+    v[::97], v[::101], v[::103], v[::107], v[::109] = 0.0, -0.0, np.inf, -np.inf, np.nan
+    raw = rng.integers(0, 1 << 63, n // 2, dtype=np.int64).view(np.float64)
+    v = np.concatenate([v, raw, -raw])
+    assert _ieee_like(f)
+    want = fpemu.quantize(v, f, rounding="toward_zero")
+    got = _truncated(v, f)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))  # -0 too

@@ -52,14 +52,26 @@ def _grid_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, 
     for e in exps:
         np.maximum(E, e, out=E)
     scale = _pow2(np.clip(F - E, -1022, 1023))
-    total = np.zeros(E.shape, dtype=np.int64)
+    unit = _pow2(np.clip(E - F, -1022, 1023))
+    # Each cut term is an integer below 2**(F+2): a float64 total holds `exact` of them
+    # exactly, cut and added in place with no integer conversion; past that, int64.
+    exact = (1 << 53) >> (F + 2)
+    cut = np.trunc if rounding == "rz" else np.floor
+    total, term = np.zeros(E.shape), np.empty(E.shape)
     count = 0
     for v in values:
-        total += _cut(v * scale, rounding)
+        if count == exact:
+            total = total.astype(np.int64)
+        np.multiply(v, scale, out=term)
+        cut(term, out=term)
+        if total.dtype == np.int64:
+            total += term.astype(np.int64)
+        else:
+            total += term
         count += 1
-    unit = _pow2(np.clip(E - F, -1022, 1023))
-    if count << (F + 2) <= 1 << 53:
-        return total.astype(np.float64) * unit, E
+    if total.dtype != np.int64:
+        total *= unit
+        return total, E
     high = total >> 26  # both halves are exact in float64; add them with one odd rounding
     low = total - (high << 26)
     return _round_to_odd_sum(high.astype(np.float64) * (unit * 2.0**26), low.astype(np.float64) * unit), E
