@@ -11,7 +11,7 @@ import numpy as np
 from ..codec import quantize
 from ..codec.dask_arrays import is_dask
 from ..codec.returns import check_returns, deliver_values
-from ..parallel import resolve_workers, run_each
+from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_gemm
 from ..formats import Format, get_format
@@ -105,7 +105,7 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     c_arr = _prepare_c(c, shape, out).reshape(R)
     a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
     result = np.empty(R, dtype=np.float32)
-    rows = _rows_per_task(max(1, (1 << 16) // max(K, 1)), R, workers)
+    rows = max(1, (1 << 16) // max(K, 1))
 
     def chunk(i: int) -> None:
         part = slice(i, i + rows)
@@ -125,20 +125,6 @@ def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     elif acc.kind == "exact":
         held = 16  # limbs of the long accumulator
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
-
-
-def _rows_per_task(rows: int, total: int, workers: int | None) -> int:
-    """Rows per chunk when ``workers`` threads share ``total`` rows: twice the cache-sized
-    ``rows`` while every thread still gets a chunk. Each NumPy call hands the GIL to the other
-    thread and back, and that hand-over (a wake-up on another core) costs more than a
-    cache-sized chunk saves; one thread keeps ``rows``. The bits do not depend on it.
-
-    >>> _rows_per_task(64, 1024, 1), _rows_per_task(64, 1024, 2), _rows_per_task(64, 100, 2)
-    (64, 128, 64)
-    """
-    if resolve_workers(workers) == 1:
-        return rows
-    return max(rows, min(2 * rows, -(-total // resolve_workers(workers))))
 
 
 def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: int | None = None,
@@ -182,7 +168,7 @@ def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: 
     C = _prepare_c(c, (M, N), out)
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
-    rows = _rows_per_task(_chunk_rows(acc, K, N), M, workers)
+    rows = _chunk_rows(acc, K, N)
     ordered = acc.lane_order is not None
     if ordered:  # the model's lane order, once for all chunks
         order = lane_permutation(K, acc.instruction_k, acc.lane_order)
