@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fpemu  # noqa: E402
+from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
 from fpemu.codec import paths, top_half  # noqa: E402
 
 try:
@@ -59,15 +60,6 @@ class TimedNumpy:
                 entry[1] += 1
 
         return timed
-
-
-def best_seconds(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
