@@ -200,20 +200,17 @@ def bench_ceiling(workers: int, calls: int = 256) -> None:
     with ProcessPoolExecutor(workers) as pool:
         list(pool.map(_sines, [1] * workers))  # the processes started and warm
         one = min(_sines(calls) for _ in range(3))
-        both = min(_timed(lambda: list(pool.map(_sines, [calls // workers] * workers))) for _ in range(3))
+        both = best(lambda: list(pool.map(_sines, [calls // workers] * workers)), 3)
     print(f"the machine's own ceiling: np.sin in {workers} processes at once against 1: {one / both:.2f}x")
 
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+SPLIT = 1 << 17  # the crossover table's piece size: below its smallest array / 2
 
 
 def bench_crossover(repeat: int, workers: int) -> None:
     """Where threads start to pay: 1 worker against ``workers`` on growing arrays, with every
-    kernel split at MIN_PIECE (the light kernels' larger LIGHT_MIN_PIECE switched off), so
-    that the table shows what fpemu.parallel's two thresholds are set from."""
+    kernel split at SPLIT elements (fpemu.parallel's thresholds switched off), so that the
+    table shows what those two thresholds are set from."""
     from fpemu import parallel
 
     rng = np.random.default_rng(6)
@@ -224,10 +221,11 @@ def bench_crossover(repeat: int, workers: int) -> None:
         "encode e4m3 stochastic": lambda x, w: fpemu.encode(x, "e4m3", rounding="stochastic", rng=1, workers=w),
     }
     sizes = [1 << p for p in range(18, 24)]
-    print(f"threads against one thread, {workers} workers / 1 worker (every kernel split at "
-          f"{parallel.MIN_PIECE} elements; light kernels split at {parallel.LIGHT_MIN_PIECE} by default)")
+    print(f"threads against one thread, {workers} workers / 1 worker (every kernel split at {SPLIT} "
+          f"elements here; by default at {parallel.MIN_PIECE}, light kernels at {parallel.LIGHT_MIN_PIECE})")
     print(f"  {'elements':<24}" + "".join(f"{n:>9}" for n in sizes))
-    saved, parallel.LIGHT_MIN_PIECE = parallel.LIGHT_MIN_PIECE, parallel.MIN_PIECE
+    saved = parallel.MIN_PIECE, parallel.LIGHT_MIN_PIECE
+    parallel.MIN_PIECE = parallel.LIGHT_MIN_PIECE = SPLIT
     try:
         for label, run in kernels.items():
             ratios = []
@@ -237,7 +235,7 @@ def bench_crossover(repeat: int, workers: int) -> None:
                 ratios.append(times[1] / times[workers])
             print(f"  {label:<24}" + "".join(f"{r:8.2f}x" for r in ratios))
     finally:
-        parallel.LIGHT_MIN_PIECE = saved
+        parallel.MIN_PIECE, parallel.LIGHT_MIN_PIECE = saved
 
 
 def bench_big(n: int) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..formats import Format
-from ..parallel import in_worker
+from .inputs import _chunk_size
 from .options import _Options
 
 _PIECE = 1 << 16  # the uint16 temporaries of a piece stay in the CPU cache
@@ -146,7 +146,7 @@ def _encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = 
                      out: np.ndarray | None = None) -> np.ndarray:
     """Codes (uint8) of a flat uint32 array of float32 patterns (into out, if given)."""
     out = np.empty(u.size, dtype=np.uint8) if out is None else out
-    step = _PIECE * 4 if in_worker() else _PIECE  # see codec.inputs._chunk_size
+    step = _chunk_size(_PIECE)  # larger in a parallel worker thread
     size = min(step, u.size)
     kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
     scratch = tuple(np.empty(size, dtype=t) for t in kinds)
