@@ -551,7 +551,8 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
     >>> table_rne(np.array([0.25, 0.75, 5.0, -7.0, np.nan]), get_format("e2m1")).tolist()
     [0, 2, 6, 15, 8]
     """
-    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # float32 signalling NaNs flag "invalid" when widened
+        x = np.asarray(x, dtype=np.float64)
     max_code = _max_code(fmt)
     width = fmt.exponent_bits + fmt.mantissa_bits
     sign_bit = 1 << width if fmt.signed else 0

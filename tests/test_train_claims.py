@@ -9,11 +9,8 @@ from fpemu import train as T
 
 
 # ---- the default task's claims (fixed seed 0, 600 steps) --------------------------------------
-@pytest.fixture(scope="module")
-def default_runs():
-    task = T.make_task(0)
-    runs = [("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic")]
-    return [T.run(p, ls, 600, 0, task=task) for p, ls in runs]
+# ``default_runs`` (tests/conftest.py): fp32, fp16 unscaled and fp16 with dynamic scaling, 600
+# steps of seed 0, trained once per session and shared with tests/test_train_torch.py.
 
 
 def test_fp16_without_scaling_underflows_and_ends_worse(default_runs):

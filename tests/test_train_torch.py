@@ -13,19 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from fpemu import train as T
-
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from torch_mlp_reference import train_torch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def both():
-    task = T.make_task(0)
-    runs = [("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic")]
-    ours = {f"{p}+{ls}": T.run(p, ls, 600, 0, task=task) for p, ls in runs}
-    theirs = {f"{p}+{ls}": train_torch(0, p, ls, 600, task=task) for p, ls in runs}
+def both(default_task, default_runs):
+    """fpemu's default runs (tests/conftest.py, shared with test_train_claims.py) and torch's."""
+    ours = {f"{h.precision}+{h.loss_scale}": h for h in default_runs}
+    assert list(ours) == ["fp32+none", "fp16+none", "fp16+dynamic"]
+    theirs = {k: train_torch(0, *k.split("+"), 600, task=default_task) for k in ours}
     return ours, theirs
 
 

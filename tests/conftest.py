@@ -1,0 +1,33 @@
+"""Fixtures shared by several test files.
+
+``default_runs``: the default task's three 600-step runs (seed 0: fp32, fp16 without loss
+scaling, fp16 with dynamic scaling), trained once per session and shared by
+tests/test_train_claims.py (the claims of docs/training.md) and tests/test_train_torch.py
+(the comparison with real PyTorch mixed precision). Each run is about 10 s of CPU; the
+fixture is built only when a test asks for it. Tests must treat the runs as read-only.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# The runs, in this order, in both files: (precision, loss scaling).
+DEFAULT_RUNS = (("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic"))
+DEFAULT_STEPS = 600
+DEFAULT_SEED = 0
+
+
+@pytest.fixture(scope="session")
+def default_task():
+    """The default task of seed 0 (the data, weights and batches every default run uses)."""
+    from fpemu import train as T
+
+    return T.make_task(DEFAULT_SEED)
+
+
+@pytest.fixture(scope="session")
+def default_runs(default_task):
+    """fpemu's histories of :data:`DEFAULT_RUNS` on :func:`default_task`, in that order."""
+    from fpemu import train as T
+
+    return [T.run(p, ls, DEFAULT_STEPS, DEFAULT_SEED, task=default_task) for p, ls in DEFAULT_RUNS]
