@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .arguments import is_whole
 from .codec import decode
 from .codec import encode  # noqa: F401  (used by the doctest of matmul_inputs)
 from .formats import Format, get_format
@@ -176,7 +177,7 @@ MAX_VALUES = 1 << 24
 
 
 def _check_size(name: str, value: int, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_whole(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if not low <= value <= MAX_VALUES:
         raise ValueError(f"{name} must be in {low}..{MAX_VALUES:,}, got {value:,}")

@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .arguments import is_whole
+
 __all__ = ["resolve_workers", "run_pieces", "run_each", "MIN_PIECE", "LIGHT_MIN_PIECE", "dask_scheduler",
            "on_cluster", "gathered", "rows_on_cluster"]
 
@@ -61,9 +63,9 @@ def resolve_workers(workers: int | None) -> int:
                 raise ValueError(f"FPEMU_WORKERS must be a whole number >= 1, got {env!r}")
             return workers
         return os.cpu_count() or 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not is_whole(workers) or workers < 1:
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
-    return workers
+    return int(workers)
 
 
 def _pieces(n: int, workers: int, min_piece: int) -> list[slice]:

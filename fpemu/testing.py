@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .arguments import is_whole
 from .codec import decode, encode, explain
 from .codec.bit_views import foreign_codes, is_torch
 from .formats import Format, get_format
@@ -102,7 +103,7 @@ def assert_bits_equal(actual: Any, expected: Any, fmt: str | Format, *, err_msg:
 
 def assert_ulp_close(actual: Any, expected: Any, fmt: str | Format, *, ulps: int = 1, err_msg: str = "") -> None:
     """Assert every element within ``ulps`` steps of the format's values (NaN only where NaN)."""
-    if isinstance(ulps, bool) or not isinstance(ulps, (int, np.integer)) or ulps < 0:
+    if not is_whole(ulps) or ulps < 0:
         raise ValueError(f"ulps must be a whole number >= 0, got {ulps!r}")
     _assert_close(actual, expected, fmt, int(ulps), err_msg, exact=False)
 

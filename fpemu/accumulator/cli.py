@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..arguments import option_name
 from ..parallel import dask_scheduler
 from ..progress import progress
 from .error import gemm_error
@@ -44,7 +45,8 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, default=64, help="columns of B (default 64)")
     p.add_argument("--promote", type=int, default=None, help="promote to an fp32 accumulator every N products")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--distribution", default="uniform", choices=("uniform", "normal"), help="input distribution")
+    p.add_argument("--distribution", default="uniform", type=option_name, choices=("uniform", "normal"),
+                   help="input distribution")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 from ..formats.registry import one_or_pair
 from .model import Accumulator
@@ -67,16 +68,17 @@ def get_accumulator(
         return name
     if not isinstance(name, str):
         raise TypeError(f"an accumulator is a name or an Accumulator, got {type(name).__name__}")
-    key = name.strip().lower()
+    key = option_name(name)
     if key in _IEEE:
         return Accumulator(key, **_IEEE[key])
     key, _, picked = key.partition("/")
-    if picked and instruction is not None and picked != instruction.strip().lower():
+    if picked and instruction is not None and picked != option_name(instruction):
         raise ValueError(f"{name!r} names the instruction {picked!r} but instruction={instruction!r}")
-    picked = picked or (instruction.strip().lower() if instruction is not None else "")
+    picked = picked or (option_name(instruction) if instruction is not None else "")
     arch = _GPUS.get(key, key)
     if arch not in _ARCH:
-        raise ValueError(f"unknown accumulator {name!r}; known: {', '.join(accumulator_names())}")
+        where = "fpemu.accumulator.accumulator_names()"
+        raise ValueError(unknown_name("accumulator", name, accumulator_names(), where))
     fams = _ARCH[arch]
     fa, fb = _input_formats(inputs)
     takes = list(dict.fromkeys(f for fam in fams.values() for f in fam["takes"]))

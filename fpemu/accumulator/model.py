@@ -13,6 +13,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..arguments import is_whole as _is_int
 from ..formats import Format, get_format
 
 Kind = Literal["block", "exact", "sequential", "pairwise"]
@@ -260,7 +261,3 @@ _LATE_BITS = ("lane_frac_bits", "sum_frac_bits", "c_frac_bits", "c_window")
 _FLAGS = ("late_c", "even_odd", "flush_subnormals", "product_overflow", "signed_underflow", "round_products",
           "c_after")
 
-
-def _is_int(value: object) -> bool:
-    """An integer that is not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

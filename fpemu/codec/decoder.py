@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, get_format
-from .inputs import _chunks
+from .inputs import _as_codes, _chunks
 from ..parallel import run_pieces
 from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
@@ -23,19 +23,6 @@ def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
     table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.uint64), fmt).astype(dtype)
     table.setflags(write=False)
     return table
-
-
-def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
-    arr = np.asarray(codes)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
-    limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
-    if arr.dtype.kind == "u" and 1 << (8 * arr.dtype.itemsize) <= limit:
-        return arr  # every value of the dtype is a code: nothing to check
-    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= limit):
-        bad = arr[(arr < 0) | (arr >= limit)].ravel()[0]
-        raise ValueError(f"code {int(bad)} is out of range for {fmt.name} (codes are 0..{limit - 1})")
-    return arr
 
 
 def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: int | None = None,

@@ -14,13 +14,19 @@ import numpy as np
 
 from ..formats import Format, get_format
 from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS
+from .inputs import _as_codes
 
 
 def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
-    """Codes of ``fmt`` as an ml_dtypes (or numpy) array of the same format, bit for bit.
+    """Codes of ``fmt`` as an ml_dtypes (or numpy) array of the same format, bit for bit; a
+    code out of the format's range is refused as :func:`fpemu.decode` refuses it.
 
     >>> to_ml_dtypes(np.array([0x3C00], np.uint16), "fp16")
     array([1.], dtype=float16)
+    >>> to_ml_dtypes([0x1FFFF], "bf16")
+    Traceback (most recent call last):
+    ...
+    ValueError: code 131071 is out of range for bf16 (codes are 0..65535)
     """
     fmt = get_format(fmt)
     if fmt.name not in ML_DTYPES_NAMES:
@@ -32,21 +38,18 @@ def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
         import ml_dtypes
 
         dtype = np.dtype(getattr(ml_dtypes, name))
-    arr = np.ascontiguousarray(codes)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"to_ml_dtypes takes integer codes, got {arr.dtype}")
+    arr = _integer_codes(codes, fmt, "to_ml_dtypes")
     return arr.astype(f"u{dtype.itemsize}").view(dtype)
 
 
 def to_torch(codes: Any, fmt: str | Format) -> Any:
     """Codes of ``fmt`` as a torch tensor of the same format, bit for bit (FP4 packed two a
-    byte into ``float4_e2m1fn_x2``, the last dimension halved: it must be even)."""
+    byte into ``float4_e2m1fn_x2``, the last dimension halved: it must be even); a code out
+    of the format's range is refused as :func:`fpemu.decode` refuses it."""
     import torch
 
     fmt = get_format(fmt)
-    arr = np.ascontiguousarray(codes)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"to_torch takes integer codes, got {arr.dtype}")
+    arr = _integer_codes(codes, fmt, "to_torch")
     names = {v: k for k, v in TORCH_FORMATS.items()} | {"fp16": "float16", "fp32": "float32", "fp64": "float64"}
     if fmt.name not in names or not hasattr(torch, names[fmt.name]):
         raise ValueError(f"torch has no dtype for {fmt.name}")
@@ -58,3 +61,11 @@ def to_torch(codes: Any, fmt: str | Format) -> Any:
     size = dtype.itemsize
     bits = arr.astype(f"u{size}")
     return torch.from_numpy(bits if size == 1 else bits.view(f"i{size}")).view(dtype)
+
+
+def _integer_codes(codes: Any, fmt: Format, who: str) -> np.ndarray:
+    """codes as a contiguous integer array of codes of fmt (never wrapped into range by a cast)."""
+    arr = np.ascontiguousarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{who} takes integer codes, got {arr.dtype}")
+    return _as_codes(arr, fmt)

@@ -8,7 +8,9 @@ _Options(rounding='nearest_even', overflow='nan', nan='sign', sr_bits=None, dire
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ..arguments import is_whole, option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 
 
@@ -31,6 +33,8 @@ ROUNDING_MODES: dict[str, str] = {
 
 #: The stochastic roundings that take N random bits per value (P3109's A, B, C).
 STOCHASTIC_WITH_BITS = ("stochastic_a", "stochastic_b", "stochastic_c")
+#: The roundings that draw random bits (from ``rng``, unless random_bits are given).
+STOCHASTIC = ("stochastic",) + STOCHASTIC_WITH_BITS
 
 #: Overflow policies: what a finite value that rounds beyond the largest finite value (and an
 #: Inf input) becomes. ``sat_finite``/``sat_propagate`` are P3109's names of the first two;
@@ -64,10 +68,11 @@ def _options(
     fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None,
     directed_overflow: str | None = None,
 ) -> _Options:
-    """Check the options against the format and resolve the defaults."""
+    """Check the options against the format and resolve the defaults (names in any case)."""
     rounding = _rounding(fmt, rounding, sr_bits)
-    overflow = _overflow(fmt, overflow)
-    nan = _nan(fmt, nan)
+    overflow = _overflow(fmt, option_name(overflow))
+    nan = _nan(fmt, option_name(nan))
+    directed_overflow = option_name(directed_overflow)
     if directed_overflow is None:
         directed = "ieee"
     elif directed_overflow not in DIRECTED_OVERFLOW:
@@ -76,17 +81,36 @@ def _options(
         raise ValueError(f"directed_overflow applies to non-saturating overflow (inf, nan), not {overflow!r}")
     else:
         directed = directed_overflow
-    return _Options(rounding, overflow, nan, sr_bits if rounding in STOCHASTIC_WITH_BITS else None, directed)
+    bits = int(sr_bits) if rounding in STOCHASTIC_WITH_BITS else None  # NumPy integers: as int
+    return _Options(rounding, overflow, nan, bits, directed)
+
+
+def _check_random(rounding: str, rng: Any, random_bits: Any) -> None:
+    """``rng`` and ``random_bits`` only where the (canonical) rounding uses them: rng seeds the
+    stochastic roundings' bits, random_bits are P3109's given bits; one rule for both.
+
+    >>> _check_random("nearest_even", 0, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: rng applies to the stochastic roundings (stochastic, stochastic_a, stochastic_b, stochastic_c), not 'nearest_even'
+    """
+    if random_bits is not None and rounding not in STOCHASTIC_WITH_BITS:
+        raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {rounding!r}")
+    if rng is not None and rounding not in STOCHASTIC:
+        raise ValueError(f"rng applies to the stochastic roundings ({', '.join(STOCHASTIC)}), not {rounding!r}")
+    if rng is not None and random_bits is not None:
+        raise ValueError("rng draws the random bits that random_bits gives: pass one of them, not both")
 
 
 def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
-    if not isinstance(rounding, str) or rounding.lower() not in ROUNDING_MODES:
+    key = option_name(rounding)
+    if not isinstance(key, str) or key not in ROUNDING_MODES:
         raise ValueError(
             f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
         )
-    rounding = ROUNDING_MODES[rounding.lower()]
+    rounding = ROUNDING_MODES[key]
     if rounding in STOCHASTIC_WITH_BITS:
-        if isinstance(sr_bits, bool) or not isinstance(sr_bits, int) or not 1 <= sr_bits <= 32:
+        if not is_whole(sr_bits) or not 1 <= sr_bits <= 32:
             raise ValueError(f"rounding={rounding!r} needs sr_bits, the number N of random bits "
                              f"per value (1..32), got {sr_bits!r}")
     elif sr_bits is not None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import option_name
 from ..formats import Format
 from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS, is_torch
 from .dask_arrays import is_dask
@@ -28,7 +29,8 @@ RETURNS = ("numpy", "input", "torch", "ml_dtypes")
 
 
 def check_returns(returns: Any, x: Any = None) -> str:
-    """The ``returns`` option, checked before any work."""
+    """The ``returns`` option (any case), checked before any work."""
+    returns = option_name(returns)
     if returns not in RETURNS:
         raise ValueError(f"unknown returns {returns!r}; choose one of {', '.join(RETURNS)}")
     if returns in ("torch", "ml_dtypes") and is_dask(x):

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
+
 _U64 = np.uint64
 
 
@@ -105,7 +107,7 @@ def _sr_key(rng: Any) -> np.uint64:
     (one draw, so successive calls with one Generator get different keys)."""
     if isinstance(rng, np.random.Generator):
         return rng.integers(0, 2**64, dtype=np.uint64, endpoint=False)
-    if rng is None or isinstance(rng, (int, np.integer, np.random.SeedSequence)):
+    if rng is None or is_whole(rng) or isinstance(rng, np.random.SeedSequence):
         seq = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(
             None if rng is None else int(rng))
         return seq.generate_state(1, np.uint64)[0]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import numpy as np
-
+from ..arguments import is_whole
 from ..backends import BACKENDS, Backend
 from ..formats import get_format
 from ..progress import progress
@@ -58,7 +57,7 @@ def run_crosscheck(
     if formats is not None:
         formats = [get_format(f).name for f in formats]  # an unknown name fails before any work
     _check_n_random(n_random)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     rows: list[Row] = []
     present = [(name, BACKENDS[name]()) for name in names]
@@ -86,7 +85,7 @@ MAX_RANDOM = 1_000_000
 
 
 def _check_n_random(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if not is_whole(n):
         raise TypeError(f"n must be an integer, got {n!r}")
     if not 0 <= n <= MAX_RANDOM:
         raise ValueError(f"n (random cases per cast) must be in 0..{MAX_RANDOM:,}, got {n:,}")

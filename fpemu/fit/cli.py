@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 
+from ..arguments import option_name
 from ..formats import get_format
 from ..outputs import json_number
 from ..progress import progress
@@ -108,7 +109,8 @@ def register_cli(subparsers) -> None:
                                            "d_fp16), or a file of fpemu vectors --accumulator; several: each in turn, "
                                            "or (--space) all together")  # fmt: skip
     p.add_argument("--inputs", default=None, help="input format (default: the file's metadata, else its name)")
-    p.add_argument("--out", default=None, choices=("fp32", "fp16"), help="output column (default: every one present)")
+    p.add_argument("--out", default=None, type=option_name, choices=("fp32", "fp16"),
+                   help="output column (default: every one present)")
     p.add_argument("--space", default="block",
                    help="search space: 'block' (Accumulator block models, the default), 'fp8-fp16' (staged models of "
                         "FP8 products with fp16 output, one model for every dump given), or a .json file of axes")  # fmt: skip

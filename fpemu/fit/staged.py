@@ -30,6 +30,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..arguments import is_whole
+
 #: Intermediate formats a stage result may be rounded to: (significand bits with the hidden
 #: one, smallest normal exponent, largest finite value).
 MIDS = {
@@ -81,11 +83,13 @@ class Staged:
 
     def __post_init__(self):
         order_of(self.order, 1)
-        if isinstance(self.stage, bool) or not isinstance(self.stage, int) or self.stage < 1:
+        if not is_whole(self.stage) or self.stage < 1:
             raise ValueError(f"stage must be a positive integer, got {self.stage!r}")
-        if self.frac_bits is not None and (isinstance(self.frac_bits, bool) or not isinstance(self.frac_bits, int)
-                                           or not 1 <= self.frac_bits <= 40):  # fmt: skip
+        if self.frac_bits is not None and (not is_whole(self.frac_bits) or not 1 <= self.frac_bits <= 40):
             raise ValueError(f"frac_bits must be None (exact) or an integer in 1..40, got {self.frac_bits!r}")
+        object.__setattr__(self, "stage", int(self.stage))  # NumPy integers: hash and compare as int
+        if self.frac_bits is not None:
+            object.__setattr__(self, "frac_bits", int(self.frac_bits))
         checks = {"term_rounding": ("rz", "rd"), "mid": tuple(MIDS), "mid_rounding": ROUNDINGS, "c_at": C_AT,
                   "c_format": ("fp16", "fp32"), "convert": (None,) + ROUNDINGS, "final": ROUNDINGS,
                   "c_add": ("exact", "fp32")}  # fmt: skip

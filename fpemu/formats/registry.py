@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, TypeVar
 
+from ..arguments import is_whole, option_name, unknown_name
+
 from .definition import Format
 
 T = TypeVar("T")
@@ -38,8 +40,9 @@ def p3109(k: int, p: int | None = None, *, signed: bool = True, domain: str = "e
     if p is None:
         k, p = 8, k
     for name, value in (("K", k), ("P", p)):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_whole(value):
             raise TypeError(f"P3109 {name} must be an integer, got {value!r}")
+    k, p = int(k), int(p)
     if domain not in ("extended", "finite"):
         raise ValueError(f"P3109 domain must be 'extended' or 'finite', got {domain!r}")
     top = k - 1 if signed else k
@@ -125,26 +128,24 @@ def get_format(fmt: str | Format) -> Format:
     'e4m3'
     >>> get_format("Binary12p5ue").max  # (2 - 3 * 2**-4) * 2**127: Inf and NaN take the top
     3.083808950221005e+38
-    >>> get_format("fp9")  # doctest: +ELLIPSIS
+    >>> get_format("e4m4")
     Traceback (most recent call last):
     ...
-    ValueError: unknown format 'fp9'; known formats: fp64, fp32, tf32, ... binaryKpP{s|u}{e|f})
+    ValueError: unknown format 'e4m4'; did you mean e4m3, e3m4 or ue4m3? `fpemu formats` lists the rest; any P3109 binaryKpP{s|u}{e|f} works too
     """
     if isinstance(fmt, Format):
         return fmt
     if not isinstance(fmt, str):
         raise TypeError(f"a format is a name or a Format, got {type(fmt).__name__}")
-    key = fmt.strip().lower()
+    key = option_name(fmt)
     key = _ALIASES.get(key, key)
     if key in FORMATS:
         return FORMATS[key]
     built = _p3109_by_name(key)
     if built is not None:
         return built
-    raise ValueError(
-        f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)} "
-        f"(aliases: {', '.join(_ALIASES)}; and any P3109 binaryKpP{{s|u}}{{e|f}})"
-    )
+    note = "; any P3109 binaryKpP{s|u}{e|f} works too"
+    raise ValueError(unknown_name("format", fmt, FORMATS, "`fpemu formats`", aliases=_ALIASES, note=note))
 
 
 def one_or_pair(value: Any, get: Callable[[Any], T], single: tuple[type, ...], what: str, noun: str) -> tuple[T, T]:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..arguments import is_whole
+
 if TYPE_CHECKING:
     from .definition import Format
 
@@ -28,7 +30,7 @@ def _type_problems(fmt: Format) -> list[str]:
         problems.append(f"name must be a non-empty string, got {fmt.name!r}")
     for field in ("exponent_bits", "mantissa_bits", "bias"):
         value = getattr(fmt, field)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if not is_whole(value):
             problems.append(f"{field} must be an integer, got {value!r}")
         else:
             object.__setattr__(fmt, field, int(value))  # numpy integers: hash and compare as int

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 
 
@@ -91,14 +92,14 @@ def get_block_format(fmt: str | BlockFormat) -> BlockFormat:
     >>> get_block_format("mxfp5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown block format 'mxfp5'; choose one of mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4
+    ValueError: unknown block format 'mxfp5'; did you mean mxfp8, mxfp4 or mxfp8e5m2? choose one of mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4
     """
     if isinstance(fmt, BlockFormat):
         return fmt
     if not isinstance(fmt, str):
         raise TypeError(f"a block format is a name such as 'mxfp4', got {type(fmt).__name__}")
-    key = fmt.strip().lower().replace("-", "_")
+    key = option_name(fmt).replace("-", "_")
     key = _BLOCK_ALIASES.get(key, key)
     if key not in BLOCK_FORMATS:
-        raise ValueError(f"unknown block format {fmt!r}; choose one of {', '.join(BLOCK_FORMATS)}")
+        raise ValueError(unknown_name("block format", fmt, BLOCK_FORMATS, aliases=_BLOCK_ALIASES))
     return BLOCK_FORMATS[key]

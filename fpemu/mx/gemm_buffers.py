@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
 from .array import BlockArray
 from .dot_products import _k_block, _k_scales
 from .formats import get_block_format
@@ -86,12 +87,12 @@ def from_gemm_buffers(
     k_axis = _K_AXIS[_operand(operand)]
     bf = get_block_format(fmt)
     if (not isinstance(shape, (tuple, list)) or len(shape) != 2
-            or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in shape)):
+            or any(not is_whole(s) or s < 0 for s in shape)):
         raise ValueError(f"shape must be two non-negative integers, got {shape!r}")
     k = int(shape[k_axis])
     rows = int(shape[1 - k_axis])
     bs = bf.block_size if block_size is None else block_size
-    if isinstance(bs, bool) or not isinstance(bs, (int, np.integer)) or bs < 1:
+    if not is_whole(bs) or bs < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     d = np.asarray(data)
     per_row = -(-k * bf.bits // 8) if bf.bits != 6 else 3 * -(-k // 4)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import option_name
 from ..codec import ROUNDING_MODES, integers_to_float64
 from ..codec.rounding import _sr_key
 
@@ -18,7 +19,7 @@ ELEMENT_ROUNDINGS = tuple(sorted(
 
 def _canonical_rounding(rounding: Any) -> str:
     """The codec's canonical name of an element rounding mode (checked even for empty input)."""
-    canonical = ROUNDING_MODES.get(rounding.lower()) if isinstance(rounding, str) else None
+    canonical = ROUNDING_MODES.get(option_name(rounding)) if isinstance(rounding, str) else None
     if canonical not in ELEMENT_ROUNDINGS:
         raise ValueError(f"unknown element rounding {rounding!r}; choose one of {', '.join(ELEMENT_ROUNDINGS)}")
     return canonical

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
 from .formats import BlockFormat
 
 #: Largest block size (each axis) accepted: far beyond any real format (32, 16, 16x16) while
@@ -27,7 +28,7 @@ def _block_tuple(block_size: Any) -> tuple[int, ...]:
     if not 1 <= len(block) <= 2:
         raise ValueError(f"block_size must be an int or a pair of ints, got {block_size!r}")
     for b in block:
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)):
+        if not is_whole(b):
             raise ValueError(f"block size must be a positive integer, got {b!r}")
         if not 1 <= b <= _MAX_BLOCK:
             raise ValueError(f"block size must be an integer from 1 to 2**31, got {b!r}")
@@ -47,7 +48,7 @@ def _axes_tuple(axis: Any, ndim: int, block: tuple[int, ...]) -> tuple[int, ...]
         raise ValueError(f"a {ndim}-D array has no room for {len(axes)}-D blocks")
     out = []
     for a in axes:
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
+        if not is_whole(a):
             raise ValueError(f"axis must be an integer, got {a!r}")
         if not -ndim <= a < ndim:
             raise ValueError(f"axis {a} is out of range for a {ndim}-D array")

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
 from .formats import BlockFormat, get_block_format
 
 
@@ -78,7 +79,7 @@ def unpack_codes(packed: Any, bits: int, length: int | None = None) -> np.ndarra
             axis=-1,
         ).reshape(*p.shape[:-1], 4 * t.shape[-2])
     if length is not None:
-        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+        if not is_whole(length):
             raise ValueError(f"length must be a non-negative integer, got {length!r}")
         if not 0 <= length <= out.shape[-1]:
             raise ValueError(f"length {length} is not between 0 and the {out.shape[-1]} codes "
@@ -99,6 +100,5 @@ def unpack(packed: Any, fmt: str | BlockFormat, length: int | None = None) -> np
 
 
 def _check_bits(bits: Any) -> None:
-    if isinstance(bits, (bool, np.bool_)) or not isinstance(bits, (int, np.integer)) \
-            or bits not in (4, 6, 8):
+    if not is_whole(bits) or bits not in (4, 6, 8):
         raise ValueError(f"bits must be 4, 6 or 8, got {bits!r}")

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import option_name
 from ..codec.dask_arrays import is_dask
+from ..codec.options import _check_random
 from .array import BlockArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule
@@ -40,7 +42,8 @@ def quantize(
             float32, float64 and integers in float64, with the same codes for equal values;
             NVFP4 always computes in float32, as its recipes do). Never modified.
         fmt: ``mxfp8_e4m3``, ``mxfp8_e5m2``, ``mxfp6_e3m2``, ``mxfp6_e2m3``, ``mxfp4``,
-            ``mxint8`` or ``nvfp4`` (case-insensitive).
+            ``mxint8`` or ``nvfp4``. Every name here (format, roundings, ``inf``, ``variant``,
+            ``convention``) is read in any case.
         axis: the block axis (default -1); for 2-D tiles a pair (default ``(-2, -1)``).
         block_size: elements per block (default 32 for MX, 16 for NVFP4), or a pair such as
             ``(16, 16)`` for 2-D tiles (TransformerEngine's NVFP4 weight tiles); 1 .. 2**31.
@@ -49,7 +52,7 @@ def quantize(
         rounding: element rounding, any mode of :func:`fpemu.encode` (default RNE, the OCP
             rule; NVFP4 gradients use ``"stochastic"`` with ``rng``), for every format:
             MXINT8 with ``"nearest_away"`` is microxcaling's default (``round="nearest"``).
-        rng: seed or ``np.random.Generator`` for stochastic rounding.
+        rng: seed or ``np.random.Generator`` for stochastic rounding (refused for the others).
         inf: MX block containing +-Inf (and no NaN): ``"nan"`` (the default) gives scale 0xFF
             (the spec, microxcaling), ``"saturate"`` gives 0xFE with the Inf elements at +-max
             (TransformerEngine, torchao RCEIL).
@@ -78,6 +81,7 @@ def quantize(
     ([0], [104], [3.76158192263132e-37])
     """
     bf = get_block_format(fmt)
+    scale_rounding, inf, variant, convention = (option_name(v) for v in (scale_rounding, inf, variant, convention))
     if is_dask(x):
         options = dict(axis=axis, block_size=block_size, scale_rounding=scale_rounding, rounding=rounding,
                        rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
@@ -88,6 +92,7 @@ def quantize(
         raise ValueError("quantize needs an array of at least one dimension")
     axes, block = _normalize_layout(arr.ndim, axis, block_size, bf)
     rounding = _canonical_rounding(rounding)
+    _check_random(rounding, rng, None)
     if bf.is_nvfp4:
         if scale_rounding not in (None, "floor"):
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
@@ -130,10 +135,11 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     """quantize of a Dask array: the options checked now on one element of its dtype, the
     tensor amax (NVFP4) taken over the whole array, then every chunk where it lies."""
     axes, block = _normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
-    dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": 0}, workers=1)
+    stochastic = _canonical_rounding(options["rounding"]) == "stochastic"
+    dry_rng = 0 if stochastic else options["rng"]  # (a Generator's draw is the chunks' to take)
+    dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": dry_rng}, workers=1)
     if bf.is_nvfp4 and options["global_amax"] is None:
         options["global_amax"] = MeasuredAmax(tensor_amax_bits(x, _float32_input))
-    stochastic = _canonical_rounding(options["rounding"]) == "stochastic"
     codes, scales = quantize_chunks(
         x, axes, block, stochastic, options["rng"],
         lambda chunk, rng: quantize(chunk, bf, **{**options, "rng": rng}, workers=1))

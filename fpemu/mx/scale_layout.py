@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
+
 #: Rows and K-blocks of one tile, and its size in bytes.
 TILE_ROWS, TILE_COLS, TILE_BYTES = 128, 4, 512
 
@@ -83,5 +85,5 @@ def from_blocked(buffer: Any, rows: int, k_blocks: int) -> np.ndarray:
 
 def _check_dims(rows: Any, k_blocks: Any) -> None:
     for name, v in (("rows", rows), ("k_blocks", k_blocks)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+        if not is_whole(v) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 
+from ..arguments import option_name
 from ..backends import torch_device
 from ..formats import get_format
 from ..progress import progress
@@ -75,7 +76,7 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
     p.add_argument("--device", default="cuda", help="cuda; for --experiment fp8-fp16 also cpu or fake:NAME")
     p.add_argument("--inputs", default=None, help="input formats (comma-separated; default: all the experiment takes)")
-    p.add_argument("--experiment", default="features", choices=("features", "fp8-fp16"),
+    p.add_argument("--experiment", default="features", type=option_name, choices=("features", "fp8-fp16"),
                    help="features: the block model's feature tests; fp8-fp16: FP8 GEMMs with fp16 output (issue 18)")
     p.add_argument("--record", default=None, metavar="DIR", help="fp8-fp16: write the raw results and a note to DIR")
     p.add_argument("--no-search", action="store_true", help="fp8-fp16: skip the staged-model search per path")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..accumulator import Accumulator
+from ..arguments import is_whole
 from ..backends import RunDot, _presets, fake_device
 from ..formats import get_format
 
@@ -195,7 +196,7 @@ def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
     block, output rounding, subnormal inputs.
     """
     fmt = get_format(inputs)
-    if isinstance(max_k, bool) or not isinstance(max_k, (int, np.integer)) or not 8 <= max_k <= 1024:
+    if not is_whole(max_k) or not 8 <= max_k <= 1024:
         raise ValueError(f"max_k must be an integer in 8..1024 (the block question asks max_k rows of max_k), got {max_k!r}")
     ex = _Experiments(run, fmt.name)
     notes = []

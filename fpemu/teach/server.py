@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Callable
 
+from ..arguments import is_whole
 from .api import describe_code, encode_number, formats_payload
 from .blocks import describe_block
 
@@ -133,10 +134,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 def make_server(port: int = 8765, *, quiet: bool = True) -> ThreadingHTTPServer:
     """A server on 127.0.0.1:``port`` (0: any free port), not yet serving."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+    if not is_whole(port) or not 0 <= port <= 65535:
         raise ValueError(f"port must be an integer 0..65535, got {port!r}")
     handler = type("Handler", (_Handler,), {"quiet": quiet})
-    server = ThreadingHTTPServer((HOST, port), handler)
+    server = ThreadingHTTPServer((HOST, int(port)), handler)
     server.daemon_threads = True
     return server
 

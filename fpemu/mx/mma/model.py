@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
+from ...arguments import is_whole as _is_int
 
 Kind = Literal["blockwise", "fused"]
 TermExponent = Literal["product", "scale"]
@@ -125,7 +125,3 @@ class BlockScaledAccumulator:
             problems.append(f"zero_c_exponent must be in -500..500, got {self.zero_c_exponent}")
         return problems
 
-
-def _is_int(value: object) -> bool:
-    """An integer that is not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

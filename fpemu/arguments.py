@@ -1,0 +1,73 @@
+"""The argument rules every layer shares, so that one rule holds everywhere: what a whole
+number is, how an option's name is spelled, and how an unknown name is refused.
+
+* A whole number is a Python or NumPy integer, never a bool (``True`` is an ``int`` to Python,
+  and a mistake here): :func:`is_whole`, exactly what :class:`~fpemu.formats.Format` accepts.
+* Names (of options, formats, block formats, accumulators) are compared stripped and in lower
+  case: :func:`option_name`, on the command line too (``type=option_name``).
+* An unknown name is refused with its closest matches, not with every name known:
+  :func:`unknown_name`.
+
+>>> is_whole(np.int64(8)), is_whole(True), option_name(" Saturate ")
+(True, False, 'saturate')
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+__all__ = ["is_whole", "option_name", "unknown_name"]
+
+
+def is_whole(value: Any) -> bool:
+    """Whether value is an integer argument: a Python or NumPy integer, not a bool.
+
+    >>> [is_whole(v) for v in (3, np.uint8(3), True, np.bool_(True), 3.0)]
+    [True, True, False, False, False]
+    """
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def option_name(value: Any) -> Any:
+    """The spelling in which fpemu compares a name: stripped and in lower case. Anything but a
+    string passes through unchanged, for the caller's own error to name.
+
+    >>> option_name("RNE"), option_name(None)
+    ('rne', None)
+    """
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None = None, *,
+                 aliases: Mapping[str, str] | None = None, note: str = "") -> str:
+    """The message refusing an unknown ``what``: the closest of the ``known`` names and their
+    ``aliases`` (alias -> name; one spelling of each name), if any is close; then where the
+    others are listed (``where``) or, for a short list (``where`` None), every known name;
+    ``note`` is appended.
+
+    >>> unknown_name("format", "e4m4", ["e4m3", "e3m4", "fp16"], "`fpemu formats`")
+    "unknown format 'e4m4'; did you mean e4m3 or e3m4? `fpemu formats` lists the rest"
+    >>> unknown_name("format", "zz", ["e4m3"], "`fpemu formats`")
+    "unknown format 'zz'; `fpemu formats` lists them all"
+    >>> unknown_name("variant", "torcha0", ["te", "torchao"])
+    "unknown variant 'torcha0'; did you mean torchao? choose one of te, torchao"
+    """
+    known, aliases = list(known), dict(aliases or {})
+    key = option_name(name) if isinstance(name, str) else str(name)
+    matches = difflib.get_close_matches(key, known + list(aliases), n=4, cutoff=0.6)
+    closest: dict[str, str] = {}
+    for match in matches:  # the closest spelling of each name
+        closest.setdefault(aliases.get(match, match), match)
+    close = list(closest.values())
+    guess = ""
+    if close:
+        names = f"{', '.join(close[:-1])} or {close[-1]}" if len(close) > 1 else close[0]
+        guess = f"did you mean {names}? "
+    if where is None:
+        tail = f"choose one of {', '.join(known)}"
+    else:
+        tail = f"{where} lists {'the rest' if close else 'them all'}"
+    return f"unknown {what} {name!r}; {guess}{tail}{note}"
