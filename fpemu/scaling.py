@@ -8,7 +8,12 @@ dequantization). The cast is ``encode(fp32(x * scale), fmt)`` with saturation, a
 ``scale_inv = fp32(1 / scale)`` is what a GEMM multiplies back (``torch._scaled_mm``'s
 ``scale_a``/``scale_b``). Granularity: per tensor, per row (``"row"``: over the last axis),
 per column (``"column"``: over the first), or per tile, e.g. ``(1, 128)`` for DeepSeek-V3's
-activations and ``(128, 128)`` for its weights.
+activations and ``(128, 128)`` for its weights. An empty array gets codes and scales of the
+shapes a non-empty one of its rank would (a row of no elements still has its scale, 1).
+
+NaN elements take no part in the amax and are encoded by the ``nan`` policy, as
+:func:`fpemu.encode` has it: a format without NaN (FP4, FP6) refuses them unless ``nan=``
+names the code they get.
 
 >>> t = scaled_cast(np.array([[1.0, -3.0], [100.0, 0.5]]), "e4m3")
 >>> float(t.scale), t.dequantize().tolist()
@@ -24,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .arguments import is_whole, option_name
 from .codec import decode, encode
 from .formats import Format, get_format
 
@@ -52,7 +58,7 @@ class ScaledTensor:
 
 def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = None, margin: int = 0,
                 granularity: Any = "tensor", power_of_two: bool = False, rounding: str = "nearest_even",
-                rng: Any = None) -> ScaledTensor:
+                rng: Any = None, nan: str | None = None) -> ScaledTensor:
     """Cast x to fmt with a scale per tensor, row, column or tile (see the module docstring).
 
     Args:
@@ -62,8 +68,22 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
         granularity: ``"tensor"``, ``"row"``, ``"column"`` or a tile shape ``(rows, cols)``.
         power_of_two: round each scale down to a power of two.
         rounding, rng: the element rounding (stochastic rounding for gradients).
+        nan: what a NaN element becomes (:func:`fpemu.encode`'s ``nan``): by default the
+            format's NaN, or a ``NanInputError`` in a format without NaN.
+
+    >>> try:
+    ...     scaled_cast([np.nan, 1.0], "e2m1")
+    ... except ValueError as e:
+    ...     print(str(e)[:54])
+    1 NaN value in the input: format e2m1 has no NaN (pass
+    >>> scaled_cast([np.nan, 1.0], "e2m1", nan="zero").codes.tolist()
+    [0, 7]
+    >>> t = scaled_cast(np.zeros((3, 0)), "e4m3", granularity="row")
+    >>> t.codes.shape, t.scale.ravel().tolist()
+    ((3, 0), [1.0, 1.0, 1.0])
     """
     fmt = get_format(fmt)
+    granularity = option_name(granularity)  # "Row" is "row", as every name is read in any case
     x32 = np.asarray(x, dtype=np.float32)
     groups = _groups(x32.shape, granularity)
     if scale is None:
@@ -81,8 +101,7 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = x32 * full  # float32, as the recipes compute it
         inv = (_F32(1) / scale).astype(np.float32)
-    codes = encode(scaled, fmt, rounding=rounding, overflow="saturate", rng=rng,
-                   nan=None if fmt.has_nan else "zero")
+    codes = encode(scaled, fmt, rounding=rounding, overflow="saturate", rng=rng, nan=nan)
     return ScaledTensor(codes, scale, _expand(inv, groups, x32.shape, keep=True), fmt, granularity)
 
 
@@ -118,23 +137,33 @@ def _groups(shape: tuple, granularity: Any) -> tuple[int, ...]:
     if granularity == "column":
         return (shape[0],) + (1,) * (len(shape) - 1)
     tile = tuple(granularity) if isinstance(granularity, (tuple, list)) else None
-    if tile is None or len(tile) != 2 or len(shape) != 2 or not all(isinstance(t, int) and t >= 1 for t in tile):
+    if tile is None or len(tile) != 2 or len(shape) != 2 or not all(is_whole(t) and t >= 1 for t in tile):
         raise ValueError(f"granularity must be 'tensor', 'row', 'column' or a tile (rows, cols) of a "
                          f"2-D array, got {granularity!r}")
-    return tile
+    return tuple(int(t) for t in tile)
+
+
+def _count(extent: int, group: int) -> int:
+    """Groups along an axis: ceil(extent / group); an empty axis spanned by one group (a
+    row, a column or the tensor with no elements) still has that group.
+
+    >>> _count(5, 2), _count(0, 2), _count(0, 0)
+    (3, 0, 1)
+    """
+    return -(-extent // group) if group else 1
 
 
 def _group_amax(x: np.ndarray, groups: tuple[int, ...]) -> np.ndarray:
     """max |x| over each group (NaN ignored), one per group."""
     a = np.where(np.isnan(x), 0, np.abs(x))
     for axis, g in enumerate(groups):
-        n = -(-x.shape[axis] // g)
+        n = _count(x.shape[axis], g)
         pad = n * g - x.shape[axis]
         if pad:
             widths = [(0, 0)] * x.ndim
             widths[axis] = (0, pad)
             a = np.pad(a, widths)
-        a = a.reshape(a.shape[:axis] + (n, g) + a.shape[axis + 1:]).max(axis=axis + 1)
+        a = a.reshape(a.shape[:axis] + (n, g) + a.shape[axis + 1:]).max(axis=axis + 1, initial=0)
     return a
 
 
@@ -143,7 +172,7 @@ def _expand(per_group: np.ndarray, groups: tuple[int, ...], shape: tuple, keep: 
     out = np.asarray(per_group, dtype=np.float32)
     if keep and out.ndim == 0:
         return out
-    out = np.broadcast_to(out, tuple(-(-s // g) for s, g in zip(shape, groups))) if out.ndim == 0 else out
+    out = np.broadcast_to(out, tuple(_count(s, g) for s, g in zip(shape, groups))) if out.ndim == 0 else out
     for axis, g in enumerate(groups):
         out = np.repeat(out, g, axis=axis)
     return out[tuple(slice(0, s) for s in shape)]

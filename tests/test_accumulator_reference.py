@@ -84,7 +84,14 @@ def ref_sequential(a, b, c: float, acc_fmt: str) -> float:
 
 
 def ref_exact(a, b, c: float, out: str) -> float:
-    return fmt_round(sum((Fraction(x) * Fraction(y) for x, y in zip(a, b)), Fraction(c)), out) + 0.0
+    """The exact sum rounded once (RNE), with IEEE 754's sign of zero: a non-zero sum that
+    rounds to zero keeps its sign; an exact zero is -0 only when every term (c and each
+    product) is -0, else +0."""
+    exact = sum((Fraction(x) * Fraction(y) for x, y in zip(a, b)), Fraction(c))
+    if exact == 0:
+        terms = [c] + [x * y for x, y in zip(a, b)]  # Python floats hold these products exactly
+        return -0.0 if all(t == 0 and math.copysign(1, t) < 0 for t in terms) else 0.0
+    return fmt_round(exact, out)
 
 
 def ref_pairwise(a, b, c: float) -> float:

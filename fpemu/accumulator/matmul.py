@@ -13,7 +13,7 @@ from ..codec.dask_arrays import is_dask
 from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
-from .dask_gemm import dask_gemm
+from .dask_gemm import dask_dot, dask_gemm
 from ..formats import Format, get_format
 from .kernels.products import _operand, _Products
 from .kernels.run import _run, lane_permutation
@@ -86,7 +86,8 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     already in the format); c (shape (...), default 0) is taken in fp32, or in fp16 when
     ``out="fp16"`` (rounded RNE, as the unit's accumulator operand has the output's type).
     Returns float32 values that are exactly in the ``out`` format, in the array type
-    ``returns`` asks for (``"numpy"``, ``"input"``: a's type, ``"torch"``).
+    ``returns`` asks for (``"numpy"``, ``"input"``: a's type, ``"torch"``). Dask arrays give a
+    Dask array, block by block over the batch axes with all of K in each task (the same bits).
 
     >>> dot([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]], [1 + 2**-22 + 2**-23],
     ...     inputs="fp16", accumulator="v100").tolist()
@@ -96,6 +97,9 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     out = _check_out(out)
     acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
     returns = check_returns(returns, a)
+    if is_dask(a) or is_dask(b) or is_dask(c):
+        return dask_dot(a, b, c, lambda ta, tb, tc: dot(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
+                                                        workers=1))
     a_arr, b_arr = _prepare(a, fa, "a"), _prepare(b, fb, "b")
     if a_arr.ndim == 0 or a_arr.shape != b_arr.shape:
         raise ValueError(f"a and b must have the same shape (..., K), got {a_arr.shape} and {b_arr.shape}")

@@ -11,7 +11,7 @@ from ..codec.odd import _round_to_odd_sum
 from ..parallel import resolve_workers, run_each
 from .array import BlockArray
 from .elements import _element_table, _int_table
-from .mx_scales import _pow2_from_e8m0, _rn32_product
+from .mx_scales import _pow2_from_e8m0
 
 
 # ---- dot products -------------------------------------------------------------------------------
@@ -138,7 +138,9 @@ def _exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | No
     to the running sum, which starts at the float32 accumulator ``c`` (M, N). NVFP4: the two
     UE4M3 block scales are folded into the exact integer sum. Blocks holding NaN/Inf (scale
     or element) are computed with float64 arithmetic instead so they propagate NaN/Inf as
-    IEEE arithmetic would.
+    IEEE arithmetic would. Zeros have IEEE 754's signs at each step: a K-block whose exact sum
+    is not zero but rounds to zero keeps the sum's sign; an exactly zero block is -0 only when
+    every product in it is -0; the float32 additions then give -0 + -0 = -0 and +0 otherwise.
     """
     bs = _check_matmul(a, b)
     m = a.shape[0]
@@ -176,8 +178,31 @@ def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs:
             special = bad_a[:, None] | bad_b[None, :]
             if special.any():
                 block = np.where(special, _special_block(opa, opb, j, ks), block)
+            # The sign of an exactly zero block matters only where the running sum is -0.
+            i, n = np.nonzero((exact == 0) & (acc == 0) & np.signbit(acc) & ~special)
+            if i.size:
+                block[i, n] = np.where(_all_products_negative_zero(opa, opb, i, n, ks, bs), -0.0, 0.0)
             acc = acc + block
     return acc
+
+
+def _all_products_negative_zero(opa: _Operand, opb: _Operand, i: np.ndarray, n: np.ndarray, ks: slice,
+                                bs: int) -> np.ndarray:
+    """Whether every product of row i of A and column n of B over the K slice ks is -0: zero
+    (a zero element, or NVFP4's zero block scale) with factors of opposite signs."""
+    za, sa = _zeros_and_signs(opa, i, ks, bs)
+    zb, sb = _zeros_and_signs(opb, n, ks, bs)
+    return np.all((za | zb) & (sa != sb), axis=1)
+
+
+def _zeros_and_signs(op: _Operand, rows: np.ndarray, ks: slice, bs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which factors of the given rows (K slice ks) are zero (a zero element, or its NVFP4
+    block scale 0) and which are negative (sign bit set, -0 included)."""
+    v = _element_table(op.q.format, np.float64)[op.codes(ks)[rows]]
+    zero = v == 0
+    if op.fold is not None:
+        zero |= op.fold[rows][:, np.arange(ks.start, ks.stop) // bs] == 0
+    return zero, np.signbit(v)
 
 
 def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice) -> np.ndarray:
@@ -186,26 +211,3 @@ def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice) -> np.ndarra
     if opa.q.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
         return np.full((opa.q.shape[0], opb.q.shape[1]), np.nan, np.float32)
     return (opa.values(j, ks) @ opb.values(j, ks).T).astype(np.float32)
-
-
-def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.ndarray:
-    """acc * fp32(ga * gb), as a GEMM's float32 alpha does; where that alpha overflows or is
-    subnormal (it would turn finite results into Inf or lose bits), acc * ga * gb rounded once."""
-    alpha = np.float32(ga) * np.float32(gb)
-    if np.isfinite(alpha) and alpha >= np.finfo(np.float32).tiny:
-        return acc * alpha
-    p = acc.astype(np.float64) * float(ga)  # 24 x 24 bits: exact
-    finite = np.isfinite(p)
-    out = _rn32_product(np.where(finite, p, 0.0), float(gb))
-    out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
-    return out
-
-
-def _as_row(q: BlockArray) -> BlockArray:
-    return BlockArray(q.codes[None, :], q.scales[None, :], q.format, 1, q.block_size,
-                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
-
-
-def _as_column(q: BlockArray) -> BlockArray:
-    return BlockArray(q.codes[:, None], q.scales[:, None], q.format, 0, q.block_size,
-                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import _check_callable, _check_float32, _check_int, _check_scale, _reciprocal
+from .checks import _check_callable, _check_float32, _check_int, _check_scale, _float_array, _reciprocal
 
 LOSS_SCALES = ("none", "static", "dynamic")
 
@@ -19,8 +19,9 @@ def unscale_grads(
 
     This is ``torch._amp_foreach_non_finite_check_and_unscale_``: the reciprocal is computed in
     double and rounded once to FP32, then every gradient is multiplied by it in FP32. Gradients
-    are taken in FP32 (a float64 value beyond FP32's range is Inf there, and counts as one).
-    The inputs are not modified.
+    are taken in FP32 (a float64 value beyond FP32's range is Inf there, and counts as one);
+    they must be floating-point arrays: complex, integer, boolean and object ones are a
+    TypeError naming the dtype, not cast. The inputs are not modified.
 
     >>> g, bad = unscale_grads([np.array([3.0, 6.0], dtype=np.float32)], 3.0)
     >>> g[0].tolist(), bad
@@ -40,11 +41,13 @@ def unscale_grads(
 
 def _fp32_grads(grads: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Gradients as FP32 arrays (no copy of FP32 ones); a value beyond FP32's range is Inf
-    there, without a warning: the scaler's check is what finds it."""
+    there, without a warning: the scaler's check is what finds it. Non-float gradients are
+    refused (:func:`_float_array`)."""
     if not isinstance(grads, (list, tuple)):
         raise TypeError(f"grads must be a list or tuple of arrays, got {type(grads).__name__}")
+    arrays = [_float_array(f"grads[{i}]", g) for i, g in enumerate(grads)]  # all checked first
     with np.errstate(over="ignore"):
-        return [np.asarray(g, dtype=np.float32) for g in grads]
+        return [np.asarray(g, dtype=np.float32) for g in arrays]
 
 
 class GradScaler:
@@ -97,7 +100,9 @@ class GradScaler:
 
     # ---- the per-iteration protocol ------------------------------------------------------
     def scale(self, x: np.ndarray | float) -> np.ndarray:
-        """Return ``x * scale`` in FP32 (``x`` itself when disabled); an overflow is Inf."""
+        """Return ``x * scale`` in FP32 (``x`` itself when disabled); an overflow is Inf. The
+        loss is a real number or array (float or integer; complex, boolean or text refused)."""
+        x = _float_array("the loss to scale", x, integers=True)
         with np.errstate(over="ignore"):  # Inf is what the scaler's check is there to catch
             x = np.asarray(x, dtype=np.float32)
             return x * self._scale if self.enabled else x

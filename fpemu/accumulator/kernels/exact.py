@@ -45,6 +45,27 @@ def _exact_sum(prods: _Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
     return _read_limbs(limbs, base)
 
 
+def _signed_zero(prods: _Products, k0: int, k1: int, c: np.ndarray, rounded: np.ndarray) -> np.ndarray:
+    """The rounded exact sum with IEEE 754's sign of zero (RNE): a non-zero sum that rounds to
+    zero keeps its sign (``rounded`` has it already); an exact zero is -0 only when every term,
+    c and each product, is -0 (-0 + -0 = -0), and +0 otherwise (1 - 1 = +0, +0 + -0 = +0).
+
+    >>> from .products import _Products
+    >>> from ...formats import get_format
+    >>> f = get_format("fp32")
+    >>> p = _Products(np.array([[-0.0, 0.0], [0.0, -0.0], [1.0, -1.0]]), np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0]]),
+    ...               f, f, False, False)
+    >>> np.signbit(_signed_zero(p, 0, 2, np.array([-0.0, -0.0, -0.0]), np.zeros(3))).tolist()
+    [True, False, False]
+    """
+    negative = (c == 0) & np.signbit(c)
+    for k in range(k0, k1):
+        v = prods.value(k)
+        negative &= (v == 0) & np.signbit(v)
+    zero = np.where(negative, -0.0, 0.0)
+    return np.where(rounded == 0, np.where(np.signbit(rounded), rounded, zero), rounded)
+
+
 def _term_range(prods: _Products, c: np.ndarray) -> tuple[int, int]:
     """Lowest bit weight and highest exponent any term can have (float64 frexp terms)."""
 

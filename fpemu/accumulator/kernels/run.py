@@ -8,7 +8,7 @@ import numpy as np
 from ...formats import get_format
 from ..model import Accumulator
 from .block import _run_block
-from .exact import _exact_sum
+from .exact import _exact_sum, _signed_zero
 from .pairwise import _run_pairwise
 from .products import _Products, _with_specials
 from .rounding import _add, _round, _target
@@ -38,8 +38,8 @@ def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndar
     if acc.lane_order is not None and not prods.lane_ordered:
         prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
     if acc.kind == "exact":
-        value = _exact_sum(prods, 0, K, c)
-        return _with_specials(prods, 0, K, c, _round(value, _target(out, "rne")) + 0.0)
+        rounded = _round(_exact_sum(prods, 0, K, c), _target(out, "rne"))
+        return _with_specials(prods, 0, K, c, _signed_zero(prods, 0, K, c, rounded))
     if acc.kind == "block":
         t = _target("fp16", "rne") if out == "fp16" else _target("fp32", acc.out_rounding, acc.out_frac_bits)
         c_emin = get_format("fp16" if out == "fp16" else "fp32").emin

@@ -11,8 +11,9 @@ import numpy as np
 from ...codec import quantize
 from ...parallel import run_each
 from ..array import BlockArray
-from ..dot_products import _apply_global_scales, _as_column, _as_row, _check_matmul, _exact_matmul
+from ..dot_products import _check_matmul, _exact_matmul
 from ..formats import BlockFormat
+from ..mx_scales import _rn32_product
 from .fused import run_fused
 from .lookup import get_block_accumulator
 from .model import BlockScaledAccumulator
@@ -81,6 +82,29 @@ def cublaslt_alpha(a: BlockArray, b: BlockArray) -> np.float32:
         if a.variant == b.variant == "te":
             return f32(f32(f32(1.0) * a.global_amax) * f32(b.global_amax)) * _TE_FACTOR_INV
         return f32(a.global_scale) * f32(b.global_scale)
+
+
+def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.ndarray:
+    """acc * fp32(ga * gb), as a GEMM's float32 alpha does; where that alpha overflows or is
+    subnormal (it would turn finite results into Inf or lose bits), acc * ga * gb rounded once."""
+    alpha = np.float32(ga) * np.float32(gb)
+    if np.isfinite(alpha) and alpha >= np.finfo(np.float32).tiny:
+        return acc * alpha
+    p = acc.astype(np.float64) * float(ga)  # 24 x 24 bits: exact
+    finite = np.isfinite(p)
+    out = _rn32_product(np.where(finite, p, 0.0), float(gb))
+    out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
+    return np.where(out == 0, np.copysign(out, acc), out)  # alpha > 0: a zero keeps acc's sign
+
+
+def _as_row(q: BlockArray) -> BlockArray:
+    return BlockArray(q.codes[None, :], q.scales[None, :], q.format, 1, q.block_size,
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+
+
+def _as_column(q: BlockArray) -> BlockArray:
+    return BlockArray(q.codes[:, None], q.scales[:, None], q.format, 0, q.block_size,
+                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
 
 
 def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScaledAccumulator) -> np.ndarray:
