@@ -22,6 +22,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from . import codec
+from .arguments import option_name
 from .codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
 from .errors import RunError
 from .outputs import json_number
@@ -55,24 +56,36 @@ def _format_record(fmt) -> dict:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Explain how one value is encoded."""
+    """Explain how one value is encoded: the value as typed, exactly (a decimal is not read as
+    the float64 nearest it first), with the error value - input and error / |input|."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
-    x = _parse_value(args.value)
     options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan)
-    text = codec.explain(x, args.format, color=color and not args.json, **options)
+    text = codec.explain(args.value, args.format, color=color and not args.json, **options)
     if args.json:
-        from .formats import get_format
-
-        fmt = get_format(args.format)
-        code = int(codec.encode([x], fmt, **options)[0])
-        value = float(codec.decode([code], fmt)[0])
-        record = {"input": json_number(x), "format": fmt.name, **{k: v for k, v in options.items()},
-                  "code": code, "code_hex": f"0x{code:X}", "value": json_number(value),
-                  "explanation": text.splitlines()}
-        print(json.dumps(record, indent=1))
+        print(json.dumps(_show_record(args.value, args.format, options, text), indent=1))
     else:
         print(text)
     return 0
+
+
+def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
+    """show --json: the input as typed and as the float64 nearest it, the options as applied
+    (defaults resolved), the code, the value (also as its exact decimal), the error
+    value - input and error / |input| (floats, "inf" past float64's range; None where not
+    finite) and the explanation's lines."""
+    from .codec.exact import exact_decimal, fraction_float
+    from .codec.explainer import explain_facts
+
+    facts = explain_facts(value, fmt, **options)
+    exact, err, rel = facts["exact_input"], facts["error"], facts["relative_error"]
+    out = {"input": facts["input"], "input_value": json_number(fraction_float(exact))}  # (the float64 nearest)
+    out |= {k: facts[k] for k in ("format", "rounding", "overflow", "nan", "directed_overflow", "code")}
+    out |= {"code_hex": f"0x{facts['code']:X}", "value": json_number(facts["value"]),
+            "value_exact": exact_decimal(facts["value"]), "class": facts["class"],
+            "error": None if err is None else json_number(fraction_float(err)),
+            "relative_error": None if rel is None else json_number(fraction_float(rel)),
+            "explanation": text.splitlines()}
+    return out
 
 
 def cmd_table(args: argparse.Namespace) -> int:
@@ -87,26 +100,6 @@ def cmd_table(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
-
-
-def _parse_value(text: str) -> float:
-    """Parse a number: decimal, 'inf', 'nan', hex float (0x1.8p3) or a fraction 'p/q'."""
-    t = text.strip().lower()
-    try:
-        if "/" in t:
-            num, den = t.split("/")
-            return _fraction_to_float(num, den)
-        if t.startswith(("0x", "-0x", "+0x")) and "p" in t:
-            return float.fromhex(t)
-        return float(t)
-    except (ValueError, ZeroDivisionError):
-        raise ValueError(f"cannot read {text!r} as a number") from None
-
-
-def _fraction_to_float(num: str, den: str) -> float:
-    from fractions import Fraction
-
-    return float(Fraction(int(num), int(den)))
 
 
 # ---- errors and the parser ---------------------------------------------------------------------
@@ -144,14 +137,14 @@ def build_parser() -> ArgumentParser:
     p.set_defaults(func=cmd_formats)
 
     p = sub.add_parser("show", help="explain how one value is encoded in a format")
-    p.add_argument("value", help="a number: 1.5, -3e-5, -inf, nan, 0x1.8p3 or 1/3")
+    p.add_argument("value", help="a number, read exactly: 1.5, -3e-5, -inf, nan, 0x1.8p3 or 1/3")
     p.add_argument("--format", "-f", required=True, help="format name, e.g. e4m3")
     p.add_argument("--rounding", "-r", default="nearest_even", choices=sorted(codec.ROUNDING_MODES),
-                   metavar="ROUNDING", help=f"rounding mode: {', '.join(_ROUNDINGS)} (or an alias such as "
+                   type=option_name, metavar="ROUNDING", help=f"rounding mode: {', '.join(_ROUNDINGS)} (or an alias such as "
                                             "rne, rz; default nearest_even)")
-    p.add_argument("--overflow", "-o", default=None, choices=_OVERFLOWS, metavar="OVERFLOW",
+    p.add_argument("--overflow", "-o", default=None, choices=_OVERFLOWS, type=option_name, metavar="OVERFLOW",
                    help=f"overflow rule: {', '.join(_OVERFLOWS)} (default: the format's)")
-    p.add_argument("--nan", default=None, choices=_NANS, metavar="NAN",
+    p.add_argument("--nan", default=None, choices=_NANS, type=option_name, metavar="NAN",
                    help=f"the code of NaN results: {', '.join(_NANS)} (default: sign, or raise without NaN)")
     p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

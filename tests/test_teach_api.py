@@ -128,7 +128,7 @@ def test_encode_agrees_with_the_codec(name, rounding):
         v = fpemu.decode(np.array([code], fmt.code_dtype), fmt)[0]
         assert e["value"] == text(v) and e["input"] == repr(float(x))
         if np.isfinite(v):
-            assert float(e["error"]) == float(Fraction(float(v)) - Fraction(float(x)))
+            assert float(e["error"]) == float(Fraction(float(v)) - Fraction(repr(float(x))))  # the decimal typed
 
 
 def test_every_midpoint_of_e4m3_is_a_tie():
@@ -175,7 +175,8 @@ def test_the_rules_of_other_formats():
     assert rules(encode_number("ue4m3", "-1")) == ["no-code"]
     assert rules(encode_number("int8", "-2")) == ["exact"]  # two's complement reaches -2
     assert rules(encode_number("int8", "-3")) == ["overflow"]
-    assert rules(encode_number("fp64", "0.1")) == ["exact"]
+    assert rules(encode_number("fp64", "0.1")) == ["rounded"]  # the decimal 0.1 is no float64
+    assert rules(encode_number("fp64", "0.1000000000000000055511151231257827021181583404541015625")) == ["exact"]
     assert rules(encode_number("tf32", "1024.5", "nearest_away")) == ["tie"]
 
 

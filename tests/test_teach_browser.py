@@ -106,7 +106,8 @@ def test_the_page_opens_on_a_rounded_number(page):
     assert text(page, "#out-value") == decoded(code, "e4m3") == "0.3125"
     assert text(page, "#out-down") == f"{decoded(code - 1, 'e4m3')} (0x{code - 1:02X})"
     assert text(page, "#out-up") == f"{decoded(code + 1, 'e4m3')} (0x{code + 1:02X})"
-    assert rules_shown(page) == ["rounded"] and text(page, "#out-error") == repr(0.3125 - 0.3)
+    # the error of the decimal typed, exactly: 0.3125 - 3/10
+    assert rules_shown(page) == ["rounded"] and text(page, "#out-error") == "0.0125"
     rows = page.eval_on_selector_all("#out-fields tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))")
     assert rows == [["sign", "0", "+"], ["exponent", "0101", "5 - bias 7 = -2"], ["mantissa", "010", "1 + 2/8 = 1.25"]]
     shot(page, "explore_e4m3_0.3")

@@ -14,10 +14,12 @@ import numpy as np
 from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .dask_arrays import blockwise, is_dask
+from .exact_kernel import encode_exact, exact_to_float32
 from .foreign import as_numpy
 from .inputs import _as_real_array
+from .narrowing import check_via, narrow
 from .odd import integers_to_float64
-from .options import STOCHASTIC_WITH_BITS, _Options, _options
+from .options import STOCHASTIC_WITH_BITS, _check_random, _Options, _options
 from .paths import _encode_flat, _path
 from .returns import check_returns, deliver_codes
 from .rounding import _random_bits, _sr_key
@@ -35,14 +37,20 @@ def encode(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    via: str | None = None,
     workers: int | None = None,
     returns: str = "numpy",
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
 
     Args:
-        x: real array-like (float16/32/64, integers, Python numbers, ml_dtypes arrays). It is
-            converted exactly once; it is never modified.
+        x: real array-like (float16/32/64, integers, Python numbers, ml_dtypes arrays), or
+            exact numbers: ``fractions.Fraction``, ``decimal.Decimal`` and strings (decimals
+            such as ``"-0.1"``, ``"1e-40"``, ``inf``, ``nan``, hex floats ``"0x1.8p3"``,
+            fractions ``"1/3"``), alone or in lists and object arrays, read exactly, never
+            through float64 (:mod:`.exact_kernel`; ``stochastic`` compares its 64 random bits
+            with the dropped fraction truncated to 64 bits, as for float input). It is
+            rounded exactly once; it is never modified.
         fmt: a format name or :class:`Format`.
         rounding: ``nearest_even`` (``rne``), ``nearest_away`` (``rna``), ``toward_zero``
             (``rz``), ``up`` (``ru``), ``down`` (``rd``), ``odd`` (``rto``: truncate, then set
@@ -74,7 +82,8 @@ def encode(
             ``ones_positive`` (every magnitude bit set, no sign),
             ``payload`` (numpy's float->half rule: top payload bits, non-zero),
             ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
-        rng: seed or ``np.random.Generator`` for the stochastic roundings.
+        rng: seed or ``np.random.Generator`` for the stochastic roundings (refused for the
+            others, and with ``random_bits``, as ``random_bits`` are refused but for A/B/C).
         sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c`` (1..32).
         random_bits: their values, integers in [0, 2**N) broadcast to ``x``'s shape (a
             kernel's own random bits, to check its output bit for bit); None draws them.
@@ -83,6 +92,10 @@ def encode(
             sign, and round-to-odd, which truncates), ``p3109`` (the same without round-to-odd,
             for which Inf is the next code up: P3109 and gfloat), ``none`` (every overflow is Inf
             or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
+        via: ``"fp32"``: convert input that is not float32 to float32 first (round to nearest
+            even, overflow to Inf, NaN payloads as C's ``(float)`` cast keeps them), then
+            encode; libraries that go through float32 round twice so (ml_dtypes before 0.7,
+            torch: :func:`~fpemu.like` says which). None (default): round once.
         workers: threads for a large array (default: ``FPEMU_WORKERS`` or the CPU count); the
             codes are the same for every number. A Dask array is encoded block by block and
             comes back as a Dask array of the same codes (:mod:`.dask_arrays`).
@@ -100,16 +113,23 @@ def encode(
     '0x44802000'
     >>> encode([1.3, 1.3], "e4m3", rounding="stochastic_a", sr_bits=4, random_bits=[2, 14]).tolist()
     [58, 59]
+    >>> encode(["1.00048828125000000001", "0.1"], "fp16").tolist()  # a hair above a tie: up
+    [15361, 11878]
     """
     fmt = get_format(fmt)
     opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
-    if random_bits is not None and opts.rounding not in STOCHASTIC_WITH_BITS:
-        raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {opts.rounding!r}")
+    _check_random(opts.rounding, rng, random_bits)
+    via = check_via(via)
     returns, given = check_returns(returns, x), x
     x = as_numpy(x)  # torch tensors, DLPack objects
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
-        return _encode_dask(x, fmt, opts, rng, random_bits, workers)
+        return _encode_dask(x, fmt, opts, rng, random_bits, workers, via)
     arr = _as_real_array(x)
+    if arr.dtype.kind in "OU":  # exact input: rounded once from the exact rationals
+        if via is None:
+            return deliver_codes(encode_exact(arr, fmt, opts, rng, 0, random_bits), fmt, returns, given)
+        arr = exact_to_float32(arr)
+    arr = narrow(arr, via)
     if arr.dtype.kind in "iu":
         arr = _integers(arr, fmt, opts)
     return deliver_codes(_encode_array(arr, fmt, opts, rng, random_bits, workers), fmt, returns, given)
@@ -143,7 +163,8 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
     return out.reshape(arr.shape)
 
 
-def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, workers: int | None):
+def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, workers: int | None,
+                 via: str | None = None):
     """encode of a Dask array, block by block; stochastic rounding keys each element's bits
     with its position in the whole array, as in memory."""
     stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
@@ -151,6 +172,11 @@ def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, wor
 
     def block(xb: np.ndarray, rb: np.ndarray | None, where: np.ndarray) -> np.ndarray:
         arr = _as_real_array(xb)
+        if arr.dtype.kind in "OU":
+            if via is None:
+                return encode_exact(arr, fmt, opts, key, where, rb)
+            arr = exact_to_float32(arr)
+        arr = narrow(arr, via)
         if arr.dtype.kind in "iu":
             arr = _integers(arr, fmt, opts)
         return _encode_array(arr, fmt, opts, random_bits=rb, workers=workers or 1, index=where, key=key)

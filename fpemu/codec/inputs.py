@@ -11,11 +11,36 @@ from typing import Any
 
 import numpy as np
 
+from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 from ..parallel import in_worker
 
 
+def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
+    """codes as an integer array, each checked to be a code of ``fmt`` (decode and the exports
+    refuse the same codes with the same words; a dtype whose every value is a code is not
+    scanned).
+
+    >>> _as_codes([16], get_format("e2m1"))
+    Traceback (most recent call last):
+    ...
+    ValueError: code 16 is out of range for e2m1 (codes are 0..15)
+    """
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
+    limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
+    if arr.dtype.kind == "u" and 1 << (8 * arr.dtype.itemsize) <= limit:
+        return arr  # every value of the dtype is a code: nothing to check
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= limit):
+        bad = arr[(arr < 0) | (arr >= limit)].ravel()[0]
+        raise ValueError(f"code {int(bad)} is out of range for {fmt.name} (codes are 0..{limit - 1})")
+    return arr
+
+
 def _as_real_array(x: Any) -> np.ndarray:
-    """x as an ndarray of float16/32/64 without rounding (integers handled by the caller)."""
+    """x as an ndarray of float16/32/64 without rounding (integers handled by the caller), or
+    as an object or string array: exact input (Fractions, Decimals, decimal strings), which
+    the caller rounds from the exact rationals (:mod:`.exact_kernel`)."""
     arr = np.asarray(x)
     kind = arr.dtype.kind
     if kind in "fiu" and not arr.dtype.isnative:  # big-endian data: compute in native order
@@ -24,7 +49,7 @@ def _as_real_array(x: Any) -> np.ndarray:
         return arr
     if kind == "f" and arr.dtype.itemsize > 8:
         raise TypeError(f"{arr.dtype} input is not supported: convert to float64 first")
-    if kind in "iu":
+    if kind in "iuOU":
         return arr
     if kind in "fV" and arr.dtype.itemsize <= 2 and arr.dtype.names is None:
         # ml_dtypes' narrow floats (bfloat16, float8_*, ...) all widen to float32 exactly.
@@ -32,10 +57,9 @@ def _as_real_array(x: Any) -> np.ndarray:
             return arr.astype(np.float32)
         except (TypeError, ValueError):
             pass
-    what = {"c": "complex", "O": "object", "U": "string", "S": "bytes", "b": "boolean"}.get(
-        kind, str(arr.dtype)
-    )
-    raise TypeError(f"cannot encode {what} input: pass real numbers (a float or integer array)")
+    what = {"c": "complex", "S": "bytes", "b": "boolean"}.get(kind, str(arr.dtype))
+    raise TypeError(f"cannot encode {what} input: pass real numbers (a float or integer array; "
+                    "exact values as Fractions, Decimals or decimal strings)")
 
 
 # Elementwise kernels run over chunks of this many elements so that their temporaries stay

@@ -51,17 +51,25 @@ def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, key: Any = 
     flat = source.reshape(-1)
     out = np.empty(flat.size, dtype=np.uint64)
     for part in _chunks(flat.size, _GENERIC_CHUNK):
-        u = bits = None
-        if stochastic and random_bits is None:
-            positions = (np.arange(start + part.start, start + part.stop, dtype=np.uint64)
-                         if np.ndim(start) == 0 else np.asarray(start)[part])
-            u = _random_u64(key, positions)
-        if random_bits is not None:
-            bits = random_bits[part]
-        elif u is not None and opts.sr_bits is not None:
-            bits = u >> np.uint64(64 - opts.sr_bits)  # the top N bits: uniform on [0, 2**N)
+        u, bits = _chunk_random(opts, stochastic, key, start, part, random_bits)
         out[part] = _encode_chunk(flat[part], fmt, opts, u, bits)
     return out.reshape(source.shape)
+
+
+def _chunk_random(opts: _Options, stochastic: bool, key: Any, start: Any, part: slice, random_bits):
+    """The random bits of the elements in ``part``: u, 64 per element (a function of key and
+    each position: ``start`` + index, or ``start[index]``), and P3109's N-bit integers (the
+    caller's ``random_bits``, else the top N bits of u); None where the mode takes none."""
+    u = bits = None
+    if stochastic and random_bits is None:
+        positions = (np.arange(start + part.start, start + part.stop, dtype=np.uint64)
+                     if np.ndim(start) == 0 else np.asarray(start)[part])
+        u = _random_u64(key, positions)
+    if random_bits is not None:
+        bits = random_bits[part]
+    elif u is not None and opts.sr_bits is not None:
+        bits = u >> np.uint64(64 - opts.sr_bits)  # the top N bits: uniform on [0, 2**N)
+    return u, bits
 
 
 def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, u, bits) -> np.ndarray:
@@ -72,10 +80,14 @@ def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, u, bits) -> n
     isnan = np.isnan(x)
     isinf = np.isinf(x)
     finite = ~(isnan | isinf)
-    iszero = x == 0
     mag = _rounded_magnitude(x, finite, negative, fmt, opts, u, bits)
-    mag[iszero] = 0
+    return _finish_codes(mag, negative, isnan, isinf, finite, x == 0, fmt, opts, source)
 
+
+def _finish_codes(mag, negative, isnan, isinf, finite, iszero, fmt: Format, opts: _Options, source) -> np.ndarray:
+    """Codes from rounded magnitudes (:func:`_round_code`): overflow, no code, the sign and the
+    NaN codes (:mod:`.specials`); source: the float inputs, for NaN payloads."""
+    mag[iszero] = 0
     result = mag.astype(np.uint64)
     nan_out = isnan.copy()
     largest = np.where(negative & fmt.twos_complement, fmt.max_code + 1, fmt.max_code)
@@ -101,6 +113,17 @@ def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, u, bits
     shift = np.minimum(shift_full, 60).astype(np.uint64)  # beyond 54 everything is "sticky"
     kept = (sig >> shift).astype(np.int64)
     rem = sig & ((_U64(1) << shift) - _U64(1))
+    return _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt, opts, u, bits)
+
+
+def _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format, opts: _Options, u,
+                bits) -> np.ndarray:
+    """The rounded magnitude code (int64, unbounded above) of a value in ``binade`` (its
+    exponent ``ex``, clamped below at emin) that is ``kept`` quanta plus the fraction
+    ``rem / 2**shift_full`` of one (rem < 2**shift, shift = min(shift_full, 60): the
+    deterministic modes compare rem with 2**(shift - 1), see :mod:`.rounding`). Float input
+    gives the exact fraction; exact input (:mod:`.exact_kernel`) one that decides the same."""
+    M = fmt.mantissa_bits
     # Truncated code = binade offset + kept significand (with its hidden bit, which makes the
     # offset of field E land on E << M); a carry when rounding up rolls into the next binade.
     code = ((binade - fmt.emin) << M) + kept

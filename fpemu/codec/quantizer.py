@@ -10,13 +10,16 @@ import numpy as np
 from ..formats import Format, get_format
 from .decoder import _fits, decode
 from .encoder import encode
+from .exact_kernel import exact_to_float32
 from .inputs import _as_real_array, _chunk_size, _chunks
+from .narrowing import check_via, narrow
 from ..parallel import run_pieces
 from .dask_arrays import is_dask
 from .foreign import as_numpy
 from .kernel import _decode_generic, _encode_generic, _raise_nan
 from .returns import check_returns, deliver_values
-from .options import ROUNDING_MODES, _Options, _options
+from ..arguments import option_name
+from .options import ROUNDING_MODES, _check_random, _Options, _options
 
 
 def quantize(
@@ -30,32 +33,44 @@ def quantize(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    via: str | None = None,
     workers: int | None = None,
     returns: str = "numpy",
 ) -> np.ndarray:
     """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats, in the
     array type ``returns`` asks for (``"numpy"``, ``"input"``, ``"torch"``, ``"ml_dtypes"``).
 
-    The result has x's float dtype (float64 for integer input); if the format has values that
-    dtype cannot hold exactly (bf16 from float16 input, say), it is widened to float32 or
-    float64 so no value is rounded a second time.
+    Exact input (Fractions, Decimals, decimal strings: see :func:`encode`) is rounded once
+    from its exact value. The result has x's float dtype (float64 for integer and exact
+    input); if the format has values that dtype cannot hold exactly (bf16 from float16 input,
+    say), it is widened to float32 or float64 so no value is rounded a second time.
 
     >>> quantize([0.1, 1000.0], "e4m3", overflow="saturate")
     array([1.015625e-01, 4.480000e+02])
+    >>> quantize([1 + 2**-8 + 2**-30], "bf16", via="fp32")  # rounded twice, as ml_dtypes 0.6 does
+    array([1.])
     """
     fmt = get_format(fmt)
     returns = check_returns(returns, x)
+    # the fast paths below never reach encode: the options are checked here, once, first
+    _check_random(_options(fmt, rounding, overflow, nan, sr_bits, directed_overflow).rounding, rng, random_bits)
     values = _quantize(as_numpy(x), fmt, rounding, overflow, nan, rng, sr_bits, random_bits, directed_overflow,
-                       workers)
+                       workers, check_via(via))
     return deliver_values(values, returns, x)
 
 
 def _quantize(x: Any, fmt: Format, rounding: str, overflow: str | None, nan: str | None, rng: Any,
               sr_bits: int | None, random_bits: Any, directed_overflow: str | None,
-              workers: int | None) -> np.ndarray:
+              workers: int | None, via: str | None = None) -> np.ndarray:
     """quantize of a NumPy or Dask array."""
     arr = x if is_dask(x) else _as_real_array(x)
-    dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
+    dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)  # (exact input: float64)
+    if via is not None and arr.dtype.kind in "OU":
+        arr = exact_to_float32(arr)  # once, from the exact value
+    if via is not None:  # the values come back in x's dtype, rounded twice as asked
+        values = _quantize(arr.map_blocks(narrow, via, dtype=np.float32) if is_dask(arr) else narrow(arr, via), fmt, rounding, overflow,
+                           nan, rng, sr_bits, random_bits, directed_overflow, workers)
+        return values.astype(np.promote_types(dtype, values.dtype))
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
@@ -90,7 +105,7 @@ def _magic_path_ok(fmt: Format, rounding: str) -> bool:
     """Whether float32 addition can do the RNE rounding (fp16-like formats: 7 to 21 mantissa
     bits, subnormals, and an exponent range whose magic numbers stay finite in float32)."""
     return (
-        isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "nearest_even"
+        ROUNDING_MODES.get(option_name(rounding)) == "nearest_even"
         and 7 <= fmt.mantissa_bits <= 21 and fmt.subnormals and fmt.signed and fmt.has_normals
         and not fmt.twos_complement
         and fmt.emin >= -126 and fmt.emax <= 103 + fmt.mantissa_bits
@@ -153,7 +168,7 @@ def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
     1 to 51 mantissa bits, in a mode numpy rounds integers in). Without mantissa bits the
     integer's parity is not the code's, so ties to even would go wrong."""
     return (
-        isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in _INTEGER_ROUNDING
+        ROUNDING_MODES.get(option_name(rounding)) in _INTEGER_ROUNDING
         and fmt.subnormals and fmt.signed and 1 <= fmt.mantissa_bits <= 51 and not fmt.twos_complement
     )
 

@@ -16,16 +16,18 @@ codes and non-finite values survive JSON.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
 from ..codec import decode, encode, quantize
+from ..codec.exact import exact_decimal, fraction_float
+from ..codec.explainer import explain_facts
 from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
 from .blocks import BLOCK_NAMES, SCALE_RULES
-from .rules import number_text, parse_number, rounding_rules
+from .rules import number_text, parse_exact, rounding_rules
 
 __all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
            "ROUNDINGS", "OVERFLOWS", "number_text"]
@@ -83,7 +85,7 @@ def formats_payload() -> dict[str, Any]:
 
 def _code_from(fmt: Format, code: Any) -> int:
     """A code from a string of bits (``"00111000"``), a hex string (``"0x38"``) or an int."""
-    if isinstance(code, bool):
+    if isinstance(code, (bool, np.bool_)):
         raise TypeError("a code is a string of bits, a hex string or an integer")
     if isinstance(code, str):
         text = code.strip().replace("_", "").replace(" ", "")
@@ -93,8 +95,8 @@ def _code_from(fmt: Format, code: Any) -> int:
             raw = int(text, 2)
         else:
             raise ValueError(f"a code of {fmt.name} is {fmt.bits} bits (0/1) or hex, got {code!r}")
-    elif isinstance(code, int):
-        raw = code >> fmt.code_shift
+    elif is_whole(code):
+        raw = int(code) >> fmt.code_shift
     else:
         raise TypeError("a code is a string of bits, a hex string or an integer")
     if not 0 <= raw < fmt.num_codes:
@@ -202,29 +204,33 @@ def _formula(fmt: Format, raw: int, efield: int, frac: int, negative: bool, cls:
 
 
 def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow: str = "default") -> dict[str, Any]:
-    """Round the number ``text`` into ``fmt``: the code's description (:func:`describe_code`)
-    with the input, the rounding error and the rules that fired.
+    """Round the number ``text`` into ``fmt``, once, from its exact value (``"0.1"`` is one
+    tenth, not the float64 nearest it): the code's description (:func:`describe_code`) with
+    the input (as typed, and ``input_value``, the float64 nearest it), the value's exact
+    decimal, the error (value - input, exactly, shown as the float64 nearest it; relative:
+    divided by |input|; as :func:`fpemu.explain` gives them) and the rules that fired.
 
     >>> e = encode_number("e2m1", "2.5")
     >>> e["value"], e["error"], [r["rule"] for r in e["rules"]]
     ('2.0', '-0.5', ['tie'])
+    >>> e = encode_number("fp64", "0.1")
+    >>> e["value"], e["error"], e["relative_error"], [r["rule"] for r in e["rules"]]
+    ('0.1', '5.551115123125783e-18', '5.551115123125783e-17', ['rounded'])
     """
     fmt = format_from_spec(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"unknown rounding {rounding!r}; the explorer offers {', '.join(ROUNDINGS)}")
     if overflow not in OVERFLOWS:
         raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOWS)}")
-    x = parse_number(text)
+    x = parse_exact(text)
+    shown = text.strip() if isinstance(text, str) else number_text(text)
     ovf = None if overflow == "default" else overflow
-    code = int(encode(np.array([x]), fmt, rounding=rounding, overflow=ovf)[0])
-    out = describe_code(fmt, code)
-    value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
-    out.update(input=number_text(x), rounding=rounding, overflow=overflow,
-               rules=rounding_rules(x, fmt, rounding, ovf, value))
-    if np.isfinite(x) and np.isfinite(value):
-        err = Fraction(value) - Fraction(x)
-        out["error"] = number_text(float(err))
-        out["relative_error"] = number_text(float(err / Fraction(x))) if x else None
-    else:
-        out["error"] = out["relative_error"] = None
+    facts = explain_facts(x, fmt, rounding=rounding, overflow=ovf)  # the error as show gives it
+    out = describe_code(fmt, facts["code"])
+    value = facts["value"]
+    err, rel = facts["error"], facts["relative_error"]
+    out.update(input=shown, input_value=number_text(fraction_float(x)), value_exact=exact_decimal(value),
+               rounding=rounding, overflow=overflow, rules=rounding_rules(x, fmt, rounding, ovf, value, shown),
+               error=None if err is None else number_text(fraction_float(err)),
+               relative_error=None if rel is None else number_text(fraction_float(rel)))
     return out

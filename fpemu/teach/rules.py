@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from ..codec import quantize
+from ..codec.exact import exact_number, fraction_float
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctests use it)
 from .values import next_step_above_max, overflow_threshold
 
-__all__ = ["number_text", "parse_number", "rounding_rules"]
+__all__ = ["number_text", "parse_exact", "parse_number", "rounding_rules"]
 
 _MODE_WORDS = {
     "toward_zero": "truncated toward zero",
@@ -48,27 +49,30 @@ def number_text(value: float) -> str:
     return repr(value)
 
 
-def parse_number(text: Any) -> float:
-    """A number typed on the page: decimal, ``inf``, ``nan``, a hex float (``0x1.8p3``) or a
-    fraction ``p/q``; it becomes a float64 (the codec's input) first.
+def parse_exact(text: Any) -> Fraction | float:
+    """A number typed on the page, exactly (:func:`fpemu.codec.exact.exact_number`): a decimal
+    (``0.1`` is one tenth, not the float64 nearest it), ``inf``, ``nan``, a hex float
+    (``0x1.8p3``) or a fraction ``p/q``; a Fraction, or a float for zeros, Inf and NaN. JSON
+    numbers are taken as the float64 they are.
 
-    >>> parse_number("1/4"), parse_number("-0x1.8p1"), parse_number(" 1e-3 ")
-    (0.25, -3.0, 0.001)
+    >>> parse_exact("1/4"), parse_exact("−0x1.8p1"), parse_exact(" 1e-3 "), parse_exact("-0")
+    (Fraction(1, 4), Fraction(-3, 1), Fraction(1, 1000), -0.0)
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        return exact_number(text)
     if not isinstance(text, str):
         raise TypeError("a number is text such as 0.1, -3e-5, inf, 0x1.8p3 or 1/3")
-    t = text.strip().lower().replace("−", "-")
-    try:
-        if "/" in t:
-            num, den = t.split("/")
-            return float(Fraction(int(num), int(den)))
-        if t.lstrip("+-").startswith("0x"):
-            return float.fromhex(t)
-        return float(t)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        raise ValueError(f"cannot read {text!r} as a number") from None
+    return exact_number(text.replace("−", "-"))
+
+
+def parse_number(text: Any) -> float:
+    """A number typed on the page as the float64 nearest it (for the block view, whose MX
+    quantize takes float64), +-inf beyond float64's range.
+
+    >>> parse_number("1/4"), parse_number("-0x1.8p1"), parse_number(" 1e-3 "), parse_number("1e400")
+    (0.25, -3.0, 0.001, inf)
+    """
+    return fraction_float(parse_exact(text))
 
 
 @lru_cache(maxsize=64)
@@ -82,35 +86,41 @@ def _grid_beyond(fmt: Format) -> Format | None:
         return None
 
 
-def _q(x: float, fmt: Format, rounding: str, overflow: str | None = "saturate") -> float:
+def _q(x: Fraction | float, fmt: Format, rounding: str, overflow: str | None = "saturate") -> float:
+    """x rounded into fmt by the codec (exact input: rounded once from its exact value)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return float(quantize(np.array([x]), fmt, rounding=rounding, overflow=overflow)[0])
+        return float(quantize(np.array([x], dtype=object), fmt, rounding=rounding, overflow=overflow)[0])
 
 
 def _rule(name: str, text: str) -> dict[str, str]:
     return {"rule": name, "text": text}
 
 
-def rounding_rules(x: float, fmt: Format, rounding: str, overflow: str | None, value: float) -> list[dict[str, str]]:
-    """The rules that turned ``x`` into ``value`` (its code's value in ``fmt``), in order.
+def rounding_rules(x: Fraction | float, fmt: Format, rounding: str, overflow: str | None, value: float,
+                   shown: str | None = None) -> list[dict[str, str]]:
+    """The rules that turned ``x`` (exact: a Fraction, or a float) into ``value`` (its code's
+    value in ``fmt``), in order; ``shown``: how the sentences write x (default: its value).
 
     Each is ``{"rule": name, "text": sentence}``; names: ``nan``, ``infinity``, ``no-code``,
     ``exact``, ``tie``, ``rounded``, ``subnormal``, ``underflow``, ``overflow``.
+
+    >>> [r["rule"] for r in rounding_rules(Fraction(1, 10), get_format("fp64"), "nearest_even", None, 0.1)]
+    ['rounded']
     """
-    g = _text
-    if np.isnan(x):
+    g, gx = _text, shown if shown is not None else _text(x)
+    if isinstance(x, float) and np.isnan(x):
         return [_rule("nan", "NaN in, " + ("NaN out" if np.isnan(value) else f"{g(value)} out: the format has no NaN"))]
-    if np.isinf(x):
+    if isinstance(x, float) and np.isinf(x):
         out = "the same infinity" if value == x else f"{g(value)} (the overflow rule)"
         return [_rule("infinity", f"an infinity in gives {out}")]
     if not fmt.signed and x < 0:
         then = "has no code" if np.isnan(value) else f"becomes {g(value)}"
-        return [_rule("no-code", f"{fmt.name} is unsigned, it has no negative values: {g(x)} {then}")]
+        return [_rule("no-code", f"{fmt.name} is unsigned, it has no negative values: {gx} {then}")]
     if x == 0 and not fmt.subnormals:
         return [_rule("no-code", f"{fmt.name} has no zero (every code is a power of two): 0 has no code")]
     a, top = abs(x), (-fmt.lowest if x < 0 else fmt.max)
     if value == x:
-        rules = [_rule("exact", f"{g(x)} is a value of {fmt.name}: nothing to round")]
+        rules = [_rule("exact", f"{gx} is a value of {fmt.name}: nothing to round")]
         if fmt.exponent_bits and 0 < a < fmt.min_normal:
             rules.append(_subnormal(fmt))
         return rules
@@ -125,28 +135,29 @@ def rounding_rules(x: float, fmt: Format, rounding: str, overflow: str | None, v
         lo, hi = sorted((sign * near, sign * far))
         if rounding.startswith("nearest") and Fraction(a) - Fraction(near) == Fraction(far) - Fraction(a):
             how = "the one with the even code" if rounding == "nearest_even" else "the one away from zero"
-            rules.append(_rule("tie", f"{g(x)} is exactly halfway between {g(lo)} and {g(hi)}: "
+            rules.append(_rule("tie", f"{gx} is exactly halfway between {g(lo)} and {g(hi)}: "
                                       f"{rounding} takes {how}"))
         elif rounding.startswith("nearest"):
-            rules.append(_rule("rounded", f"{g(x)} lies between {g(lo)} and {g(hi)}: rounded to the nearer"))
+            rules.append(_rule("rounded", f"{gx} lies between {g(lo)} and {g(hi)}: rounded to the nearer"))
         else:
-            rules.append(_rule("rounded", f"{g(x)} lies between {g(lo)} and {g(hi)}: {_MODE_WORDS[rounding]}"))
+            rules.append(_rule("rounded", f"{gx} lies between {g(lo)} and {g(hi)}: {_MODE_WORDS[rounding]}"))
     elif a < near:  # below the smallest value of a format without zero
-        rules.append(_rule("rounded", f"{g(x)} is below {fmt.name}'s smallest value {g(near)}"))
+        rules.append(_rule("rounded", f"{gx} is below {fmt.name}'s smallest value {g(near)}"))
     below_normal = 0 < abs(value) < fmt.min_normal or (value == 0 and a < fmt.min_normal)
     if fmt.exponent_bits and fmt.has_normals and below_normal:
         rules.append(_subnormal(fmt))
     if value == 0:
-        rules.append(_rule("underflow", f"{g(x)} is too small for {fmt.name}: it rounded to zero (underflow)"))
-    over = _overflowed(x, fmt, rounding, overflow, sign * top, value)
+        rules.append(_rule("underflow", f"{gx} is too small for {fmt.name}: it rounded to zero (underflow)"))
+    over = _overflowed(x, fmt, rounding, overflow, sign * top, value, gx)
     if over:
         rules.append(_rule("overflow", over))
     return rules
 
 
-def _text(v: float) -> str:
-    """A float64 exactly enough to tell neighbours apart (repr), integers without '.0'."""
-    v = float(v)
+def _text(v: Fraction | float) -> str:
+    """A float64 exactly enough to tell neighbours apart (repr), integers without '.0' (a
+    Fraction as the float64 nearest it)."""
+    v = fraction_float(v) if isinstance(v, Fraction) else float(v)
     return str(int(v)) if v.is_integer() and abs(v) < 2**53 else repr(v)
 
 
@@ -155,7 +166,8 @@ def _subnormal(fmt: Format) -> dict[str, str]:
                               f"evenly spaced by {_text(fmt.min_subnormal)}, so fewer significant bits")
 
 
-def _overflowed(x: float, fmt: Format, rounding: str, overflow: str | None, end: float, value: float) -> str:
+def _overflowed(x: Fraction | float, fmt: Format, rounding: str, overflow: str | None, end: float, value: float,
+                shown: str) -> str:
     """Why the result is beyond, or pinned at, the end of the finite range (``end``: the
     largest or the lowest finite value, on x's side); '' where nothing overflowed."""
     beyond = _grid_beyond(fmt)
@@ -165,7 +177,7 @@ def _overflowed(x: float, fmt: Format, rounding: str, overflow: str | None, end:
         past = not np.isfinite(value)
     if not past:
         return ""
-    head = f"{_text(x)} rounds past {_text(end)}, the {'lowest' if end < 0 else 'largest'} finite value"
+    head = f"{shown} rounds past {_text(end)}, the {'lowest' if end < 0 else 'largest'} finite value"
     if abs(end) == fmt.max:
         head += f" (to nearest, overflow starts beyond ±{_text(overflow_threshold(fmt))})"
     if np.isnan(value):

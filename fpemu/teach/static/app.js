@@ -108,6 +108,7 @@ function renderCode(d, rounded) {
   $("rounding-out").hidden = !rounded;
   if (rounded) {
     $("out-input").textContent = d.input;
+    $("out-value-exact").textContent = d.value_exact;
     $("out-error").textContent = d.error === null ? "none (not a finite number)" : d.error;
     $("out-relative").textContent = d.relative_error === null ? "none" : d.relative_error;
     const rules = $("out-rules");
