@@ -90,7 +90,7 @@ def test_crosscheck_bad_arguments(capsys, args, status, says):
                                         ("missing_dir", "does not exist")])  # fmt: skip
 def test_crosscheck_json_that_cannot_be_written(capsys, files, tmp_path, where, says):
     target = {"dir": files["dir"], "under_file": files["afile"] / "cc.json", "missing_dir": tmp_path / "no" / "cc.json"}[where]
-    _fails(capsys, ["crosscheck", "--backend", "numpy", "--n", "10", "--json", str(target)], 1, str(target), says)
+    _fails(capsys, ["crosscheck", "--backend", "numpy", "--n", "10", "--json-file", str(target)], 1, str(target), says)
 
 
 # ---- fit --------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_probe_without_a_gpu(capsys):
         (["e4m3", "--kind", "random", "--n", "0"], 2, "n must be at least 1, got 0"),
         (["fp32", "--kind", "exhaustive"], 2, "at most 16 bits"),
         (["fp16", "--accumulator", "nope"], 2, "nope"),
-        (["e4m3", "--seed", "-1"], 2, "seed must be a non-negative integer"),
+        (["e4m3", "--kind", "random", "--seed", "-1"], 2, "seed must be a non-negative integer"),
         (["mxfp4", "--kind", "exhaustive"], 2, "block vectors come in kinds 'random' and 'edge'"),
     ],
 )  # fmt: skip

@@ -15,7 +15,7 @@ def test_cli_compare_json_and_plot(tmp_path, capsys):
     from fpemu.cli import main
 
     out = tmp_path / "h.json"
-    assert main(["train", "--steps", "4", "--json", str(out)]) == 0
+    assert main(["train", "--steps", "4", "--json-file", str(out)]) == 0
     table = capsys.readouterr().out
     for label in ("fp32", "fp16+none", "fp16+dynamic", "bf16+none", "fp8+none"):
         assert label in table
@@ -28,18 +28,18 @@ def test_cli_compare_json_and_plot(tmp_path, capsys):
     assert main(["train", "--precision", "fp16", "--loss-scale", "none", "--steps", "2", "--accumulator", "nope"]) == 2
 
 
-def test_cli_line_per_run_when_stdout_is_not_a_terminal(capsys):
+def test_cli_line_per_run_when_stderr_is_not_a_terminal(capsys):
     from fpemu.cli import main
 
     assert main(["train", "--steps", "2"]) == 0
     got = capsys.readouterr()
-    lines = got.out.splitlines()
-    assert [ln.split(" (")[0] for ln in lines[:5]] == [
+    lines = got.err.splitlines()  # no bar (stderr is not a terminal): a line per run, on stderr
+    assert [ln.split(" (")[0] for ln in lines] == [
         "trained fp32", "trained fp16+none", "trained fp16+dynamic", "trained bf16+none", "trained fp8+none"]
-    assert lines[4].startswith("trained fp8+none (5/5) in ") and lines[5].startswith("run ")
-    assert got.err == ""  # no bar: stderr is not a terminal
+    assert lines[4].startswith("trained fp8+none (5/5) in ") and got.out.startswith("run ")
     assert main(["train", "-p", "bf16", "--steps", "2", "--quiet"]) == 0
-    assert capsys.readouterr().out.startswith("run ")
+    got = capsys.readouterr()
+    assert got.out.startswith("run ") and got.err == ""
 
 
 def test_cli_lines_reach_a_pipe_as_each_run_finishes():
@@ -48,12 +48,14 @@ def test_cli_lines_reach_a_pipe_as_each_run_finishes():
     import time
 
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "fpemu", "train", "--steps", "60"], stdout=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
+    proc = subprocess.Popen([sys.executable, "-m", "fpemu", "train", "--steps", "60"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()
     at_first = time.monotonic() - start
-    rest = proc.stdout.read()
+    rest, table = proc.stderr.read(), proc.stdout.read()
     assert proc.wait() == 0
-    assert first.startswith("trained fp32 (1/5) in ") and "trained fp8+none (5/5)" in rest and "what happened" in rest
+    assert first.startswith("trained fp32 (1/5) in ") and "trained fp8+none (5/5)" in rest and "what happened" in table
+    assert "trained" not in table
     # fp32 is the first and fastest of five runs: its line comes long before the end (not buffered)
     assert at_first < 0.6 * (time.monotonic() - start)
 

@@ -59,7 +59,7 @@ def no_training(monkeypatch):
 )
 def test_train_bad_values_are_usage_errors(argv, says, capsys, tmp_path):
     out = tmp_path / "h.json"
-    fails(["train", *argv, "--json", str(out)], 2, capsys, says=says)
+    fails(["train", *argv, "--json-file", str(out)], 2, capsys, says=says)
     assert not out.exists()  # refused before anything was written
 
 
@@ -67,48 +67,48 @@ def test_train_bad_values_are_usage_errors(argv, says, capsys, tmp_path):
                                   ["-p", "fp8", "--fp8-recipe", "current", "--steps", "1000000"]])
 def test_valid_arguments_reach_training(argv, monkeypatch, tmp_path):
     """The control: when everything checks out, training is reached (and stopped there), and
-    a --json path that was only probed is not left behind."""
+    a --json-file path that was only probed is not left behind."""
     monkeypatch.setenv("FPEMU_TRACEBACK", "1")  # let the stub's AssertionError through
     target = tmp_path / "h.json"
     with pytest.raises(AssertionError, match="training started"):
-        main(["train", *argv, "--json", str(target)])
+        main(["train", *argv, "--json-file", str(target)])
     assert not target.exists()
 
 
 # ---- train: output paths (failed runs, 1) -------------------------------------------------------
-def test_json_path_is_a_directory(tmp_path, capsys):
-    line = fails(["train", "--json", str(tmp_path)], 1, capsys, names=str(tmp_path))
-    assert "--json" in line and "is a directory" in line
+def test_json_file_path_is_a_directory(tmp_path, capsys):
+    line = fails(["train", "--json-file", str(tmp_path)], 1, capsys, names=str(tmp_path))
+    assert "--json-file" in line and "is a directory" in line
 
 
-def test_json_path_in_a_missing_directory(tmp_path, capsys):
+def test_json_file_path_in_a_missing_directory(tmp_path, capsys):
     target = tmp_path / "missing" / "h.json"
-    line = fails(["train", "--json", str(target)], 1, capsys, names=str(target))
+    line = fails(["train", "--json-file", str(target)], 1, capsys, names=str(target))
     assert "No such file or directory" in line
     assert not (tmp_path / "missing").exists()
 
 
-def test_json_path_below_a_file(tmp_path, capsys):
+def test_json_file_path_below_a_file(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     target = tmp_path / "f" / "h.json"
-    fails(["train", "--json", str(target)], 1, capsys, names=str(target), says="Not a directory")
+    fails(["train", "--json-file", str(target)], 1, capsys, names=str(target), says="Not a directory")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
-def test_json_path_not_writable(tmp_path, capsys):
+def test_json_file_path_not_writable(tmp_path, capsys):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     try:
-        fails(["train", "--json", str(locked / "h.json")], 1, capsys, names=str(locked / "h.json"),
+        fails(["train", "--json-file", str(locked / "h.json")], 1, capsys, names=str(locked / "h.json"),
               says="Permission denied")
     finally:
         locked.chmod(0o700)
 
 
-def test_json_check_leaves_an_existing_file_alone(tmp_path, capsys):
+def test_json_file_check_leaves_an_existing_file_alone(tmp_path, capsys):
     target = tmp_path / "h.json"
     target.write_text("old")
-    fails(["train", "--json", str(target), "--steps", "0"], 2, capsys)  # bad value: nothing touched
+    fails(["train", "--json-file", str(target), "--steps", "0"], 2, capsys)  # bad value: nothing touched
     assert target.read_text() == "old"
 
 

@@ -301,7 +301,7 @@ def test_a_diverging_run_records_inf_and_nan_without_warnings(tiny, tmp_path):
 
 
 def test_json_of_a_diverged_run_is_strict_json():
-    """`fpemu train --json` writes strict JSON: non-finite values of a diverged run are null."""
+    """`fpemu train --json` (and --json-file) give strict JSON: non-finite values of a diverged run are null."""
     import json
 
     h = T.run("fp32", steps=6, task=T.make_task(0, **{**TINY, "lr": 1e30}))

@@ -14,7 +14,7 @@ from fpemu.cli import main
 def test_gpt_single_run_and_json(tmp_path, capsys):
     out = tmp_path / "g.json"
     assert main(["train", "--task", "gpt", "-p", "nvfp4", "--nvfp4-recipe", "2d,sr", "--steps", "2",
-                 "--json", str(out)]) == 0
+                 "--json-file", str(out)]) == 0
     table = capsys.readouterr().out
     assert "nvfp4[2d+sr]+none" in table and "what happened" in table
     data = json.loads(out.read_text())
@@ -24,12 +24,12 @@ def test_gpt_single_run_and_json(tmp_path, capsys):
 
 def test_gpt_comparison_runs_every_policy(capsys):
     assert main(["train", "--task", "gpt", "--steps", "1"]) == 0
-    out = capsys.readouterr().out.splitlines()
+    got = capsys.readouterr()
+    err, lines = got.err.splitlines(), got.out.splitlines()
     want = ["fp32", "fp16+dynamic", "bf16+none", "fp8[delayed]+none", "fp8[current]+none",
             "mxfp8+none", "nvfp4[2d+sr+rht+last1]+none", "nvfp4[plain]+none"]
-    # stdout is not a terminal here: a line per run as it finishes, then the table
-    assert [ln.split()[1] for ln in out[:8]] == want and out[7].startswith("trained nvfp4[plain]+none (8/8) in ")
-    lines = out[8:]
+    # stderr is not a terminal here: a line per run on stderr as it finishes; stdout: the table
+    assert [ln.split()[1] for ln in err] == want and err[7].startswith("trained nvfp4[plain]+none (8/8) in ")
     assert [ln.split()[0] for ln in lines[1:]] == want
     assert lines[1].endswith("the baseline") and "vs fp32" in lines[2]
 
@@ -42,7 +42,7 @@ def test_infer_quiet_and_no_bar_in_a_pipe(capsys):
 
 def test_infer_table(tmp_path, capsys):
     out = tmp_path / "i.json"
-    assert main(["infer", "--steps", "3", "--formats", "nvfp4,fp8", "--json", str(out)]) == 0
+    assert main(["infer", "--steps", "3", "--formats", "nvfp4,fp8", "--json-file", str(out)]) == 0
     text = capsys.readouterr().out
     assert "perplexity" in text and "nvfp4" in text
     rows = json.loads(out.read_text())["rows"]
@@ -72,7 +72,7 @@ def no_gpt_training(monkeypatch):
         (["train", "--task", "transformer"], 2, "invalid choice: 'transformer'"),
         (["infer", "--formats", "fp7"], 2, "unknown format 'fp7'"),
         (["infer", "--steps", "-1"], 2, "steps must be"),
-        (["infer", "--json", "/nonexistent-dir/x.json"], 1, "cannot write --json"),
+        (["infer", "--json-file", "/nonexistent-dir/x.json"], 1, "cannot write --json-file"),
     ],
 )
 def test_bad_arguments_fail_in_one_line_before_training(argv, status, says, capsys, no_gpt_training):

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import option_name
 from ..codec import decode
 from ..outputs import json_number, json_numbers
 from .array import BlockArray
 from .conventions import CONVENTION_NAMES
-from .formats import BLOCK_FORMATS
+from .formats import BLOCK_FORMATS, get_block_format
 from .inputs import _as_float_array
 from .mx_scales import SCALE_ROUNDINGS
 from .quantization import quantize
@@ -32,6 +33,8 @@ def _read_values(text: str) -> np.ndarray:
     A file that cannot be read raises OSError naming it (exit status 1); contents that are not
     real numbers raise the ValueError/TypeError that quantize itself would, naming the file.
     """
+    if not text.strip():  # "" would be the current directory
+        raise ValueError("FILE_OR_VALUES: the values are empty: give numbers such as '7,3,1,0.4' or a file")
     path = Path(text)
     if _exists(path) or path.suffix.lower() == ".npy":
         return _read_file(path)
@@ -50,8 +53,16 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _parse_numbers(text: str) -> np.ndarray | None:
-    """float64 numbers from comma/space separated text; None if a token is not a number."""
+def _parse_numbers(text: str, where: str = "") -> np.ndarray | None:
+    """float64 numbers from comma/space separated text; None if a token is not a number. An
+    empty field between commas ("1,,2", "1,2,") is refused, not dropped (``where``: the file)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines, 1):
+        empty = next((j for j, f in enumerate(line.split(","), 1) if not f.strip()), None) if "," in line else None
+        if empty is not None:
+            at = f"{where}: line {i}: " if where else ("FILE_OR_VALUES: " if len(lines) == 1 else f"line {i}: ")
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            raise ValueError(f"{at}field {empty} of {shown!r} is empty")
     tokens = text.replace(",", " ").split()
     if not tokens:
         raise ValueError("no values given")
@@ -69,11 +80,12 @@ def _read_file(path: Path) -> np.ndarray:
         data = _load_npy(path)
     else:
         try:
-            values = _parse_numbers(path.read_text())
+            text = path.read_text()
         except UnicodeDecodeError:
-            values = None
-        except ValueError:
-            raise ValueError(f"{path}: no values in the file") from None
+            text = None
+        if text is not None and not text.split():
+            raise ValueError(f"{path}: no values in the file")
+        values = None if text is None else _parse_numbers(text, str(path))
         if values is None:
             raise ValueError(f"{path}: neither a .npy file nor text of numbers")
         data = values
@@ -190,6 +202,9 @@ def describe_json(q: BlockArray, x: Any) -> dict:
 
 def cmd_mx(args: argparse.Namespace) -> int:
     """``fpemu mx``: quantize values into a block format and explain each block."""
+    if args.variant is not None and not get_block_format(args.format).is_nvfp4:  # not dropped: refused
+        raise ValueError(f"--variant applies to NVFP4's arithmetic, not to {args.format} "
+                         "(MX formats have --scale-rounding, --inf and --convention)")
     x = _read_values(args.values)
     q = quantize(
         x,
@@ -197,7 +212,7 @@ def cmd_mx(args: argparse.Namespace) -> int:
         block_size=args.block_size,
         scale_rounding=args.scale_rounding,
         inf=args.inf,
-        variant=args.variant,
+        variant=args.variant or "te",
         convention=args.convention,
     )
     print(json.dumps(describe_json(q, x), indent=1) if args.json else describe(q, x))
@@ -217,12 +232,13 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--format", "-f", default="mxfp8_e4m3", help=f"one of {', '.join(BLOCK_FORMATS)}")
     p.add_argument("--block-size", "-b", type=int, default=None,
                    help="elements per block (1 .. 2**31; default: the format's)")
-    p.add_argument("--scale-rounding", "-s", default=None, choices=SCALE_ROUNDINGS,
+    p.add_argument("--scale-rounding", "-s", default=None, type=option_name, choices=SCALE_ROUNDINGS,
                    help="MX scale rule (default floor, the OCP rule, or the convention's own)")
-    p.add_argument("--inf", default=None, choices=("nan", "saturate"),
+    p.add_argument("--inf", default=None, type=option_name, choices=("nan", "saturate"),
                    help="scale of an MX block holding Inf: 0xFF (nan, the default) or 0xFE (saturate)")
-    p.add_argument("--convention", "-c", default=None, choices=CONVENTION_NAMES,
+    p.add_argument("--convention", "-c", default=None, type=option_name, choices=CONVENTION_NAMES,
                    help="reproduce a library's MX rule (default: the OCP spec; see docs/mx.md)")
-    p.add_argument("--variant", default="te", choices=("te", "torchao"), help="NVFP4 arithmetic")
+    p.add_argument("--variant", default=None, type=option_name, choices=("te", "torchao"),
+                   help="NVFP4 arithmetic: te (TransformerEngine, the default) or torchao")
     p.add_argument("--json", action="store_true", help="print the blocks as JSON")
     p.set_defaults(func=cmd_mx)

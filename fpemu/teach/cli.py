@@ -1,8 +1,9 @@
 """The ``fpemu plot`` and ``fpemu explore`` commands.
 
 ``fpemu plot e4m3 e5m2 --out fp8.png`` draws the number line, the spacing and the dynamic
-range of the formats into one PNG (``--kind`` picks one panel); ``fpemu explore`` serves the
-explorer page on 127.0.0.1 until Ctrl-C.
+range of the formats into one image, of the type the suffix of ``--out`` names (``.svg``,
+``.pdf``, ``.jpg`` ...; ``--kind`` picks one panel); ``fpemu explore`` serves the explorer
+page on 127.0.0.1 until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 import webbrowser
 from typing import Any
 
+from ..arguments import option_name
 from ..errors import RunError
 from ..formats import get_format
 from .plots import KINDS, check_plot_request, plot
@@ -86,11 +88,12 @@ def _port(text: str) -> int:
 
 def register_cli(subparsers: Any) -> None:
     """Add ``plot`` and ``explore`` to the ``fpemu`` command line."""
-    p = subparsers.add_parser("plot", help="draw formats: number line, spacing, dynamic range (PNG)")
+    p = subparsers.add_parser("plot", help="draw formats: number line, spacing, dynamic range (PNG, SVG, PDF ...)")
     p.add_argument("format", nargs="+", metavar="FORMAT",
                    help="format names (e4m3, bf16, ...); for --kind ranges also block formats (mxfp4)")
-    p.add_argument("--out", "-o", required=True, help="the PNG file to write")
-    p.add_argument("--kind", "-k", default="all", choices=KINDS,
+    p.add_argument("--out", "-o", required=True,
+                   help="the image file to write, of the type its suffix names (.png, .jpg, .svg, .pdf ...)")
+    p.add_argument("--kind", "-k", default="all", type=option_name, choices=KINDS,
                    help="all panels (default), or line, spacing or ranges alone")
     p.add_argument("--json", action="store_true", help="print what was drawn as JSON")
     p.set_defaults(func=cmd_plot)

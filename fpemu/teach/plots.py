@@ -165,12 +165,29 @@ def draw_ranges(ax: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _image_type(path: str | Path) -> str:
+    """The image type matplotlib writes for ``path``'s suffix (``.png``, ``.jpg``, ``.svg``,
+    ``.pdf``, ... in any case), or a ValueError listing the ones it can write."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = Path(path).suffix
+    types = FigureCanvasBase.get_supported_filetypes()
+    if suffix[1:].lower() in types:
+        return suffix[1:].lower()
+    which = "no suffix" if not suffix else f"the suffix {suffix!r}"
+    raise ValueError(f"{Path(path).name!r} has {which}: name the image type with one of "
+                     f"{', '.join('.' + t for t in sorted(types))}")
+
+
 def plot(formats: Sequence[str], out: str | Path, kind: str = "all") -> dict[str, list[dict[str, Any]]]:
     """Draw ``kind`` (``all``, ``line``, ``spacing`` or ``ranges``) for ``formats`` into the
-    PNG file ``out``; returns the drawn arrays by panel (``line``, ``spacing``, ``ranges``)."""
+    image file ``out``, of the type its suffix names (``.png``, ``.jpg``, ``.svg``, ``.pdf``
+    ...); returns the drawn arrays by panel (``line``, ``spacing``,
+    ``ranges``)."""
     names = check_plot_request(formats, kind)
     path = check_output_path(out)
     plt = _pyplot()
+    fmt = _image_type(path)  # before the drawing
     panels = ("line", "spacing", "ranges") if kind == "all" else (kind,)
     heights = {"line": 1.1 * len(names) + 0.6, "spacing": 5.5, "ranges": 0.55 * len(names) + 1.4}
     fig = plt.figure(figsize=(10, sum(heights[p] for p in panels)), layout="constrained")
@@ -185,7 +202,10 @@ def plot(formats: Sequence[str], out: str | Path, kind: str = "all") -> dict[str
             else:
                 drawn["ranges"] = draw_ranges(sub.subplots(), names)
         with atomic_output(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=110)
+            try:
+                fig.savefig(tmp, format=fmt, dpi=110)  # the temporary name has no image suffix
+            except RuntimeError as exc:  # a writer's missing tool (.pgf: a TeX installation)
+                raise RunError(f"cannot write {path} as {fmt}: {exc}") from None
     finally:
         plt.close(fig)
     return drawn

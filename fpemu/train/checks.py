@@ -8,10 +8,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..arguments import is_whole
+
 
 def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
     """``value`` as an int in ``lo .. hi``; a bool or a float is refused, not truncated."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+    if not is_whole(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < lo or (hi is not None and value > hi):
         bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
@@ -53,6 +55,30 @@ def _reciprocal(scale: float) -> np.float32:
     """``fp32(1/scale)``, the reciprocal computed in double and rounded once, as torch does."""
     with np.errstate(divide="ignore", over="ignore"):
         return np.float32(np.float64(1.0) / np.float64(scale))
+
+
+def _float_array(name: str, value: object, integers: bool = False) -> np.ndarray:
+    """``value`` as an ndarray of floating-point numbers (float16/32/64, ml_dtypes' floats;
+    integers too if ``integers``), not copied. Complex, boolean, object and string arrays are
+    refused, not cast: a cast would drop an imaginary part or turn text into numbers.
+
+    >>> _float_array("grad", [1.0, 2.0]).dtype.name
+    'float64'
+    >>> _float_array("grad", np.array([1j], np.complex64))
+    Traceback (most recent call last):
+    ...
+    TypeError: grad must be an array of floating-point numbers, got dtype complex64
+    """
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise ValueError(f"{name} is not a rectangular array of numbers ({exc})") from None
+    dtype = arr.dtype
+    narrow = dtype.kind == "V" and dtype.type.__module__.split(".")[0] == "ml_dtypes" and "float" in dtype.name
+    if dtype.kind == "f" or narrow or (integers and dtype.kind in "iu"):
+        return arr
+    what = "real numbers (floating-point or integer)" if integers else "floating-point numbers"
+    raise TypeError(f"{name} must be an array of {what}, got dtype {dtype}")
 
 
 def _check_callable(name: str, value: object, optional: bool = False) -> None:

@@ -1,5 +1,6 @@
-"""The ``fpemu train`` command: its arguments, the checks of its output paths before training,
-the table, the JSON file and the plots."""
+"""The ``fpemu train`` command: its arguments (an option that does not apply to the others'
+values is refused), the checks of its output paths before training, the table or the JSON
+(stdout), the JSON file and the plots (progress and notes on stderr)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..arguments import option_name
+from ..outputs import atomic_output, check_output_path
 from ..progress import wanted
 from .blas import single_threaded_blas
 from .files import _check_json_file, _finite_or_null
@@ -16,10 +19,12 @@ from .gpt.cli import gpt_setups, register_infer
 from .gpt.loop import DEFAULT_GPT_STEPS
 from .gpt.loop import _train as train_gpt_setup
 from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _setup, _train
-from .plots import _plot_directory, _pyplot, plot
+from .plots import PLOT_FILES, _plot_directory, _pyplot, plot
 from .policies import PRECISIONS
 from .report import summary_table
 from .scalers import LOSS_SCALES
+
+DEFAULT_GROWTH_INTERVAL = 2000  # GradScaler's
 
 
 def _progress_bar(stream) -> Callable[[str, int, int], None]:
@@ -38,13 +43,14 @@ def _progress_bar(stream) -> Callable[[str, int, int], None]:
 
 
 def _announce(quiet: bool) -> Callable[[object, int, int], None] | None:
-    """Where stdout is not a terminal (a pipe, a log), a line per run as it finishes, so that a
-    comparison of minutes is not silent; None on a terminal (the bar shows) or with --quiet."""
-    if quiet or sys.stdout.isatty():
+    """Where stderr is not a terminal (a pipe, a log: no bar shows), a line per run on stderr
+    as it finishes, so that a comparison of minutes is not silent; None where the bar shows or
+    with --quiet. Never on stdout, which holds the table or the JSON alone."""
+    if quiet or wanted():
         return None
 
     def done(history, k: int, n: int) -> None:
-        print(f"trained {history.label} ({k}/{n}) in {history.time_s:.1f} s", flush=True)
+        print(f"trained {history.label} ({k}/{n}) in {history.time_s:.1f} s", file=sys.stderr, flush=True)
 
     return done
 
@@ -53,7 +59,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     """``fpemu train``: one run, or the comparison (the default with no arguments).
 
     Everything that can fail is checked before training (it takes ~30 s): the arguments, and
-    that the ``--json`` file and the ``--plot`` directory can be written.
+    that the ``--json-file`` and the ``--plot`` directory can be written.
     """
     setups, train = _cli_setups(args)
     _check_outputs(args)
@@ -64,16 +70,25 @@ def cmd_train(args: argparse.Namespace) -> int:
             histories.append(train(setup))
             if announce is not None:
                 announce(histories[-1], len(histories), len(setups))
-    print(summary_table(histories))
-    if args.json:
+    text = None
+    if args.json or args.json_file:
         payload = {"task": args.task, "steps": histories[0].steps, "seed": args.seed,
                    "runs": [h.to_dict() for h in histories]}
         # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
-        Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
+        text = json.dumps(_finite_or_null(payload), indent=1, allow_nan=False)
+    print(text if args.json else summary_table(histories))
+    if args.json_file:
+        _write_text(args.json_file, text)
     if args.plot:
         for path in plot(histories, args.plot):
-            print(f"wrote {path}")
+            print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _write_text(path: str, text: str) -> None:
+    """``text`` into ``path``, all at once (a failure leaves no partial file)."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
 
 
 def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
@@ -85,12 +100,20 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
         raise ValueError("--compare runs the default comparison: leave out --precision")
     if args.promote is not None and args.accumulator is None:
         raise ValueError("--promote applies to GEMMs through an accumulator model: give --accumulator too")
+    if args.task != "gpt":
+        for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote)):
+            if value is not None:
+                raise ValueError(f"{option} applies to --task gpt")
+    why = _inapplicable(args)
+    if why is not None:
+        raise ValueError(why)
+    # The options left unset take their defaults only now that it is known they apply.
+    args = argparse.Namespace(**{**vars(args), "fp8_recipe": args.fp8_recipe or "delayed",
+                                 "growth_interval": DEFAULT_GROWTH_INTERVAL if args.growth_interval is None
+                                 else args.growth_interval})  # fmt: skip
     progress = _progress_bar(sys.stderr) if wanted(args.quiet) else None
     if args.task == "gpt":
         return gpt_setups(args, progress), lambda setup: train_gpt_setup(setup)[0]
-    for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote)):
-        if value is not None:
-            raise ValueError(f"{option} applies to --task gpt")
     steps = DEFAULT_STEPS if args.steps is None else args.steps
     kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, fp8_recipe=args.fp8_recipe)
     if args.precision is None:
@@ -100,8 +123,32 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
     return [_setup(args.precision, ls, steps, args.seed, args.accumulator, progress=cb, **kw)], _train
 
 
+def _inapplicable(args: argparse.Namespace) -> str | None:
+    """Why an option the user gave does not apply to the other options' values (None: every
+    one applies). The options it reads default to None, so a value given is told from none."""
+    p = args.precision
+    if p is None:  # the comparison: each option applies to some of its runs, but for one
+        if args.task == "gpt" and args.fp8_recipe is not None:
+            return ("--fp8-recipe does not apply to the gpt comparison, which runs fp8 with both recipes: "
+                    "give --precision fp8 too")  # fmt: skip
+        return None
+    if p == "fp32" and args.loss_scale not in (None, "none"):
+        return f"--loss-scale {args.loss_scale} does not apply to --precision fp32: the fp32 baseline is never loss-scaled"
+    ls = "none" if p == "fp32" else args.loss_scale or ("dynamic" if p == "fp16" else "none")
+    rules = (
+        ("--fp8-recipe", args.fp8_recipe, p == "fp8", "--precision fp8"),
+        ("--nvfp4-recipe", args.nvfp4_recipe, p == "nvfp4", "--precision nvfp4 (or the comparison)"),
+        ("--init-scale", args.init_scale, ls in ("static", "dynamic"), "--loss-scale static or dynamic"),
+        ("--growth-interval", args.growth_interval, ls == "dynamic", "--loss-scale dynamic (GradScaler)"),
+    )
+    for option, value, applies, where in rules:
+        if value is not None and not applies:
+            return f"{option} applies to {where}; this run is --precision {p} with --loss-scale {ls}"
+    return None
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
-    """Fail now, naming the path, if --json or --plot could not be written after training."""
+    """Fail now, naming the path, if --json-file or --plot could not be written after training."""
     from ..errors import RunError
 
     if args.plot:
@@ -109,7 +156,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
             _pyplot()
         except ValueError as exc:  # matplotlib missing: the user can install it
             raise RunError(str(exc)) from None
-    for option, path, check in (("--json", args.json, _check_json_file), ("--plot", args.plot, _plot_directory)):
+        out = Path(args.plot)
+        if not out.exists() and out.suffix.lower() in _IMAGE_SUFFIXES:
+            raise ValueError(f"--plot takes a directory (it writes {', '.join(PLOT_FILES)} into it), "
+                             f"not an image file: {args.plot}")
+    checks = (("--json-file", args.json_file, _check_json_file), ("--plot", args.plot, _check_plot_directory))
+    for option, path, check in checks:
         if not path:
             continue
         try:
@@ -117,6 +169,18 @@ def _check_outputs(args: argparse.Namespace) -> None:
         except OSError as exc:
             where = exc.filename if exc.filename is not None else path
             raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
+
+
+# Names that look like an image file, not a directory of them.
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".tif", ".tiff", ".webp", ".gif")
+
+
+def _check_plot_directory(path: str) -> None:
+    """The --plot directory: an existing one, or a new one in an existing directory (as any
+    output file: :func:`fpemu.outputs.check_output_path`); never a tree of missing parents."""
+    if not Path(path).exists():
+        check_output_path(path)
+    _plot_directory(path)
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -130,9 +194,10 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         "fp32, fp16 (dynamic scaling), bf16, fp8 (delayed and current scaling), mxfp8 and nvfp4 "
         "(with and without NVIDIA's recipe).",
     )
-    p.add_argument("--task", choices=("mlp", "gpt"), default="mlp", help="the network (default mlp)")
-    p.add_argument("--precision", "-p", choices=PRECISIONS, default=None, help="one run in this precision")
-    p.add_argument("--loss-scale", choices=LOSS_SCALES, default=None,
+    p.add_argument("--task", type=option_name, choices=("mlp", "gpt"), default="mlp", help="the network (default mlp)")
+    p.add_argument("--precision", "-p", type=option_name, choices=PRECISIONS, default=None,
+                   help="one run in this precision")
+    p.add_argument("--loss-scale", type=option_name, choices=LOSS_SCALES, default=None,
                    help="loss scaling of a single run (default: dynamic for fp16, else none)")
     p.add_argument("--steps", type=int, default=None,
                    help=f"training steps (default {DEFAULT_STEPS} for mlp, {DEFAULT_GPT_STEPS} for gpt)")
@@ -140,8 +205,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
     p.add_argument("--init-scale", type=float, default=None,
                    help="static loss scale (default 1024) or initial dynamic scale (default 65536)")
-    p.add_argument("--growth-interval", type=int, default=2000, help="GradScaler growth interval")
-    p.add_argument("--fp8-recipe", choices=("delayed", "current"), default="delayed",
+    p.add_argument("--growth-interval", type=int, default=None,
+                   help="GradScaler growth interval of --loss-scale dynamic (default 2000)")
+    p.add_argument("--fp8-recipe", type=option_name, choices=("delayed", "current"), default=None,
                    help="fp8 per-tensor scaling recipe (default delayed)")
     p.add_argument("--nvfp4-recipe", default=None, metavar="ELEMENTS",
                    help="gpt: NVIDIA's NVFP4 recipe elements, 'all' (default), 'none' or a comma list of "
@@ -150,12 +216,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--promote", type=int, default=None, metavar="N",
                    help="gpt with --accumulator: promote partial sums to fp32 every N products (DeepSeek-V3)")
     p.add_argument("--compare", action="store_true", help="compare the policies (the default)")
-    p.add_argument("--json", metavar="FILE", help="write the summaries and per-step histories")
+    p.add_argument("--json", action="store_true",
+                   help="print the summaries and per-step histories as JSON instead of the table")
+    p.add_argument("--json-file", metavar="FILE", help="write the summaries and per-step histories (JSON) to FILE")
     p.add_argument("--plot", metavar="DIR",
                    help="write lesson.png (excess loss, loss scale, underflow per kind), loss, "
-                   "loss-scale and gradient-histogram PNGs")
+                   "loss-scale and gradient-histogram PNGs into DIR (created if its parent exists)")
     p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress: neither the bar (stderr, only on a terminal) nor the line per "
-                   "finished run (when stdout is not a terminal)")
+                   help="no progress: neither the bar (stderr, on a terminal) nor the line per "
+                   "finished run (stderr, elsewhere)")
     p.set_defaults(func=cmd_train)
     register_infer(subparsers)

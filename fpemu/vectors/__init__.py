@@ -17,7 +17,9 @@ little-endian arrays after a JSON header line, which C++ reads without a JSON li
   cuBLASLt and CUTLASS), c, and the expected D of a block-scaled model.
 
 Every file carries its metadata (what produced it, with which options), and
-:func:`verify_vectors` reads a file back, re-runs fpemu and counts identical results:
+:func:`verify_vectors` (``fpemu verify FILE``) reads a file back, re-runs fpemu and counts
+identical results; a file that is not a vector file raises :class:`VectorFileError` (a
+``ValueError``) naming it and what it lacks:
 
 >>> import tempfile, os
 >>> v = cast_vectors("e4m3", kind="edge", overflow="saturate")
@@ -31,7 +33,7 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 (:func:`block_gemm_vectors`), ``files``
 (:func:`write_vectors`, :func:`read_vectors`, :func:`verify_vectors`, and
 :func:`atomic_output`, which writes any output file all at once) with ``binary`` and
-``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
+``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``, ``fpemu verify``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 """
 
 from ..outputs import atomic_output, check_output_path
@@ -39,7 +41,7 @@ from .cheader import MAX_HEADER_BYTES  # noqa: F401
 from .block_gemm import block_gemm_vectors
 from .cli import register_cli
 from .exhaustive import exhaustive_inputs
-from .files import read_vectors, verify_vectors, write_vectors
+from .files import VectorFileError, read_vectors, verify_vectors, write_vectors
 from .make import block_vectors, cast_vectors, dot_vectors
 
 # Still reachable as fpemu.vectors.<name>, as in the single module this package replaces.
@@ -48,4 +50,4 @@ from .exhaustive import MAX_EXHAUSTIVE_BITS  # noqa: F401
 from .make import MAX_K, MAX_VALUES  # noqa: F401
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "block_gemm_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
-           "verify_vectors", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip
+           "verify_vectors", "VectorFileError", "atomic_output", "check_output_path", "register_cli"]  # fmt: skip

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
 from ..codec import quantize
 from ..version import __version__
 
@@ -27,7 +28,7 @@ MAX_RESULTS, MAX_PRODUCTS = 1 << 20, 1 << 31
 
 
 def _count(name: str, value: Any, limit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= limit:
+    if not is_whole(value) or not 1 <= value <= limit:
         raise ValueError(f"{name} must be an integer in 1..{limit:,}, got {value!r}")
     return int(value)
 
@@ -40,7 +41,7 @@ def block_gemm_vectors(fmt: str, accumulator: Any = "b200", k: int | None = None
     from .. import mx
 
     bf = mx.get_block_format(fmt)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     n = _count("n", n, 1 << 10)
     K = _count("k", 4 * bf.block_size if k is None else k, MAX_PRODUCTS // (n * n))

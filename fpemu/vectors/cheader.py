@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import is_whole
+
 __all__ = ["MAX_HEADER_BYTES", "c_header_text", "c_prefix", "parse_c_header", "read_c_header", "write_c_header"]
 
 #: The most bytes of arrays a generated C header may hold (1 MiB: about 6 MB of text). Larger
@@ -71,8 +73,8 @@ def _c_meta(value: Any) -> str | None:
     """A metadata value as a C constant, or None where it has none (null, lists, dicts, Inf)."""
     if isinstance(value, bool):
         return str(int(value))
-    if isinstance(value, int):
-        return str(value)
+    if is_whole(value):
+        return str(int(value))
     if isinstance(value, float):
         return repr(value) if np.isfinite(value) else None
     return _c_string(value) if isinstance(value, str) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,20 @@ from .cheader import read_c_header, write_c_header
 from .make import _FLOAT
 
 _EXTS = (".npz", ".csv", ".json", ".bin", ".h")
+
+# What each type of vector file holds: the metadata keys and the arrays its re-check reads.
+_NEEDS = {
+    "cast": (("format", "rounding", "overflow", "nan", "source", "seed"), ("input_bits", "code")),
+    "block": (("format", "scale_rounding"), ("input_bits", "scale", "code")),
+    "dot": (("inputs", "model", "out"), ("a", "b", "c")),
+    "block_gemm": (("format", "model", "shape", "block_size", "global_amax", "variant"),
+                   ("a_data", "a_scale", "b_data", "b_scale", "c", "d")),
+}
+
+
+class VectorFileError(ValueError):
+    """A file that is not a vector file of fpemu (or a damaged one): the message names the
+    file and what is missing or wrong."""
 
 
 def _hexes(arr: np.ndarray) -> list:
@@ -97,20 +112,44 @@ def _read(path: Path, ext: str) -> dict[str, Any]:
     if ext == ".h":
         return read_c_header(path)
     if ext == ".npz":
-        with np.load(path, allow_pickle=False) as z:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise VectorFileError(f"{path}: one .npy array, not an .npz archive of vectors and their 'meta'")
+        with z:
+            if "meta" not in z.files:
+                raise VectorFileError(f"{path}: no 'meta' array (its arrays: {', '.join(z.files) or 'none'}): not a "
+                                      "vector file of fpemu vectors (a hardware dump is read by fpemu fit)")  # fmt: skip
             out = {k: z[k] for k in z.files if k != "meta"}
             out["meta"] = json.loads(str(z["meta"]))
         return out
     if ext == ".json":
         doc = json.loads(Path(path).read_text())
+        missing = [k for k in ("meta", "arrays") if not isinstance(doc, dict) or k not in doc]
+        if missing:
+            raise VectorFileError(f"{path}: a .json vector file is an object with 'meta' and 'arrays'; this one has no "
+                                  + " and no ".join(repr(k) for k in missing))  # fmt: skip
+        for name, a in doc["arrays"].items():
+            lacks = [k for k in ("dtype", "shape", "hex") if not isinstance(a, dict) or k not in a]
+            if lacks:
+                raise VectorFileError(f"{path}: array {name!r} has no {' and no '.join(map(repr, lacks))}")
         out = {k: _from_hex(v["hex"], v["dtype"], tuple(v["shape"])) for k, v in doc["arrays"].items()}
         out["meta"] = doc["meta"]
         return out
     with open(path, newline="") as fh:
-        meta = json.loads(fh.readline()[2:])
-        layout = json.loads(fh.readline()[len("# arrays "):])
+        first = fh.readline()
+        if not first.strip():
+            raise VectorFileError(f"{path}: the file is empty" if not first else f"{path}: no '# {{meta}}' first line")
+        if not first.startswith("# "):
+            raise VectorFileError(f"{path}: no '# {{meta}}' first line: not a vector file of fpemu vectors")
+        meta = json.loads(first[2:])
+        second = fh.readline()
+        if not second.startswith("# arrays "):
+            raise VectorFileError(f"{path}: no '# arrays' second line (the arrays' dtypes and shapes)")
+        layout = json.loads(second[len("# arrays "):])
         reader = csv.reader(fh)
-        names = next(reader)
+        names = next(reader, None)
+        if names is None:
+            raise VectorFileError(f"{path}: no row of array names after the '# arrays' line")
         cells = list(reader)
     out = {"meta": meta}
     for j, name in enumerate(names):
@@ -119,9 +158,51 @@ def _read(path: Path, ext: str) -> dict[str, Any]:
     return out
 
 
+def _text(exc: Exception) -> str:
+    """An error of a reader in words."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON where JSON belongs ({exc})"
+    if isinstance(exc, zipfile.BadZipFile):
+        return f"not an .npz (zip) file ({exc})"
+    return f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+
+
+def _reason(path: str | Path, exc: Exception) -> str:
+    """An error of a reader as one sentence naming the file (once)."""
+    text = _text(exc)
+    return text if str(path) in text else f"{path}: {text}"
+
+
+def _check_contents(v: dict[str, Any], path: str | Path) -> None:
+    """Refuse vectors without the metadata and arrays their re-check reads, naming them."""
+    meta = v.get("meta")
+    if not isinstance(meta, dict):
+        raise VectorFileError(f"{path}: its 'meta' is not a JSON object of metadata")
+    if "type" not in meta:
+        raise VectorFileError(f"{path}: its metadata has no 'type' (cast, block, dot or block_gemm)")
+    if meta["type"] not in _NEEDS:
+        raise VectorFileError(f"{path}: unknown vector type {meta['type']!r} (cast, block, dot or block_gemm)")
+    keys, arrays = _NEEDS[meta["type"]]
+    if meta["type"] == "dot":
+        arrays += (f"d_{meta.get('out')}",)
+    missing = [f"metadata {k!r}" for k in keys if k not in meta] + [f"array {k!r}" for k in arrays if k not in v]
+    if missing:
+        raise VectorFileError(f"{path}: a {meta['type']} vector file has no {', no '.join(missing)}")
+
+
 def read_vectors(path: str | Path) -> dict[str, Any]:
-    """Read a file written by :func:`write_vectors` (arrays come back bit for bit)."""
-    return _read(Path(path), _ext(path))
+    """Read a file written by :func:`write_vectors` (arrays come back bit for bit). A file
+    that is not one raises :class:`VectorFileError` naming it and what is missing; one that
+    cannot be read at all, an OSError."""
+    ext = _ext(path)
+    try:
+        v = _read(Path(path), ext)
+    except VectorFileError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
+        raise VectorFileError(_reason(path, exc)) from None
+    _check_contents(v, path)
+    return v
 
 
 def verify_vectors(path: str | Path) -> tuple[int, int]:
@@ -129,9 +210,15 @@ def verify_vectors(path: str | Path) -> tuple[int, int]:
 
     Cast files compare codes (stochastic ones with the recorded seed, and their
     ``code_down``/``code_up``); block files compare scale and element codes of each block;
-    dot and block-scaled GEMM files compare the result bit patterns.
+    dot and block-scaled GEMM files compare the result bit patterns. A file that is not a
+    vector file, or whose contents cannot be re-checked, raises :class:`VectorFileError`
+    (a ValueError) naming it.
     """
-    return _verify(read_vectors(path))
+    v = read_vectors(path)
+    try:
+        return _verify(v)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:  # arrays that do not fit their metadata
+        raise VectorFileError(f"{path}: its contents cannot be re-checked ({_text(exc)})") from None
 
 
 def _verify(v: dict[str, Any]) -> tuple[int, int]:
@@ -141,7 +228,7 @@ def _verify(v: dict[str, Any]) -> tuple[int, int]:
 
         x = v["input_bits"].view(_FLOAT[meta["source"]])
         opts = dict(overflow=meta["overflow"], nan=meta["nan"])
-        stochastic = ROUNDING_MODES.get(str(meta["rounding"]).lower()) == "stochastic"
+        stochastic = ROUNDING_MODES.get(str(meta["rounding"]).lower(), "").startswith("stochastic")
         same = encode(x, meta["format"], rounding=meta["rounding"], rng=meta["seed"] if stochastic else None, **opts) == v["code"]
         for key, mode in (("code_down", "down"), ("code_up", "up")):
             if key in v:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..arguments import is_whole, option_name
 from ..cases import edge_cases, matmul_inputs, random_cases
 from ..codec import decode, encode
 from ..formats import get_format
@@ -36,7 +37,7 @@ def _version() -> str:
 
 def _positive_count(name: str, value: int, limit: int, per: int = 1, what: str = "values per file") -> int:
     """value as an int in 1..limit // per, or an error saying why (before any allocation)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_whole(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
@@ -82,7 +83,7 @@ def cast_vectors(
     if source not in _FLOAT:
         raise ValueError(f"source must be 'f32' or 'f64', got {source!r}")
     _check_seed(seed)
-    stochastic = isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) == "stochastic"
+    stochastic = isinstance(rounding, str) and ROUNDING_MODES.get(option_name(rounding), "").startswith("stochastic")
     encode(np.zeros(1), f, rounding=rounding, overflow=overflow, nan=nan)  # bad options fail before any work
     if kind == "exhaustive":
         if stochastic:
@@ -96,11 +97,10 @@ def cast_vectors(
         x, _ = random_cases(f, _FLOAT[source], n, seed)
     if not f.has_nan and nan in (None, "raise"):
         x = x[~np.isnan(x)]  # fpemu raises on these by default: no expected code to give
-    def cast(rounding: str) -> np.ndarray:  # on the Dask scheduler of `fpemu vectors --scheduler`, if any
-        return gathered(encode(on_cluster(x), f, rounding=rounding, overflow=overflow, nan=nan,
-                               rng=seed if stochastic else None))
+    def cast(mode: str, rng: int | None = None) -> np.ndarray:  # on `fpemu vectors --scheduler`'s Dask, if any
+        return gathered(encode(on_cluster(x), f, rounding=mode, overflow=overflow, nan=nan, rng=rng))
 
-    codes = cast(rounding)
+    codes = cast(rounding, seed if stochastic else None)  # the seed draws stochastic rounding's bits
     values = decode(codes, f)
     meta = dict(type="cast", format=f.name, kind=kind, rounding=rounding, overflow=overflow, nan=nan,
                 source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
@@ -113,14 +113,16 @@ def cast_vectors(
 
 
 def _check_seed(seed: int) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
 
-def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding: str = "floor", seed: int = 0) -> dict[str, Any]:
+def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding: str | None = None,
+                  seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """MX / NVFP4 vectors: ``n`` blocks (one a row) of float32 inputs with the expected scale
     code per block, element codes and dequantized values; NVFP4 treats the whole array as one
-    tensor (its per-tensor scale goes into the metadata).
+    tensor (its per-tensor scale goes into the metadata). ``scale_rounding`` is the MX scale
+    rule (default ``floor``); NVFP4's UE4M3 scales have none, and refuse any other rule.
 
     ``kind``: ``random`` (values over several binades, one block in eight all zero, a few
     with a value near a power of two) or ``edge`` (the SPEC section 3/4 example blocks and
@@ -155,7 +157,7 @@ def block_vectors(fmt: str, kind: str = "random", n: int = 64, *, scale_rounding
         for i, r in enumerate(rows):
             x[i, : len(r)] = r
     x = x.astype(np.float32)
-    sr = scale_rounding if not bf.is_nvfp4 else "floor"
+    sr = scale_rounding if bf.is_nvfp4 else scale_rounding or "floor"  # NVFP4: quantize refuses a rule
     q = mx.quantize(on_cluster(x, 1 << 12), bf, axis=-1, scale_rounding=sr).compute()
     meta = dict(type="block", format=bf.name, kind=kind, scale_rounding=None if bf.is_nvfp4 else sr, seed=seed,
                 n=int(x.shape[0]), fpemu=_version(),

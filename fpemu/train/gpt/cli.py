@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable
 
+from ...outputs import atomic_output
 from ...progress import progress, wanted
 from ..blas import single_threaded_blas
 from .infer import INFER_FORMATS, inference_table, quantized_inference
@@ -52,29 +52,38 @@ def cmd_infer(args: argparse.Namespace) -> int:
     formats = _formats(args.formats)
     steps = DEFAULT_GPT_STEPS if args.steps is None else args.steps
     setup = gpt_setup("fp32", None, steps, args.seed)  # checks the arguments before any work
-    if args.json:
+    if args.json_file:
         try:
-            _check_json_file(args.json)
+            _check_json_file(args.json_file)
         except OSError as exc:
-            raise RunError(f"cannot write --json {exc.filename or args.json}: {exc.strerror or exc}") from None
+            raise RunError(f"cannot write --json-file {exc.filename or args.json_file}: {exc.strerror or exc}") from None
     # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
     with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
         setup = replace(setup, progress=lambda i, n: step())
         _, params = _train(setup)
         rows = quantized_inference(params, setup.task, formats, seed=setup.seed, progress=lambda i, n: step())
-    print(f"transformer trained in fp32 ({setup.steps} steps, seed {setup.seed}); block linear layers "
-          "quantized (weights and activations), embeddings, output layer, attention and layer norm in fp32")
-    print(inference_table(rows))
+    payload = {"steps": setup.steps, "seed": setup.seed, "rows": rows}
+    text = json.dumps(_finite_or_null(payload), indent=1, allow_nan=False)  # strict JSON: NaN/Inf as null
     if args.json:
-        payload = {"steps": setup.steps, "seed": setup.seed, "rows": rows}
-        Path(args.json).write_text(json.dumps(_finite_or_null(payload), indent=1, allow_nan=False))
+        print(text)
+    else:
+        print(f"transformer trained in fp32 ({setup.steps} steps, seed {setup.seed}); block linear layers "
+              "quantized (weights and activations), embeddings, output layer, attention and layer norm in fp32")
+        print(inference_table(rows))
+    if args.json_file:
+        with atomic_output(args.json_file) as tmp:  # all at once: no partial file
+            tmp.write_text(text)
     return 0
 
 
 def _formats(text: str | None) -> tuple[str, ...]:
     if text is None:
         return INFER_FORMATS
-    names = tuple(f.strip().lower() for f in text.split(",") if f.strip())
+    fields = text.split(",")
+    empty = next((i for i, f in enumerate(fields, 1) if not f.strip()), None)
+    if empty is not None and text.strip():
+        raise ValueError(f"--formats: field {empty} of {text!r} is empty")
+    names = tuple(f.strip().lower() for f in fields if f.strip())
     bad = [f for f in names if f not in INFER_FORMATS]
     if bad or not names:
         raise ValueError(f"--formats: unknown format {bad[0] if bad else text!r}; choose from {', '.join(INFER_FORMATS)}")
@@ -93,6 +102,7 @@ def register_infer(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None, help=f"fp32 training steps (default {DEFAULT_GPT_STEPS})")
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus, initialisation and batches")
     p.add_argument("--formats", default=None, help=f"comma list of {', '.join(INFER_FORMATS)} (default all)")
-    p.add_argument("--json", metavar="FILE", help="write the table's numbers")
+    p.add_argument("--json", action="store_true", help="print the table's numbers as JSON instead of the table")
+    p.add_argument("--json-file", metavar="FILE", help="write the table's numbers (JSON) to FILE")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_infer)
