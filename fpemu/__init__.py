@@ -10,7 +10,7 @@ array([  1., 448.])
 """
 
 from .formats import FORMATS, Format, format_names, get_format
-from .codec import decode, encode, explain, like, quantize, to_ml_dtypes, to_torch
+from .codec import decode, encode, explain, like, quantize, resolve_convention, to_ml_dtypes, to_torch
 
 __all__ = [
     "FORMATS",
@@ -22,6 +22,7 @@ __all__ = [
     "quantize",
     "explain",
     "like",
+    "resolve_convention",
     "to_ml_dtypes",
     "to_torch",
     "mx",

@@ -45,24 +45,72 @@ def test_ml_dtypes_float32_casts(name):
 
 
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "e8m0", "e2m1", "bf16"])
-def test_ml_dtypes_float64_casts_round_through_float32(name):
+def test_ml_dtypes_float64_casts(name):
+    """float64 straight in: like() of the installed release says whether it goes through
+    float32 (0.5, 0.6: rounded twice) or not (0.7), and the codes agree either way."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
     rng = np.random.default_rng(1)
     x = np.ldexp(rng.uniform(1, 2, 4096), rng.integers(-140, 130, 4096)) * rng.choice([-1, 1], 4096)
+    # values just off a tie of the format, where rounding twice and once differ
+    fmt = get_format(name)
+    ties = decode(np.arange(fmt.max_code, dtype=fmt.code_dtype), name)
+    mid = (ties[:-1] + ties[1:]) / 2
+    mid = mid[np.isfinite(mid) & (mid > 0)]
+    x = np.concatenate([x, mid * (1 + 2.0**-40), mid * (1 - 2.0**-40), -mid * (1 + 2.0**-40)])
     with np.errstate(over="ignore", invalid="ignore"):
-        want = x.astype(getattr(ml_dtypes, ML_DTYPES_TYPES[name])).view(np.uint8 if get_format(name).bits <= 8 else np.uint16)
-        x32 = x.astype(np.float32)
-    same_codes(encode(x32, name, **like("ml_dtypes", name)), want, x, name)
+        want = x.astype(getattr(ml_dtypes, ML_DTYPES_TYPES[name])).view(np.uint8 if fmt.bits <= 8 else np.uint16)
+    same_codes(encode(x, name, **like("ml_dtypes", name)), want, x, name)
 
 
-def test_ml_dtypes_e8m0_quirks_by_name():
-    # ml_dtypes 0.6: ties up (3.0 -> 4.0, 0.75 -> 1.0), and (2^-127, 2^-126) up to 2^-126.
-    x = [3.0, 0.75, 1.25 * 2.0**-127, 2.0**-127, 2.0**-130]
-    assert encode(x, "e8m0", **like("ml_dtypes", "e8m0")).tolist() == [0x81, 0x7F, 0x01, 0x00, 0x00]
-    assert encode(x, "e8m0").tolist() == [0x80, 0x7E, 0x00, 0x00, 0x00]  # fpemu's exact default
+def test_ml_dtypes_plain_name_follows_the_installed_release():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    series = ".".join(ml_dtypes.__version__.split(".")[:2])
+    known = fpemu.codec.conventions.CONVENTIONS["ml_dtypes"][1]
+    want = series if series in known else list(known)[-1]
+    assert fpemu.resolve_convention("ml_dtypes") == f"ml_dtypes-{want}"
+    assert like("ml_dtypes", "e8m0") == like(f"ml_dtypes-{want}", "e8m0")
+
+
+def test_ml_dtypes_e8m0_rules_by_release():
+    x = [3.0, 0.75, 1.25 * 2.0**-127, 1.5 * 2.0**-127, 2.0**-127, 2.0**-130]
+    # 0.5.1 to 0.6: ties up (3.0 -> 4.0, 0.75 -> 1.0), and (2^-127, 2^-126) up to 2^-126.
+    assert encode(x, "e8m0", **like("ml_dtypes-0.6", "e8m0")).tolist() == [0x81, 0x7F, 0x01, 0x01, 0x00, 0x00]
+    assert like("ml_dtypes-0.5", "e8m0") == like("ml_dtypes-0.6.0", "e8m0")
+    # 0.7: plain ties away: 1.25 * 2^-127 is nearer 2^-127, 1.5 * 2^-127 a tie, away to 2^-126.
+    assert encode(x, "e8m0", **like("ml_dtypes-0.7", "e8m0")).tolist() == [0x81, 0x7F, 0x00, 0x01, 0x00, 0x00]
+    assert encode(x, "e8m0").tolist() == [0x80, 0x7E, 0x00, 0x00, 0x00, 0x00]  # fpemu's exact default
+    # through float32 (0.6) and not (0.7): 3 - 2^-30 is below the tie 3 but rounds to it in float32
+    y = np.array([3 * (1 - 2.0**-30)])
+    assert encode(y, "e8m0", **like("ml_dtypes-0.6", "e8m0")).tolist() == [0x81]
+    assert encode(y, "e8m0", **like("ml_dtypes-0.7", "e8m0")).tolist() == [0x80]
     # Its C++ saturating conversion gives the smallest value to zero and negatives, keeps NaN.
     got = encode([0.0, -1.0, np.inf, np.nan, 1e39], "e8m0", **like("ml_dtypes_saturate", "e8m0"))
     assert got.tolist() == [0x00, 0x00, 0xFF, 0xFF, 0xFE]
+
+
+def test_ml_dtypes_releases_without_rules_are_refused_by_name():
+    with pytest.raises(ValueError, match="0.5.0 rounds E8M0 ties to even"):
+        like("ml_dtypes-0.5.0", "e8m0")
+    with pytest.raises(ValueError, match="no rules for ml_dtypes 0.4; known releases: 0.5, 0.6, 0.7"):
+        like("ml_dtypes-0.4", "bf16")
+    with pytest.raises(ValueError, match="cannot read the release"):
+        like("ml_dtypes-new", "bf16")
+    with pytest.raises(ValueError, match="specification"):
+        like("p3109-4", "binary8p3se")
+
+
+def test_a_plain_name_follows_the_installed_release(monkeypatch):
+    from fpemu.codec import conventions
+
+    for version, want in (("0.5.4", "ml_dtypes-0.5"), ("0.6.1", "ml_dtypes-0.6"), ("0.7.0", "ml_dtypes-0.7"),
+                          ("0.9.0", "ml_dtypes-0.7"), (None, "ml_dtypes-0.7")):
+        monkeypatch.setattr(conventions, "installed_version", lambda lib, v=version: v)
+        assert conventions.resolve_convention("ml_dtypes") == want
+        assert conventions.resolve_convention("ML_DTYPES") == want  # one rule for case
+    monkeypatch.setattr(conventions, "installed_version", lambda lib: "0.5.0")
+    with pytest.raises(ValueError, match="install ml_dtypes>=0.5.1"):
+        like("ml_dtypes", "bf16")
+    assert like("ml_dtypes-0.6", "bf16") == {"via": "fp32"}  # a named release needs no install
 
 
 def test_ml_dtypes_truncation_overflows_even_toward_zero():
@@ -223,3 +271,36 @@ def test_ptx_cvt_satfinite(name):
 def test_p3109_conformance_rounding():
     assert like("p3109", "binary8p3se") == {"overflow": "sat_none"}
     assert encode([1e6, 224.1], "binary8p4se", rounding="odd", **like("p3109", "binary8p4se")).tolist() == [0x7F, 0x7F]
+
+
+def _every_convention_name() -> list[str]:
+    names = []
+    for name, (library, series) in fpemu.codec.conventions.CONVENTIONS.items():
+        names.append(name)
+        names += [f"{name}-{s}" for s in series if library is not None]
+    return names
+
+
+@pytest.mark.parametrize("convention", _every_convention_name())
+def test_like_never_returns_options_that_encode_refuses(convention):
+    """Every convention x every named format: like() refuses with a reason, or gives options
+    that encode and quantize accept (finite values, overflow, Inf; stochastic ones with bits)."""
+    x = np.array([0.0, 1.3, -2.7, 1e-3, 1e6, -1e40, np.inf, -np.inf])
+    taken = 0
+    for name in fpemu.formats.format_names():
+        for source in (np.float32, np.float64):
+            try:
+                opts = like(convention, name)
+            except ValueError as e:
+                assert str(e), (convention, name)
+                continue
+            extra = {"random_bits": np.arange(x.size) % 4} if "sr_bits" in opts else {}
+            fmt = get_format(name)
+            with np.errstate(over="ignore"):  # -1e40 is -Inf in float32
+                y = (x if fmt.signed else np.abs(x)).astype(source)
+            codes = encode(y, name, **opts, **extra)
+            assert codes.shape == x.shape
+            values = fpemu.quantize(y, name, **opts, **extra)
+            assert values.shape == x.shape
+            taken += 1
+    assert taken > 0

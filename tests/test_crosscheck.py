@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+import fpemu
 from fpemu import cli, encode
 from fpemu.formats import get_format
 from fpemu.crosscheck import (
@@ -82,15 +83,24 @@ def test_ml_dtypes_e8m0_quirks_are_reproduced_by_name():
 
 
 @pytest.mark.parametrize("fmt", ["bf16", "e4m3", "e5m2"])
-def test_ml_dtypes_float64_casts_round_twice_through_float32(fmt):
+def test_ml_dtypes_float64_casts_as_the_installed_release_does(fmt):
+    """ml_dtypes before 0.7 casts float64 through float32 (rounded twice), 0.7 rounds once: the
+    cross-check finds whichever the installed release does, and like() of it agrees."""
     row = compare_cast(MlDtypesBackend(), fmt, "f64", n_random=N)
-    assert row.status == "reproduced"
-    assert row.reproduced_by.endswith("encode(x.astype(np.float32))")
-    assert "near tie" in row.mismatches_by_kind  # just above/below a tie, lost in float32
-    # Check one such input by hand: 1 + 2^-8 + 2^-40 is above the bf16 tie.
+    release = fpemu.resolve_convention("ml_dtypes")
+    assert row.backend == f"ml_dtypes {ml_dtypes.__version__}"
+    assert row.convention == f"like({release!r}) reproduces every case"
+    # One input by hand: 1 + 2^-8 + 2^-40 is above the bf16 tie 1 + 2^-8, lost in float32.
     x = np.array([1 + 2.0**-8 + 2.0**-40])
-    assert int(x.astype(ml_dtypes.bfloat16).view(np.uint16)[0]) == 0x3F80  # double-rounded
+    got = int(x.astype(ml_dtypes.bfloat16).view(np.uint16)[0])
     assert int(encode(x, "bf16")[0]) == 0x3F81  # correctly rounded
+    if "via" in fpemu.like("ml_dtypes", "bf16"):
+        assert row.status == "reproduced" and row.reproduced_by.endswith("via='fp32'")
+        assert "near tie" in row.mismatches_by_kind
+        assert got == 0x3F80  # rounded twice
+    else:
+        assert row.status == "identical"
+        assert got == 0x3F81
 
 
 # ---- numpy ----------------------------------------------------------------------------------
@@ -242,9 +252,9 @@ def test_torch_cuda_skipped_without_cuda():
 
 def test_table_and_json_from_the_cli(tmp_path, capsys):
     out = tmp_path / "cc.json"
-    assert cli.main(["crosscheck", "--backend", "numpy", "--n", "500", "--json", str(out)]) == 0
+    assert cli.main(["crosscheck", "--backend", "numpy", "--n", "500", "--json-file", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "| decode | fp16 | numpy | 65536 | 65536 |" in text
+    assert f"| decode | fp16 | numpy {np.__version__} | 65536 | 65536 |" in text
     assert any(rule in text for rule in _NUMPY_NAN)
     rows = json.loads(out.read_text())
     assert [(r["operation"], r["status"]) for r in rows] == [

@@ -62,7 +62,7 @@ def test_probe_through_the_torch_matmul_path_with_a_fake_gpu(monkeypatch, capsys
     """The GPU path of `fpemu probe` (one R x K by K x R matmul per question, its diagonal read
     back) with torch's CUDA calls replaced by fpemu's H100 model."""
     torch = pytest.importorskip("torch")
-    from fpemu import backends
+    from fpemu.backends import devices as backends
     from fpemu.accumulator import gemm
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

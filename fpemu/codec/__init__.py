@@ -23,7 +23,7 @@ array([1.0000000e+00, 1.0040822e-09], dtype=float32)
 
 import numpy as np  # noqa: F401  (the examples above)
 
-from .conventions import like
+from .conventions import like, resolve_convention
 from .decoder import decode
 from .encoder import encode
 from .explainer import explain
@@ -32,5 +32,5 @@ from .odd import integers_to_float64
 from .options import OVERFLOW_MODES, ROUNDING_MODES
 from .quantizer import quantize
 
-__all__ = ["encode", "decode", "quantize", "explain", "like", "to_ml_dtypes", "to_torch", "ROUNDING_MODES",
+__all__ = ["encode", "decode", "quantize", "explain", "like", "resolve_convention", "to_ml_dtypes", "to_torch", "ROUNDING_MODES",
            "OVERFLOW_MODES", "integers_to_float64"]

@@ -2,7 +2,7 @@
 
 Libraries disagree on overflow, NaN codes and ties; fpemu offers each choice as an option
 and :func:`like` names the set that reproduces one of them (docs/formats.md, "Matching another
-library", says what each one does and which test checks it):
+library", says what each one does, which releases were checked and which test checks it):
 
 >>> like("gfloat", "e5m2")
 {'nan': 'all_ones', 'directed_overflow': 'p3109'}
@@ -13,6 +13,13 @@ library", says what each one does and which test checks it):
 >>> like("ptx_cvt_rs", "e2m1")
 {'rounding': 'stochastic_a', 'sr_bits': 8, 'overflow': 'saturate', 'nan': 'max'}
 
+A library's rules are kept per release series: a plain name (``"ml_dtypes"``) follows the
+installed release, or the newest rules when the library is not installed, and
+``"ml_dtypes-0.6"`` names a release (:func:`resolve_convention` says which one a name means):
+
+>>> like("ml_dtypes-0.6", "e8m0"), like("ml_dtypes-0.7", "e8m0")
+({'rounding': 'ml_dtypes_e8m0', 'via': 'fp32'}, {'rounding': 'nearest_away'})
+
 The options are keyword arguments of :func:`~fpemu.encode` and :func:`~fpemu.quantize`;
 ``rounding`` is included only where the convention fixes it (a later keyword overrides it:
 ``encode(x, fmt, **{**like("gfloat", fmt), "rounding": "rz"})``).
@@ -20,12 +27,28 @@ The options are keyword arguments of :func:`~fpemu.encode` and :func:`~fpemu.qua
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np  # noqa: F401  (the examples above)
 
+from ..arguments import unknown_name
 from ..formats import Format, get_format
 from .encoder import encode  # noqa: F401  (the examples above)
+from .library_versions import installed_version, parse_version, pick_series
 
-__all__ = ["like", "CONVENTIONS"]
+__all__ = ["like", "resolve_convention", "CONVENTIONS"]
+
+#: Releases that no rule set reproduces, with the reason (a plain name refuses them).
+UNSUPPORTED_RELEASES = {
+    ("ml_dtypes", "0.5.0"): "ml_dtypes 0.5.0 rounds E8M0 ties to even, unlike every later release "
+                            "(0.5.1 fixed it); install ml_dtypes>=0.5.1",
+}
+
+
+def _via_fp32(fmt: Format) -> dict:
+    """The library converts wider input to float32 first (round to nearest even), then rounds
+    again; into fp32 itself that first step is the cast."""
+    return {} if fmt.name == "fp32" else {"via": "fp32"}
 
 
 def _e8m0_like(fmt: Format) -> bool:
@@ -33,27 +56,38 @@ def _e8m0_like(fmt: Format) -> bool:
 
 
 def _nan_or_ml_dtypes(fmt: Format) -> dict:
-    return {} if fmt.has_nan else {"nan": "ml_dtypes"}
+    # ml_dtypes' NaN codes are defined for its signed formats; elsewhere NaN stays refused.
+    return {} if fmt.has_nan or not fmt.signed else {"nan": "ml_dtypes"}
 
 
-def _ml_dtypes(fmt: Format) -> dict:
-    """ml_dtypes' numpy casts (``astype``; C++ ``ConvertFrom<kSaturate=false, kTruncate=false>``):
-    RNE (E8M0: ties away, its lowest binade up), non-saturating, NaN sign kept; formats without
-    NaN: +NaN -> the -0 code, -NaN -> 0. It converts float64 through float32: pass
-    ``x.astype(np.float32)`` to reproduce that double rounding."""
-    return ({"rounding": "ml_dtypes_e8m0"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt)
+def _ml_dtypes_05(fmt: Format) -> dict:
+    """ml_dtypes 0.5.1 to 0.6 numpy casts (``astype``; C++ ``ConvertFrom<kSaturate=false,
+    kTruncate=false>``): RNE (E8M0: ties away, its lowest binade up), non-saturating, NaN sign
+    kept; formats without NaN: +NaN -> the -0 code, -NaN -> 0; float64 goes through float32
+    (rounded twice)."""
+    return ({"rounding": "ml_dtypes_e8m0"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt) | _via_fp32(fmt)
+
+
+def _ml_dtypes_07(fmt: Format) -> dict:
+    """ml_dtypes 0.7 numpy casts: as 0.6, but float64 is rounded once, and E8M0 rounds plainly
+    to nearest, ties away (the lowest binade no longer goes up)."""
+    return ({"rounding": "nearest_away"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt)
 
 
 def _ml_dtypes_saturate(fmt: Format) -> dict:
-    """ml_dtypes' C++ ``ConvertFrom<kSaturate=true, kTruncate=false>``: finite overflow, and
-    negatives and zero where there is no code (E8M0), saturate; Inf stays Inf (NaN without Inf)."""
-    return _ml_dtypes(fmt) | {"overflow": "ml_dtypes_saturate"}
+    """ml_dtypes' C++ ``ConvertFrom<kSaturate=true, kTruncate=false>`` (float8.h, read at
+    v0.6.0): finite overflow, and negatives and zero where there is no code (E8M0), saturate;
+    Inf stays Inf (NaN without Inf). C++ converts the value it is given: no float32 step."""
+    return ({"rounding": "ml_dtypes_e8m0"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt) | {
+        "overflow": "ml_dtypes_saturate"}
 
 
 def _ml_dtypes_truncate(fmt: Format) -> dict:
-    """ml_dtypes' C++ ``ConvertFrom<kSaturate=false, kTruncate=true>``: truncation on a grid
-    unbounded above, so anything beyond the largest value is Inf/NaN, round-to-zero included."""
-    return {"rounding": "toward_zero", "directed_overflow": "none"} | _nan_or_ml_dtypes(fmt)
+    """ml_dtypes' C++ ``ConvertFrom<kSaturate=false, kTruncate=true>`` (read at v0.6.0):
+    truncation on a grid unbounded above, so anything beyond the largest value is Inf/NaN,
+    round-to-zero included; formats with neither clamp to their largest value."""
+    overflows = fmt.has_inf or fmt.has_nan
+    return {"rounding": "toward_zero"} | ({"directed_overflow": "none"} if overflows else {}) | _nan_or_ml_dtypes(fmt)
 
 
 def _gfloat(fmt: Format) -> dict:
@@ -71,22 +105,26 @@ def _gfloat_sat(fmt: Format) -> dict:
 
 
 def _torch(fmt: Format) -> dict:
-    """PyTorch 2.13 CPU casts from float32 (``tensor.to(dtype)``), read off its headers and
-    runs: E4M3 saturates (Inf too), E5M2's NaN is 0x7F/0xFF, fp16 keeps NaN payloads with the
-    quiet bit, bf16's NaN is 0xFFFF (from float64: 0x7FC0, ``positive``)."""
+    """PyTorch 2.13 CPU casts (``tensor.to(dtype)``), read off its headers and runs: E4M3
+    saturates (Inf too), E5M2's NaN is 0x7F/0xFF, fp16 keeps NaN payloads with the quiet bit,
+    bf16's NaN is 0xFFFF; float64 goes through float32 (rounded twice). One exception no
+    option can follow: from float64, bf16 NaNs in the scalar tail of the vectorized loop (the
+    last ``n % 16`` elements of the tensor, all of a shorter one) are 0x7FC0."""
     name = fmt.name
     if name == "e4m3":
-        return {"overflow": "saturate"}
-    if name == "e5m2":
-        return {"nan": "ones_with_sign"}
-    if name in ("e4m3fnuz", "e5m2fnuz", "fp32"):
-        return {}
-    if name == "fp16":
-        return {"nan": "quiet_payload"}
-    if name == "bf16":
-        return {"nan": "all_ones"}
-    raise ValueError(f"torch's cast to {name} is not an fpemu convention (torch's E8M0 drops the sign "
-                     "and maps 0 to 0x00; torch has no cast to FP4/FP6)")
+        opts: dict = {"overflow": "saturate"}
+    elif name == "e5m2":
+        opts = {"nan": "ones_with_sign"}
+    elif name in ("e4m3fnuz", "e5m2fnuz", "fp32"):
+        opts = {}
+    elif name == "fp16":
+        opts = {"nan": "quiet_payload"}
+    elif name == "bf16":
+        opts = {"nan": "all_ones"}
+    else:
+        raise ValueError(f"torch's cast to {name} is not an fpemu convention (torch's E8M0 drops the sign "
+                         "and maps 0 to 0x00; torch has no cast to FP4/FP6)")
+    return opts | _via_fp32(fmt)
 
 
 def _microxcaling(fmt: Format) -> dict:
@@ -134,32 +172,75 @@ def _p3109(fmt: Format) -> dict:
     return {"overflow": "sat_none"}
 
 
-#: Every convention :func:`like` knows, with the function that gives its options.
-CONVENTIONS = {
-    "ml_dtypes": _ml_dtypes,
-    "ml_dtypes_saturate": _ml_dtypes_saturate,
-    "ml_dtypes_truncate": _ml_dtypes_truncate,
-    "gfloat": _gfloat,
-    "gfloat_sat": _gfloat_sat,
-    "torch": _torch,
-    "microxcaling": _microxcaling,
-    "transformer_engine": _transformer_engine,
-    "ptx_cvt_rn": _ptx_cvt_rn,
-    "ptx_cvt_rs": _ptx_cvt_rs,
-    "p3109": _p3109,
+_Rule = Callable[[Format], dict]
+
+#: Every convention :func:`like` knows: the library whose installed release picks the rules
+#: (None: a specification, one rule set) and the rules per release series, oldest first.
+CONVENTIONS: dict[str, tuple[str | None, dict[str, _Rule]]] = {
+    "ml_dtypes": ("ml_dtypes", {"0.5": _ml_dtypes_05, "0.6": _ml_dtypes_05, "0.7": _ml_dtypes_07}),
+    "ml_dtypes_saturate": ("ml_dtypes", {"0.6": _ml_dtypes_saturate}),
+    "ml_dtypes_truncate": ("ml_dtypes", {"0.6": _ml_dtypes_truncate}),
+    "gfloat": ("gfloat", {"0.5": _gfloat}),
+    "gfloat_sat": ("gfloat", {"0.5": _gfloat_sat}),
+    "torch": ("torch", {"2.13": _torch}),
+    "microxcaling": ("microxcaling", {"1.1": _microxcaling}),
+    "transformer_engine": ("transformer_engine", {"2.13": _transformer_engine}),
+    "ptx_cvt_rn": (None, {"": _ptx_cvt_rn}),
+    "ptx_cvt_rs": (None, {"": _ptx_cvt_rs}),
+    "p3109": (None, {"": _p3109}),
 }
+
+
+def resolve_convention(convention: str) -> str:
+    """The release-qualified name of a convention: a plain name follows the installed release
+    (the newest rules when the library is absent), a qualified one must name a known series.
+
+    >>> resolve_convention("ml_dtypes-0.6.0"), resolve_convention("p3109")
+    ('ml_dtypes-0.6', 'p3109')
+    >>> resolve_convention("ml_dtypes-0.4")
+    Traceback (most recent call last):
+    ...
+    ValueError: fpemu has no rules for ml_dtypes 0.4; known releases: 0.5, 0.6, 0.7
+    """
+    if not isinstance(convention, str):
+        raise TypeError(f"convention must be a name, got {type(convention).__name__}")
+    name, _, release = convention.strip().lower().partition("-")
+    if name not in CONVENTIONS:
+        raise ValueError(unknown_name("convention", convention, CONVENTIONS,
+                                      note="; a library's name takes a release too (ml_dtypes-0.6)"))
+    library, series = CONVENTIONS[name]
+    if library is None:
+        if release:
+            raise ValueError(f"convention {name!r} is a specification, with no releases to name")
+        return name
+    if not release:
+        version = installed_version(library)
+        if (library, version) in UNSUPPORTED_RELEASES:
+            raise ValueError(UNSUPPORTED_RELEASES[library, version])
+        return f"{name}-{pick_series(tuple(series), version)}"
+    try:
+        asked = parse_version(release)
+    except ValueError:
+        raise ValueError(f"cannot read the release in {convention!r}; known releases: {', '.join(series)}") from None
+    match = [s for s in series if parse_version(s) == asked[: len(parse_version(s))]]
+    if not match or (library, release) in UNSUPPORTED_RELEASES:
+        why = UNSUPPORTED_RELEASES.get((library, release), f"fpemu has no rules for {library} {release}")
+        raise ValueError(f"{why}; known releases: {', '.join(series)}")
+    return f"{name}-{match[0]}"
 
 
 def like(convention: str, fmt: str | Format) -> dict:
     """The encode/quantize options that reproduce ``convention``'s conversion into ``fmt``.
 
-    >>> like("ml_dtypes", "e8m0"), like("ml_dtypes", "e2m1")
-    ({'rounding': 'ml_dtypes_e8m0'}, {'nan': 'ml_dtypes'})
+    >>> like("ml_dtypes-0.7", "e8m0"), like("ml_dtypes-0.7", "e2m1")
+    ({'rounding': 'nearest_away'}, {'nan': 'ml_dtypes'})
+    >>> like("torch", "bf16")
+    {'nan': 'all_ones', 'via': 'fp32'}
     >>> like("numpy", "fp16")
     Traceback (most recent call last):
     ...
-    ValueError: unknown convention 'numpy'; known: ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109
+    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.6)
     """
-    if convention not in CONVENTIONS:
-        raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    return CONVENTIONS[convention](get_format(fmt))
+    resolved = resolve_convention(convention)
+    name, _, release = resolved.partition("-")
+    return CONVENTIONS[name][1][release](get_format(fmt))

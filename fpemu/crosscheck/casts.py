@@ -11,7 +11,7 @@ import numpy as np
 from ..backends import Backend
 from ..backends import NumpyBackend  # noqa: F401  (used by the doctests of compare_cast and compare_decode)
 from ..cases import _UINT_OF, edge_cases, random_cases
-from ..codec import decode, encode
+from ..codec import decode, encode, like, resolve_convention
 from ..formats import Format, get_format
 from .table import Row
 
@@ -22,19 +22,13 @@ _RAISES = -1  # fpemu's code where it raises (NaN into a format without NaN, nan
 
 
 def _fpemu_codes(x: np.ndarray, fmt: Format, options: dict) -> np.ndarray:
-    """fpemu's codes (right-aligned, int64) for x under options; -1 where fpemu raises.
-
-    The pseudo-option ``via_float32`` casts float64 input to float32 first, as backends that
-    convert through float32 do.
-    """
+    """fpemu's codes (right-aligned, int64) for x under options; -1 where fpemu raises."""
     opts = dict(options)
     with np.errstate(invalid="ignore", over="ignore"):
         return _fpemu_codes_quiet(x, fmt, opts)
 
 
 def _fpemu_codes_quiet(x: np.ndarray, fmt: Format, opts: dict) -> np.ndarray:
-    if opts.pop("via_float32", False):
-        x = x.astype(np.float32)
     try:
         codes = encode(x, fmt, **opts)
     except ValueError:
@@ -70,7 +64,7 @@ def _option_grid(fmt: Format, source: str) -> list[dict]:
         if nan is not None:
             opts["nan"] = nan
         if via:
-            opts["via_float32"] = True
+            opts["via"] = "fp32"
         grid.append(opts)
     return sorted(grid, key=len)
 
@@ -92,7 +86,7 @@ _EXPLAIN = {
     ("nan", "quiet_payload"): "keeps NaN payload bits and sets the quiet bit",
     ("nan", "zero"): "turns NaN into 0",
     ("nan", "ml_dtypes"): "turns NaN into ml_dtypes' codes",
-    ("via_float32", True): "casts float64 through float32 (double rounding)",
+    ("via", "fp32"): "casts float64 through float32 (double rounding)",
 }
 
 
@@ -101,15 +95,13 @@ def describe_options(backend: str, options: dict) -> str:
 
     >>> describe_options("torch", {"overflow": "saturate"})
     "torch saturates: overflow='saturate'"
-    >>> describe_options("ml_dtypes", {"via_float32": True})
-    'ml_dtypes casts float64 through float32 (double rounding): encode(x.astype(np.float32))'
+    >>> describe_options("ml_dtypes", {"via": "fp32"})
+    "ml_dtypes casts float64 through float32 (double rounding): via='fp32'"
     """
     if not options:
         return "default options"
     what = " and ".join(_EXPLAIN[(k, v)] for k, v in options.items())
-    args = ", ".join(f"{k}={v!r}" for k, v in options.items() if k != "via_float32")
-    if options.get("via_float32"):
-        args = f"encode(x.astype(np.float32){', ' + args if args else ''})"
+    args = ", ".join(f"{k}={v!r}" for k, v in options.items())
     return f"{backend} {what}: {args}"
 
 
@@ -152,10 +144,11 @@ def compare_cast(backend: Backend, fmt: str | Format, source: str = "f32", n_ran
     rx, rt = random_cases(f, dtype, n_random, seed)
     x, tags = np.concatenate([ex, rx]), np.concatenate([et, rt])
     want = backend.cast(x, f.name).astype(np.int64)
-    row = Row(f"cast {source}", f.name, backend.name, cases=int(x.size))
+    row = Row(f"cast {source}", f.name, backend.label(), cases=int(x.size))
     got = _fpemu_codes(x, f, {})
     same = want == got
     row.identical = int(same.sum())
+    _check_convention(row, backend, x, want, f)
     if row.identical == row.cases:
         return row
     row.first_mismatch = _first_mismatch(x, tags, want, got, f, backend.name)
@@ -188,6 +181,23 @@ def compare_cast(backend: Backend, fmt: str | Format, source: str = "f32", n_ran
     return row
 
 
+def _check_convention(row: Row, backend: Backend, x: np.ndarray, want: np.ndarray, fmt: Format) -> None:
+    """Say in the row whether ``like(backend's convention)``, for the installed release,
+    reproduces every case: the claim a user relies on."""
+    if backend.convention is None:
+        return
+    try:
+        name = resolve_convention(backend.convention)
+        opts = like(name, fmt)
+    except ValueError as e:
+        row.convention = f"like({backend.convention!r}): {e}"
+        return
+    if any(k in opts for k in ("sr_bits", "random_bits")):
+        return
+    left = int((want != _fpemu_codes(x, fmt, opts)).sum())
+    row.convention = f"like({name!r}) " + ("reproduces every case" if not left else f"leaves {left} of {row.cases}")
+
+
 def _all_codes(fmt: Format) -> np.ndarray:
     return (np.arange(1 << fmt.bits, dtype=np.int64) << fmt.code_shift).astype(fmt.code_dtype)
 
@@ -207,7 +217,7 @@ def compare_decode(backend: Backend, fmt: str | Format) -> Row:
         got = decode(codes, f)
     both_nan = np.isnan(want) & np.isnan(got)
     same = both_nan | (want.view(np.uint64) == got.view(np.uint64))
-    row = Row("decode", f.name, backend.name, cases=int(codes.size), identical=int(same.sum()))
+    row = Row("decode", f.name, backend.label(), cases=int(codes.size), identical=int(same.sum()))
     if not same.all():
         i = int(np.flatnonzero(~same)[0])
         row.status = "differs"

@@ -13,7 +13,9 @@ class Row:
     ``status`` is ``"identical"`` (default options match every case), ``"reproduced"`` (the
     option in ``reproduced_by`` matches every case), ``"differs"`` (no searched option does;
     ``note`` says what is left), ``"skipped"`` (backend not installed) or ``"unsupported"``
-    (the backend lacks this operation).
+    (the backend lacks this operation). ``backend`` names the release compared
+    (``ml_dtypes 0.7.0``); ``convention`` says whether :func:`fpemu.like` of that release
+    reproduces every case.
     """
 
     operation: str
@@ -26,6 +28,7 @@ class Row:
     status: str = "identical"
     note: str = ""
     mismatches_by_kind: dict = field(default_factory=dict)
+    convention: str = ""
 
 
 _COLUMNS = ("operation", "format", "backend", "cases", "identical", "first mismatch", "fpemu option that reproduces the backend")
@@ -47,6 +50,8 @@ def format_table(rows: Sequence[Row]) -> str:
             last = f"{r.status}: {r.note}"
         else:
             last = "; ".join(t for t in (r.reproduced_by, r.note) if t)
+        if r.convention:
+            last += f"; {r.convention}"
         cells = [r.operation, r.format, r.backend, str(r.cases) if r.cases else "-", str(r.identical) if r.cases else "-",
                  r.first_mismatch.replace("|", "/"), last.replace("|", "/")]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")

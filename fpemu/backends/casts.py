@@ -1,16 +1,6 @@
-"""The implementations fpemu is checked against, each behind one small interface.
-
-* Casts and decodes: a :class:`Backend` per library, :class:`MlDtypesBackend` (ml_dtypes'
-  scalar types), :class:`NumpyBackend` (numpy's float16 and float32 casts) and
-  :class:`TorchBackend` (``Tensor.to`` on the CPU or a CUDA device); :data:`BACKENDS` names
-  them for ``fpemu crosscheck --backend``.
-* Matrix products on a device: :func:`_torch_matmul` (torch on the CPU or a GPU: crosscheck's
-  matmul rows) and :func:`torch_device`, the ``run_dot`` ``fpemu probe`` questions a GPU with.
-* Fake devices, for testing without a GPU: :func:`fake_device` answers a ``run_dot`` with an
-  fpemu accumulator preset, and :func:`_presets` lists the presets that take an input format.
-
-ml_dtypes and torch are imported only when an adapter that needs them runs.
-"""
+"""The libraries fpemu's casts and decodes are compared with, each behind one small interface:
+ml_dtypes' scalar types, numpy's float16/float32 casts, torch's ``Tensor.to`` (CPU or CUDA).
+ml_dtypes and torch are imported only when an adapter that needs them runs."""
 
 from __future__ import annotations
 
@@ -18,16 +8,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .accumulator import Accumulator, accumulator_names, dot, get_accumulator
-from .formats import Format, get_format
-
-__all__ = ["Backend", "MlDtypesBackend", "NumpyBackend", "TorchBackend", "BACKENDS", "RunDot", "fake_device",
-           "torch_device"]  # fmt: skip
+from ..formats import Format, get_format
 
 
-# ---------------------------------------------------------------------------------------------
-# Cast and decode adapters
-# ---------------------------------------------------------------------------------------------
 class Backend:
     """A reference implementation: which formats it has, how it casts and decodes.
 
@@ -37,9 +20,19 @@ class Backend:
 
     name = "backend"
     sources: tuple[str, ...] = ("f32", "f64")
+    #: the :func:`fpemu.like` convention that claims to reproduce this backend's casts
+    convention: str | None = None
 
     def missing(self) -> str | None:
         return None
+
+    def version(self) -> str:
+        """The release of the library behind the backend ("" when unknown)."""
+        return ""
+
+    def label(self) -> str:
+        """The backend's name with the release compared, e.g. ``ml_dtypes 0.7.0``."""
+        return f"{self.name} {self.version()}".strip()
 
     def dtypes(self) -> dict[str, Any]:
         """fpemu format name -> the backend's dtype object."""
@@ -66,6 +59,7 @@ class MlDtypesBackend(Backend):
     """ml_dtypes' scalar types, cast with ``ndarray.astype``."""
 
     name = "ml_dtypes"
+    convention = "ml_dtypes"
     _NAMES = {
         "bf16": "bfloat16",
         "e4m3": "float8_e4m3fn",
@@ -87,6 +81,11 @@ class MlDtypesBackend(Backend):
         except ImportError:
             return "ml_dtypes is not installed"
         return None
+
+    def version(self) -> str:
+        import ml_dtypes
+
+        return str(ml_dtypes.__version__)
 
     def dtypes(self) -> dict[str, Any]:
         import ml_dtypes
@@ -110,6 +109,9 @@ class NumpyBackend(Backend):
     """numpy's own float16 and float32 casts."""
 
     name = "numpy"
+
+    def version(self) -> str:
+        return str(np.__version__)
 
     def dtypes(self) -> dict[str, Any]:
         return {"fp16": np.float16, "fp32": np.float32}
@@ -143,6 +145,7 @@ class TorchBackend(Backend):
         "e8m0": "float8_e8m0fnu",
         "e2m1": "float4_e2m1fn_x2",
     }
+    convention = "torch"
 
     def __init__(self, device: str = "cpu"):
         self.device = device
@@ -156,6 +159,11 @@ class TorchBackend(Backend):
         if self.device == "cuda" and not torch.cuda.is_available():
             return "torch has no CUDA device here"
         return None
+
+    def version(self) -> str:
+        import torch
+
+        return str(torch.__version__)
 
     def dtypes(self) -> dict[str, Any]:
         import torch
@@ -199,97 +207,3 @@ BACKENDS: dict[str, Callable[[], Backend]] = {
     "torch": lambda: TorchBackend("cpu"),
     "torch-cuda": lambda: TorchBackend("cuda"),
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Matrix products through torch
-# ---------------------------------------------------------------------------------------------
-def _torch_matmul(device: str) -> Callable[[np.ndarray, np.ndarray, str], np.ndarray]:
-    """A run_matmul for compare_matmul that multiplies through torch on ``device``.
-
-    CUDA: fp16/bf16 with fp32 output (``torch.mm(..., out_dtype=torch.float32)``), tf32
-    (``allow_tf32``), FP8 through ``torch._scaled_mm`` (unit scales, fp32 output). CPU: fp32
-    and fp16/bf16 matmuls (output in the input format) and ``torch._scaled_mm`` for FP8.
-    """
-    import torch
-
-    dt = {"fp16": torch.float16, "bf16": torch.bfloat16, "e4m3": getattr(torch, "float8_e4m3fn", None),
-          "e5m2": getattr(torch, "float8_e5m2", None)}  # fmt: skip
-
-    def run(A: np.ndarray, B: np.ndarray, inputs: str) -> np.ndarray:
-        a = torch.from_numpy(A.astype(np.float32)).to(device)
-        b = torch.from_numpy(B.astype(np.float32)).to(device)
-        if inputs == "tf32":
-            old = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = True
-            try:
-                return (a @ b).cpu().numpy()
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = old
-        if inputs == "fp32":
-            return (a @ b).cpu().numpy()
-        if inputs in ("fp16", "bf16") and device == "cpu":
-            return (a.to(dt[inputs]) @ b.to(dt[inputs])).float().numpy()
-        if inputs in ("fp16", "bf16"):
-            # fp32 output straight from the unit (torch >= 2.8 on CUDA); no fp16 epilogue.
-            return torch.mm(a.to(dt[inputs]), b.to(dt[inputs]), out_dtype=torch.float32).cpu().numpy()
-        one = torch.tensor(1.0, device=device)
-        bt = b.to(dt[inputs]).t().contiguous().t()  # _scaled_mm wants B column-major
-        return torch._scaled_mm(a.to(dt[inputs]), bt, scale_a=one, scale_b=one, out_dtype=torch.float32).cpu().numpy()
-
-    return run
-
-
-RunDot = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
-
-
-def torch_device(device: str = "cuda") -> RunDot:
-    """run_dot through torch on a GPU: the R experiments of one question become one
-    (R x K) @ (K x R) matrix product whose diagonal holds the R dot products (fp16/bf16 with
-    fp32 output, tf32 fp32 matmul, FP8 through ``torch._scaled_mm``); sizes are padded with
-    zeros to multiples of 16, and zero products take no part in the sums."""
-    import torch
-
-    if not torch.cuda.is_available():
-        raise RuntimeError("torch has no CUDA device here")
-    mm = _torch_matmul(device)
-
-    def run(a: np.ndarray, b: np.ndarray, inputs: str) -> np.ndarray:
-        R, K = a.shape
-        Rp, Kp = -(-R // 16) * 16, -(-K // 16) * 16
-        A = np.zeros((Rp, Kp))
-        B = np.zeros((Kp, Rp))
-        A[:R, :K] = a
-        B[:K, :R] = b.T
-        return np.diagonal(mm(A, B, inputs))[:R].astype(np.float64)
-
-    return run
-
-
-# ---------------------------------------------------------------------------------------------
-# Fake devices: fpemu's own presets
-# ---------------------------------------------------------------------------------------------
-def fake_device(preset: str | Accumulator) -> RunDot:
-    """A stand-in device: ``run_dot(a, b, inputs)`` computed by an fpemu accumulator preset
-    (fp32 output, zero accumulator), for testing :func:`probe` without a GPU.
-
-    >>> run = fake_device("a100")
-    >>> run(np.array([[1.0, 2.0**-24]]), np.array([[1.0, 1.0]]), "fp16").tolist()
-    [1.0]
-    """
-
-    def run(a: np.ndarray, b: np.ndarray, inputs: str) -> np.ndarray:
-        return dot(a, b, None, inputs=inputs, accumulator=get_accumulator(preset, inputs))
-
-    return run
-
-
-def _presets(inputs: str) -> dict[str, Accumulator]:
-    """Every named accumulator that takes these inputs (GPU names and architectures)."""
-    found = {}
-    for name in accumulator_names():
-        try:
-            found[name] = get_accumulator(name, inputs)
-        except ValueError:
-            continue
-    return found
