@@ -5,8 +5,10 @@ user can install, each in its own temporary virtual environment, and fail if any
     python scripts/check_oracle_versions.py ml_dtypes==0.6.0
     python scripts/check_oracle_versions.py --list     # the releases and the test files
 
-Each venv sees this interpreter's packages (numpy, pytest, hypothesis, torch, ...) and gets
-one release of the oracle on top, so what changes between runs is that library alone. The
+Each venv sees the packages of the interpreter that runs this script, a venv's included
+(numpy, pytest, hypothesis, torch, ...: a .pth file adds its site directories after the
+venv's own), and gets one release of the oracle on top, so what changes between runs is that
+library alone. The
 tests are the files of tests/ that use ml_dtypes or gfloat; they read the installed release
 themselves (fpemu.like("ml_dtypes") follows it), so the same files must pass under each.
 CI runs this after the README's test command (.ci/run).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import site
 import subprocess
 import sys
 import tempfile
@@ -39,13 +42,25 @@ def oracle_test_files() -> list[str]:
     return [str(f.relative_to(ROOT)) for f in files if _USES_ORACLE.search(f.read_text())]
 
 
+def _inherit_site_packages(python: str) -> None:
+    """Let the venv of ``python`` see this interpreter's site directories after its own (their
+    .pth files too, so editable installs work), as --system-site-packages would for a base
+    interpreter; works when this interpreter is itself a venv."""
+    own = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                         text=True, check=True).stdout.strip()  # fmt: skip
+    dirs = [d for d in site.getsitepackages() + [site.getusersitepackages()] if Path(d).is_dir()]
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+    (Path(own) / "zz_fpemu_parent_env.pth").write_text(lines)
+
+
 def run_under(requirement: str, files: list[str], pytest_args: list[str]) -> tuple[bool, str, float]:
     """Install ``requirement`` into a fresh venv over this Python's packages and run the files;
     returns whether they passed, pytest's last line and the seconds taken."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fpemu-oracle-") as tmp:
-        venv.create(tmp, system_site_packages=True, with_pip=True)
+        venv.create(tmp, with_pip=True)
         python = str(Path(tmp) / "bin" / "python")
+        _inherit_site_packages(python)
         upgrade = [] if "==" in requirement else ["--upgrade"]
         pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *upgrade,
                               requirement], capture_output=True, text=True)  # fmt: skip
