@@ -11,6 +11,10 @@ array([  1., 448.])
 
 from .formats import FORMATS, Format, format_names, get_format
 from .codec import decode, encode, explain, like, quantize, resolve_convention, to_ml_dtypes, to_torch
+from .accumulator import Accumulator, get_accumulator, dot, gemm
+from . import mx  # block formats (imports the codec above)
+from .scaling import ScaledTensor, scale_from_amax, scaled_cast
+from .version import __version__  # noqa: F401  (fpemu.__version__)
 
 __all__ = [
     "FORMATS",
@@ -36,9 +40,21 @@ __all__ = [
     "gemm",
     "train",
 ]
-from .accumulator import Accumulator, get_accumulator, dot, gemm  # noqa: E402
-from . import mx  # noqa: E402  (block formats; imports the codec above)
-from .scaling import ScaledTensor, scale_from_amax, scaled_cast  # noqa: E402
-from . import train  # noqa: E402  (mixed-precision training demo)
-from . import testing  # noqa: E402  (assertions for kernel tests)
-from .version import __version__  # noqa: E402, F401  (fpemu.__version__)
+
+# Everything above the core is loaded on first use (PEP 562), so ``import fpemu`` costs the
+# core alone: ``fpemu.train``, ``fpemu.vectors.make_vectors``, ``from fpemu import testing``
+# import their package when first named. (tests/test_import_cost.py holds the core to this.)
+_LAZY = ("testing", "train", "teach", "fit", "probe", "crosscheck", "vectors", "cases", "backends", "tables",
+         "cli", "errors", "progress")
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return importlib.import_module(f"{__name__}.{name}")  # (the import binds it here too)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

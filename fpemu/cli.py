@@ -161,18 +161,24 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
-# The feature modules that add subcommands, each through its ``register_cli(subparsers)``.
-_FEATURE_MODULES = ("fpemu.mx", "fpemu.accumulator", "fpemu.train", "fpemu.crosscheck", "fpemu.fit", "fpemu.probe", "fpemu.vectors",
-                    "fpemu.teach")
+# The feature packages' subcommands, each added by its CLI module's ``register_cli(subparsers)``.
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
 def _register_feature_commands() -> None:
-    """Collect the feature modules' subcommand registrations (imported on first use)."""
-    import importlib
+    """Collect the feature packages' subcommand registrations (imported on first use, from the
+    modules that define them: no library namespace exports its command line)."""
+    from .accumulator.cli import register_cli as accumulator_commands
+    from .crosscheck.cli import register_cli as crosscheck_commands
+    from .fit.cli import register_cli as fit_commands
+    from .mx.cli import register_cli as mx_commands
+    from .probe.cli import register_cli as probe_commands
+    from .teach.cli import register_cli as teach_commands
+    from .train.cli import register_cli as train_commands
+    from .vectors.cli import register_cli as vectors_commands
 
-    for name in _FEATURE_MODULES:
-        register = importlib.import_module(name).register_cli
+    for register in (mx_commands, accumulator_commands, train_commands, crosscheck_commands, fit_commands,
+                     probe_commands, vectors_commands, teach_commands):
         if register not in _EXTRA_COMMANDS:
             _EXTRA_COMMANDS.append(register)
 

@@ -130,12 +130,33 @@ def test_no_import_circles():
     assert not import_circles(GRAPH), "import circles"
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between fpemu's components: the package (or top-level module) of the
+    importer -> that of the imported, a package's imports of itself left out. The package's own
+    ``__init__`` ("", which re-exports the layers) is left out too: importing it from below is
+    an upward import, which test_imports_flow_down_the_layers refuses."""
+    out: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        if name:
+            out.setdefault(component(name), set()).update(component(t) for t in targets if t)
+    return {c: targets - {c} for c, targets in out.items()}
+
+
+def test_no_package_import_circles():
+    # Modules can be free of circles while their packages are not (fit/__init__ importing
+    # probe, probe/cli importing fit.fp8_run): two packages never import each other.
+    assert not import_circles(package_graph(GRAPH)), "import circles between packages"
+
+
 def test_the_checks_can_fail():
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     # Lazy imports inside functions are read too (crosscheck imports the accumulator only
     # when a matrix product is compared).
     assert "accumulator" in GRAPH["crosscheck.matmul"]
     assert "codec.encoder" in GRAPH["codec"] and "formats.definition" in GRAPH["formats.registry"]
+    # Two packages that import each other through different modules are a circle.
+    packages = package_graph({"a": set(), "a.x": {"b.y"}, "b": set(), "b.y": set(), "b.z": {"a"}, "": {"a"}})
+    assert packages == {"a": {"b"}, "b": {"a"}} and import_circles(packages) == [["a", "b"]]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -36,10 +36,9 @@ and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``roundin
 ``two_stage``, ``sequential``, ``pairwise``, ``exact``, and ``run``, which drives a model over
 all of K with promotion), ``matmul`` (:func:`dot` and
 :func:`gemm`: operands checked and rounded, handed to the kernels), ``error``
-(:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``).
+(:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``, loaded on first use).
 """
 
-from .cli import register_cli
 from .error import gemm_error
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
@@ -48,7 +47,6 @@ from .model import Accumulator
 # Still reachable as fpemu.accumulator.<name>, as in the single module this package replaces:
 # public names outside __all__, and the private helpers that other fpemu modules (fit:
 # _exponent, _pow2) and the tests import from here (_round_to_odd_sum now lives in codec.odd).
-from .cli import cmd_gemm_error  # noqa: F401
 from .error import GEMM_ERROR_LIMITS, _check_gemm_error_sizes, _normwise  # noqa: F401
 from .kernels.rounding import _exponent, _pow2, _round, _round_to_odd_sum, _target  # noqa: F401
 from .model import Kind, OutRounding, TermRounding  # noqa: F401
@@ -60,5 +58,13 @@ __all__ = [
     "dot",
     "gemm",
     "gemm_error",
-    "register_cli",
 ]
+
+
+def __getattr__(name: str):
+    """``cmd_gemm_error`` and ``register_cli`` (the command line, outside __all__) on first use."""
+    if name in ("cmd_gemm_error", "register_cli"):
+        from . import cli
+
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ A plain name follows the installed release; ``"ml_dtypes-0.6"`` names one.
 from __future__ import annotations
 
 import re
-from importlib import metadata
 
 __all__ = ["installed_version", "parse_version", "pick_series"]
 
@@ -53,6 +52,8 @@ def installed_version(library: str) -> str | None:
     dist = DISTRIBUTIONS.get(library)
     if dist is None:
         return None
+    from importlib import metadata  # (here, not at the top: ``import fpemu`` does not need it)
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

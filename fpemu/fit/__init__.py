@@ -11,9 +11,10 @@ seconds. Every named preset is also tried as it is (pairwise and exact models in
 The package, in the order the data flows: ``dumps`` (:func:`load_dump`: a file read and
 checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the search runs),
 ``search`` (the search space and :func:`fit`), ``reporting`` (:func:`report`: the text
-``fpemu fit`` prints) and ``cli`` (``fpemu fit``). :func:`probe` and :class:`ProbeResult` live
-in :mod:`fpemu.probe`, :func:`fake_device` in :mod:`fpemu.backends`; this package re-exports
-them under their old names and uses none of them.
+``fpemu fit`` prints) and ``cli`` (``fpemu fit``). ``feature_tests`` holds :func:`probe` and
+:class:`ProbeResult`, the feature tests that infer a live device's accumulator (re-exported by
+:mod:`fpemu.probe`, whose ``fpemu probe`` runs them: probe imports fit, never the reverse);
+:func:`fake_device` lives in :mod:`fpemu.backends`.
 
 Staged models (issue 18: FP8 inputs with fp16 output, which no ``Accumulator`` expresses):
 ``staged`` (the fit-only model description and the named hypotheses), ``staged_kernel`` (its
@@ -25,19 +26,19 @@ run).
 """
 
 from ..backends import fake_device
-from ..probe import ProbeResult, probe
-from .cli import register_cli
+from .cli import register_cli  # noqa: F401  (the command line's glue: reachable, not exported)
 from .dumps import Dump, DumpError, load_dump
+from .feature_tests import ProbeResult, probe
 from .search import FitResult, fit
 
 # Still reachable as fpemu.fit.<name>, as in the single module this package replaces: its
 # other public names (the probe's among them), and the private helpers the tests import.
 from ..backends import RunDot, torch_device  # noqa: F401
-from ..probe import PROBE_INPUTS, cmd_probe, probe_report  # noqa: F401
+from .feature_tests import PROBE_INPUTS, probe_report  # noqa: F401
 from .cli import cmd_fit  # noqa: F401
 from .dumps import infer_inputs  # noqa: F401
 from .kernel import _batch_matches, _model_matches  # noqa: F401
 from .reporting import describe_model, report, summarize_models  # noqa: F401
 from .search import _used_fraction_bits, candidate_models  # noqa: F401
 
-__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device", "register_cli"]
+__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device"]

@@ -58,16 +58,16 @@ The package, one job per module; each imports only from the modules listed befor
   (:class:`BlockScaledAccumulator`: exact, Blackwell as the evidence supports, MMA-Sim's);
 * ``scale_layout`` and ``gemm_buffers``: the 128x4 tiled scale layout of cuBLASLt/CUTLASS,
   and an operand as the buffers a GEMM kernel reads (:func:`gemm_buffers`) and back;
-* ``cli``: :func:`describe` and the ``fpemu mx`` command.
+* ``description``: :func:`describe` (each block's scale, codes and errors, in words) and
+  ``describe_json``;
+* ``cli``: the ``fpemu mx`` command (loaded on first use: ``import fpemu`` loads no command line).
 """
 
 from __future__ import annotations
 
 from .array import BlockArray, dequantize
 from .conventions import CONVENTION_NAMES
-from .cli import cmd_mx as cmd_mx  # public names outside __all__, as before
-from .cli import describe as describe
-from .cli import register_cli
+from .description import describe as describe  # a public name outside __all__, as before
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
 from .gemm_buffers import from_gemm_buffers, gemm_buffers
 from .mma import BlockScaledAccumulator, block_accumulator_names, dot, get_block_accumulator, matmul
@@ -97,5 +97,13 @@ __all__ = [
     "from_gemm_buffers",
     "to_blocked",
     "from_blocked",
-    "register_cli",
 ]
+
+
+def __getattr__(name: str):
+    """``cmd_mx`` and ``register_cli`` (the command line, outside __all__) on first use."""
+    if name in ("cmd_mx", "register_cli"):
+        from . import cli
+
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,12 +9,9 @@ import json
 
 from ..arguments import option_name
 from ..backends import torch_device
+from ..fit.feature_tests import PROBE_INPUTS, probe, probe_report
 from ..formats import get_format
 from ..progress import progress
-from .features import probe, probe_report
-
-#: Input formats `fpemu probe` can run through torch.
-PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
 
 
 def _probe_inputs(text: str) -> list[str]:
@@ -45,7 +42,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.device == "cuda" and not torch.cuda.is_available():
             raise RunError("no CUDA device is available here (torch.cuda.is_available() is False); "
                            "run fpemu probe on a machine with an NVIDIA GPU")  # fmt: skip
-    if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run; imported here: fit imports this module)
+    if fp8:  # the experiment set of issue 18 (fpemu.fit.fp8_run)
         from ..fit.fp8_run import run_fp8_fp16
         run_fp8_fp16(args.device, inputs, args.record, not args.no_search)
         return 0

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401  (the examples above use np)
 
-from .cli import register_cli
+from .cli import register_cli  # noqa: F401  (the command line's glue: reachable, not exported)
 from .gpt import GPTConfig, GPTTask, NVFP4Recipe, compare_gpt, make_gpt_task, run_gpt, train_gpt
 from .history import History
 from .loop import compare, run
@@ -95,7 +95,6 @@ __all__ = [
     "summary_table",
     "PRECISIONS",
     "LOSS_SCALES",
-    "register_cli",
     "GPTConfig",
     "GPTTask",
     "NVFP4Recipe",

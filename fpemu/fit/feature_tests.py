@@ -8,6 +8,9 @@ device built from fpemu's own presets must be inferred exactly:
 >>> found = probe(fake_device("v100"), "fp16")
 >>> (found.model.block, found.model.frac_bits, found.model.out_rounding), found.nearest
 ((4, 23, 'rz'), ['v100', 'volta'])
+
+It lives in :mod:`fpemu.fit` (the package that infers accumulators) and is re-exported by
+:mod:`fpemu.probe`, whose command runs it on a GPU: probe imports fit, never the reverse.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from ..arguments import is_whole
 from ..backends import RunDot, _presets, fake_device
 from ..formats import get_format
 
-__all__ = ["ProbeResult", "probe", "probe_report", "fake_device"]
+__all__ = ["PROBE_INPUTS", "ProbeResult", "probe", "probe_report", "fake_device"]
+
+#: Input formats `fpemu probe` can run through torch.
+PROBE_INPUTS = ("fp16", "bf16", "tf32", "e4m3", "e5m2")
 
 
 def _pow2_pair(e: int, fmt) -> tuple[float, float] | None:
