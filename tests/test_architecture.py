@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fpemu"
 LAYERS = [
     {"version", "errors", "arguments", "outputs", "parallel", "progress"},
     {"formats"},
+    {"arith"},
     {"codec"},
     {"tables"},
     {"mx", "scaling"},

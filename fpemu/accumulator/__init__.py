@@ -32,7 +32,8 @@ The package, bottom up (data flows one way, each module imports only those befor
 ``model`` (the :class:`Accumulator` parameters and their checks), ``presets`` (the GPU and IEEE
 tables as data: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
 and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
-``products``, ``grid`` (alignment and cuts), one module per kind of model, ``block`` with
+``products``, one module per kind of model (the aligned sums and cuts are
+:mod:`fpemu.arith`'s), ``block`` with
 ``two_stage``, ``sequential``, ``pairwise``, ``exact``, and ``run``, which drives a model over
 all of K with promotion), ``matmul`` (:func:`dot` and
 :func:`gemm`: operands checked and rounded, handed to the kernels), ``error``
@@ -45,10 +46,9 @@ from .matmul import dot, gemm
 from .model import Accumulator
 
 # Still reachable as fpemu.accumulator.<name>, as in the single module this package replaces:
-# public names outside __all__, and the private helpers that other fpemu modules (fit:
-# _exponent, _pow2) and the tests import from here (_round_to_odd_sum now lives in codec.odd).
+# public names outside __all__, and the private helpers the tests import from here.
 from .error import GEMM_ERROR_LIMITS, _check_gemm_error_sizes, _normwise  # noqa: F401
-from .kernels.rounding import _exponent, _pow2, _round, _round_to_odd_sum, _target  # noqa: F401
+from .kernels.rounding import _round, _target  # noqa: F401
 from .model import Kind, OutRounding, TermRounding  # noqa: F401
 
 __all__ = [

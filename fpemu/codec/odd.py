@@ -4,13 +4,11 @@ The last bit then remembers ("sticks") that the value was inexact, so one later 
 least two bits fewer gives the same result as rounding the exact value once (Boldo and
 Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
 odd", IEEE TC 2008). fpemu uses it wherever a value must pass through float64 or float32 on
-its way to a narrower format: integers beyond 2**53, float64 input to the float32 tables, and
-exact sums held in two parts.
+its way to a narrower format: integers beyond 2**53 and float64 input to the float32 tables
+here; exact sums held in two parts in :mod:`fpemu.arith` (``round_to_odd_sum``).
 
 >>> integers_to_float64(np.array([2**53 + 1], dtype=np.int64)).tolist()  # odd: ...0 + sticky
 [9007199254740994.0]
->>> _round_to_odd_sum(np.array([1.0]), np.array([2.0**-60])).tolist() == [1.0 + 2.0**-52]
-True
 """
 
 from __future__ import annotations
@@ -62,19 +60,3 @@ def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
         bits[inexact] |= np.uint32(1)
     return f
 
-
-def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x + y rounded to odd at float64 precision (53 bits), from an error-free two-sum.
-
-    Round-to-odd keeps a sticky bit in the last place, so a later rounding to at most 51 bits
-    equals the correct rounding of the exact sum.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
-        s = x + y
-        yy = s - x
-        err = (x - (s - yy)) + (y - yy)
-    bits = s.view(np.int64)
-    inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
-    # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
-    step = np.where((err > 0) == (s > 0), 1, -1)
-    return np.where(inexact, (bits + step).view(np.float64), s)

@@ -7,35 +7,17 @@ import dataclasses
 
 import numpy as np
 
-from ..accumulator import Accumulator, _exponent, _pow2, dot
-from ..codec import integers_to_float64, quantize
+from ..accumulator import Accumulator, dot
+from ..arith import aligned_sum, exponent
+from ..codec import quantize
 from ..formats import get_format
 from .dumps import Dump
-
 
 # fpemu.accumulator.dot takes one Accumulator per call; the search tries thousands. This kernel
 # computes the same block model (tests check it against dot on the dumps) for many parameter
 # sets at once: the experiment rows are repeated once per (F, zero-c exponent, output
-# rounding, output bits) set and those parameters become per-row arrays.
-# The exponent and power-of-two helpers are the accumulator's own, so both agree on zeros.
-def _p2(e: np.ndarray) -> np.ndarray:
-    """2.0**e, clamped to float64's normal exponents."""
-    return _pow2(np.clip(e, -1022, 1023))
-
-
-def _aligned_total(vals: list, exps: list, F: np.ndarray, cut: str) -> tuple[np.ndarray, np.ndarray]:
-    """Terms aligned to their largest exponent E with F fraction bits, each cut toward zero
-    ("rz") or down ("rd"), added exactly: (sum * 2**(E-F) as float64, E)."""
-    E = np.max(np.stack(exps), axis=0)
-    scale = _p2(F - E)
-    total = np.zeros(E.shape, dtype=np.int64)
-    for v in vals:
-        x = v * scale
-        i = x.astype(np.int64)
-        if cut == "rd":
-            i -= i > x
-        total += i
-    return integers_to_float64(total) * _p2(E - F), E
+# rounding, output bits) set and those parameters become per-row arrays. The exponents and
+# the aligned sum (F one per row) are fpemu.arith's, the accumulator's own.
 
 
 def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, out: str) -> np.ndarray:
@@ -54,7 +36,7 @@ def _round_rows(v: np.ndarray, prec: np.ndarray, rne: np.ndarray, out: str) -> n
 def _products(a: np.ndarray, b: np.ndarray, inputs: str) -> tuple[np.ndarray, np.ndarray]:
     """Exact products and their model exponents e_a + e_b (a subnormal at its format's emin)."""
     fmt = get_format(inputs)
-    return a * b, _exponent(a, fmt.emin) + _exponent(b, fmt.emin)
+    return a * b, exponent(a, fmt.emin) + exponent(b, fmt.emin)
 
 
 def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_odd: bool,
@@ -66,22 +48,22 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
     K = p.shape[1]
     for s in range(0, K, block):
         ks = range(s, min(s + block, K))
-        ec = np.where(c == 0, zc, _exponent(c, c_emin))
+        ec = np.where(c == 0, zc, exponent(c, c_emin))
         # A block result that overflowed (fp16 output, F bits cut short of the sum) stays
         # +-Inf: the products are finite, so c + products is c, as fpemu.accumulator has it.
         finite = np.isfinite(c)
         fc = np.where(finite, c, 0.0)
         if not late_c:
-            total, _ = _aligned_total([fc] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
+            total, _ = aligned_sum([fc] + [p[:, k] for k in ks], [ec] + [ep[:, k] for k in ks], F, cut)
         else:
             groups = [ks[0::2], ks[1::2]] if even_odd else [ks]
             vals, exps = [fc], [ec]
             for g in groups:
                 if len(g):
-                    v, _ = _aligned_total([p[:, k] for k in g], [ep[:, k] for k in g], F, cut)
+                    v, _ = aligned_sum([p[:, k] for k in g], [ep[:, k] for k in g], F, cut)
                     vals.append(v)
-                    exps.append(_exponent(v, -100000))
-            total, _ = _aligned_total(vals, exps, F, cut)
+                    exps.append(exponent(v))
+            total, _ = aligned_sum(vals, exps, F, cut)
         c = np.where(finite, _round_rows(total, prec, rne, out), c)
     return c.astype(np.float32)
 

@@ -19,17 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arith import NO_EXPONENT, aligned_sum, exponent
 from ..formats import get_format
 from .staged import MIDS, Staged, order_of
 
 EXACT_BITS = 40
-NO_PART = -100000  # the exponent of a zero term: it never sets the alignment
-
-
-def exponents(x: np.ndarray, emin: int) -> np.ndarray:
-    """floor(log2 |x|), a subnormal's at emin, a zero's NO_PART."""
-    _, e = np.frexp(x)
-    return np.where(x == 0, NO_PART, np.maximum(e.astype(np.int64) - 1, emin))
 
 
 def round_to(v: np.ndarray, mid: str, mode: str) -> np.ndarray:
@@ -54,21 +48,17 @@ def round_to(v: np.ndarray, mid: str, mode: str) -> np.ndarray:
 def fused(values: list, exps: list, F, cut: str) -> np.ndarray:
     """One fused sum: (R,) or (R, n) terms aligned to their largest exponent, each cut to F
     (an int or one per row) fraction bits below it toward zero ("rz") or down ("rd"), added
-    exactly."""
-    vals = np.concatenate([np.reshape(v, (v.shape[0], -1)) for v in values], axis=1)
-    ex = np.concatenate([np.reshape(e, (e.shape[0], -1)) for e in exps], axis=1)
-    E = ex.max(axis=1)
-    E = np.where(E == NO_PART, 0, E)
+    exactly (:func:`fpemu.arith.aligned_sum`); where a term is Inf or NaN, the IEEE sum of those
+    terms (the finite ones cannot change it)."""
+    # k-major, one term a contiguous row, as aligned_sum takes them one at a time
+    vals = np.concatenate([np.reshape(v, (v.shape[0], -1)).T for v in values])
+    ex = np.concatenate([np.reshape(e, (e.shape[0], -1)).T for e in exps])
     special = ~np.isfinite(vals)
-    finite = np.where(special, 0.0, vals)
-    x = finite * np.ldexp(1.0, F - E)[:, None]
-    i = x.astype(np.int64)
-    if cut == "rd":
-        i -= i > x
-    total = np.ldexp(i.sum(axis=1).astype(np.float64), E - F)
-    if special.any():  # Inf and NaN terms: their IEEE sum (finite terms cannot change it)
+    total, _ = aligned_sum(np.where(special, 0.0, vals), ex, F, cut)
+    rows = special.any(axis=0)
+    if rows.any():  # summed along each row's terms, in the order of the terms
         with np.errstate(invalid="ignore"):
-            total = np.where(special.any(axis=1), np.where(special, vals, 0.0).sum(axis=1), total)
+            total[rows] = np.ascontiguousarray(np.where(special[:, rows], vals[:, rows], 0.0).T).sum(axis=1)
     return total
 
 
@@ -77,7 +67,7 @@ class Operands:
     """One dump's rows, prepared once: products, their exponents, c (fp16 and as given)."""
 
     p: np.ndarray  # (R, K) exact products
-    ep: np.ndarray  # (R, K) e_a + e_b (NO_PART for zero products)
+    ep: np.ndarray  # (R, K) e_a + e_b (NO_EXPONENT for zero products)
     c: dict  # "fp16"/"fp32" -> (R,) c values
     ec: dict  # their exponents
 
@@ -95,10 +85,10 @@ def prepare(a, b, c, inputs: str) -> Operands:
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), a.shape[:1])
     emin = get_format(inputs).emin
     p = a * b
-    ep = np.where(p == 0, NO_PART, exponents(a, emin) + exponents(b, emin))
+    ep = np.where(p == 0, NO_EXPONENT, exponent(a, emin) + exponent(b, emin))
     c16 = round_to(c.astype(np.float16).astype(np.float64), "fp16", "rne")  # numpy's cast is RNE
     cs = {"fp16": c16, "fp32": c.astype(np.float32).astype(np.float64)}
-    return Operands(p, ep, cs, {"fp16": exponents(c16, -14), "fp32": exponents(cs["fp32"], -126)})
+    return Operands(p, ep, cs, {"fp16": exponent(c16, -14), "fp32": exponent(cs["fp32"], -126)})
 
 
 def _mid_params(mids: list, modes: list, R: int) -> tuple:
@@ -150,7 +140,7 @@ def _run(ms: list, ops: Operands, order: str, stage: int, cut: str, c_at: str, c
     acc = np.zeros(n * R)
     starts = list(range(0, K, stage)) or [0]
     for i, s in enumerate(starts):
-        vals, exps = [acc, p[:, s : s + stage]], [exponents(acc, mid_emin), ep[:, s : s + stage]]
+        vals, exps = [acc, p[:, s : s + stage]], [exponent(acc, mid_emin), ep[:, s : s + stage]]
         if (c_at == "first" and i == 0) or (c_at == "last" and i == len(starts) - 1):
             vals.append(c)
             exps.append(ec)

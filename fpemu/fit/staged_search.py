@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arith import exponent
 from .dumps import Dump
 from .spaces import candidates, load_space
 from .staged import Staged
-from .staged_kernel import Operands, evaluate, evaluate_many, exponents, fp16_bits_as_fp32, prepare
+from .staged_kernel import Operands, evaluate, evaluate_many, fp16_bits_as_fp32, prepare
 
 
 @dataclass
@@ -134,8 +135,8 @@ def residuals(model: Staged, dump: Dump, out: str = "fp16", first: int = 5) -> R
     miss = fp16_bits_as_fp32(got) != dump.d[out]
     idx = np.flatnonzero(miss)
     S = ops.p.sum(axis=1)  # exact for FP8 and fp16 products (at most 53 bits spanned)
-    spread = ops.ep.max(axis=1) - exponents(S, -1022)
-    c_dist = exponents(S, -1022) - ops.ec["fp16"]
+    spread = ops.ep.max(axis=1) - exponent(S, -1022)
+    c_dist = exponent(S, -1022) - ops.ec["fp16"]
     tally = lambda key: {int(k): (int((key == k).sum()), int((key[miss] == k).sum())) for k in np.unique(key[np.abs(key) < 60])}  # noqa: E731
     table = []
     for i in idx[:first]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arith import round_to_odd_sum
 from ..codec import decode
-from ..codec.odd import _round_to_odd_sum
 from ..parallel import resolve_workers, run_each
 from .array import BlockArray
 from .elements import _element_table, _int_table
@@ -59,7 +59,7 @@ def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     mid += low >> 16
     top += mid >> 32
     rest = ((mid & 0xFFFFFFFF) << 16) | (low & 0xFFFF)  # below 2**48: exact in float64
-    return _round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
+    return round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
 
 
 def _check_matmul(a: BlockArray, b: BlockArray) -> int:
@@ -69,6 +69,8 @@ def _check_matmul(a: BlockArray, b: BlockArray) -> int:
             raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
     if a.format.is_nvfp4 != b.format.is_nvfp4:
         raise ValueError("cannot mix MX and NVFP4 operands")
+    if a.format.tensor_scale != b.format.tensor_scale:
+        raise ValueError(f"cannot mix {a.format.name} and {b.format.name} operands (one has a per-tensor scale)")
     if a.codes.ndim != 2 or b.codes.ndim != 2:
         raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
     if a.shape[1] != b.shape[0]:
@@ -85,10 +87,11 @@ def _check_matmul(a: BlockArray, b: BlockArray) -> int:
 class _Operand:
     """One matmul operand's integer elements and per-(row, K-block) scales.
 
-    ``ints(ks)``: element values * 2**int_shift (times the UE4M3 scale * 2**9 for NVFP4) of
-    the K slice ks, ``bad(ks)``: whether a row holds a non-finite element there; ``exp`` the
-    power of two of each block's scale (E8M0) or -9 (NVFP4, whose scales are folded into the
-    integers), ``nan_scale`` where the scale is NaN.
+    ``ints(ks)``: element values * 2**int_shift (times the integer significand of the block's
+    scale for NVFP4) of the K slice ks, ``bad(ks)``: whether a row holds a non-finite element
+    there; ``exp`` the power of two of each block's scale (E8M0) or of its significand's last
+    place (NVFP4's UE4M3 and UE5M3, whose significands are folded into the integers),
+    ``nan_scale`` where the scale is NaN.
     """
 
     def __init__(self, q: BlockArray, k_axis: int) -> None:
@@ -99,10 +102,15 @@ class _Operand:
             s = s.T  # (N, nb): rows of B's transpose
         self.scales = s
         if q.format.is_nvfp4:
-            self.nan_scale = s == 0x7F
-            ue4m3 = np.ldexp(decode(np.arange(128), "ue4m3"), 9)  # integers times 2**-9
-            self.fold = np.where(self.nan_scale, 0, ue4m3[np.minimum(s, 0x7E)]).astype(np.int64)
-            self.exp = np.full(s.shape, -9, np.int64)
+            sf = q.format.scale
+            self.nan_scale = s == sf.nan_code
+            # each scale value = sig * 2**exp, sig an integer of at most M + 1 bits (0 for zero)
+            values = decode(np.arange(sf.num_codes), sf)
+            m, e = np.frexp(np.where(np.isnan(values), 0.0, values))
+            sig = (m * 2.0 ** (sf.mantissa_bits + 1)).astype(np.int64)
+            exp = np.where(sig == 0, 0, e - sf.mantissa_bits - 1).astype(np.int64)
+            self.fold = np.where(self.nan_scale, 0, sig[s])
+            self.exp = exp[s]
         else:
             self.nan_scale = s == 255
             self.fold = None
@@ -135,10 +143,10 @@ def _exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | No
     For every K-block, the sum of the element products is formed *exactly* (integer
     arithmetic on the scaled significands), multiplied by both scales and rounded once to
     float32; the per-block results are then added in float32 in block order (block 0 first)
-    to the running sum, which starts at the float32 accumulator ``c`` (M, N). NVFP4: the two
-    UE4M3 block scales are folded into the exact integer sum. Blocks holding NaN/Inf (scale
-    or element) are computed with float64 arithmetic instead so they propagate NaN/Inf as
-    IEEE arithmetic would. Zeros have IEEE 754's signs at each step: a K-block whose exact sum
+    to the running sum, which starts at the float32 accumulator ``c`` (M, N). NVFP4: the
+    significands of both block scales (UE4M3, UE5M3) are folded into the exact integer sum.
+    Blocks holding NaN/Inf (scale or element) are computed with float64 arithmetic instead
+    so they propagate NaN/Inf as IEEE arithmetic would. Zeros have IEEE 754's signs at each step: a K-block whose exact sum
     is not zero but rounds to zero keeps the sum's sign; an exactly zero block is -0 only when
     every product in it is -0; the float32 additions then give -0 + -0 = -0 and +0 otherwise.
     """

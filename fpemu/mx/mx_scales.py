@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..codec.odd import _round_to_odd_sum
+from ..arith import round_to_odd_sum
 from .formats import BlockFormat
 
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).
@@ -68,7 +68,7 @@ def _rn32_product(a: np.ndarray, c: float) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     head = (a.view(np.uint64) & ~np.uint64((1 << 24) - 1)).view(np.float64)
     with np.errstate(over="ignore"):  # products beyond float32 round to Inf, as intended
-        return _round_to_odd_sum(head * c, (a - head) * c).astype(np.float32)
+        return round_to_odd_sum(head * c, (a - head) * c).astype(np.float32)
 
 
 def _log2_slack() -> tuple[np.ndarray, int]:

@@ -9,10 +9,10 @@ import itertools
 
 import numpy as np
 
+from ...arith import aligned_sum, exponent
 from ..model import Accumulator
-from .grid import _grid_sum
 from .products import _Products, _with_specials
-from .rounding import _add, _exponent, _round, _Target
+from .rounding import _add, _round, _Target
 from .two_stage import _late_sum
 
 
@@ -22,7 +22,7 @@ def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray,
         total = _late_sum(prods, s, e, c, ec, acc)
     else:
         ks = range(s, e)
-        total, _ = _grid_sum(
+        total, _ = aligned_sum(
             itertools.chain([c], (prods.value(k) for k in ks)),
             itertools.chain([ec], (prods.exponent(k) for k in ks)),
             acc.frac_bits,
@@ -75,7 +75,7 @@ def _chain_blocks(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumu
     starts = range(k0, k1, n) if k1 > k0 else range(k0, k0 + 1)
     for s in starts:
         e = min(s + n, k1)
-        ec = np.where(c == 0, acc.zero_c_exponent, _exponent(c, c_emin))
+        ec = np.where(c == 0, acc.zero_c_exponent, exponent(c, c_emin))
         finite_c = np.where(np.isfinite(c), c, 0.0)
         result = _block_step(prods, s, e, finite_c, ec, acc, t)
         if acc.product_overflow:

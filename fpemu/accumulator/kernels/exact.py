@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arith import pow2
 from .products import _Products
-from .rounding import _pow2
 
 _LIMB = 30  # bits per limb of the long accumulator
 
@@ -117,6 +117,6 @@ def _read_limbs(limbs: np.ndarray, base: int) -> np.ndarray:
     m = np.where(pull > 0, (hi << pull) | (third >> (_LIMB - pull)), hi >> drop)
     m |= sticky.astype(np.int64)  # round to odd
     q = base + _LIMB * (top - 1) + drop - pull
-    value = m.astype(np.float64) * _pow2(np.clip(q, -1022, 1023))
+    value = m.astype(np.float64) * pow2(q)
     value = np.where(hi == 0, 0.0, value)
     return np.where(negative, -value, value)

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...arith import exponent
 from ...formats import Format
-from .rounding import _exponent
 
 #: Products of this magnitude overflow in models with ``product_overflow`` (beyond fp32).
 _PRODUCT_LIMIT = 2.0**128
@@ -24,9 +24,10 @@ class _Products:
 
     ``value(k)`` is the float64 product for every element (exact; non-finite products are
     replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
-    (int16; _NO_EXPONENT for zero products, or ``zero_exponent`` plus the partner's exponent
-    when a zero operand has one). Both are computed on demand, so a GEMM never holds more than
-    a few (R,) arrays: R is kept cache-sized by the caller. A GEMM prepares B once
+    (int16; for a zero product ``arith.NO_EXPONENT`` plus the partner's, far below any real
+    one, or ``zero_exponent`` plus the partner's exponent when a zero operand has one). Both
+    are computed on demand, so a GEMM never holds more than a few (R,) arrays: R is kept
+    cache-sized by the caller. A GEMM prepares B once
     (:func:`_operand`) and hands it to every chunk of rows of A.
     """
 
@@ -105,10 +106,10 @@ def _operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int 
     raw = np.ascontiguousarray(_flush_inputs(x_kmajor, fmt) if flush else x_kmajor)
     nonfinite = not np.isfinite(raw).all()
     finite = np.where(np.isfinite(raw), raw, 0.0) if nonfinite else raw
-    exponent = _exponent(raw, fmt.emin).astype(np.int16)
+    exps = exponent(raw, fmt.emin).astype(np.int16)
     if zero_exponent is not None:  # MMA-Sim: a zero operand has an exponent too
-        exponent[raw == 0] = zero_exponent
-    return _Operand(raw, finite, exponent, nonfinite)
+        exps[raw == 0] = zero_exponent
+    return _Operand(raw, finite, exps, nonfinite)
 
 
 def _with_specials(prods: _Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""Exact float64 helpers every model shares: rounding targets and rounding, powers of two,
-model exponents, and the round-to-odd sum that makes one later rounding correct."""
+"""Rounding targets and the rounding of exact float64 values every model shares (the exact
+arithmetic itself, powers of two, exponents and sums, is :mod:`fpemu.arith`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...arith import round_to_odd_sum
 from ...codec import quantize
-from ...codec.odd import _round_to_odd_sum
 from ...formats import Format, get_format
-
-# A zero or non-finite input gets this exponent so that its (zero) product never sets E.
-_NO_EXPONENT = -4000
 
 
 @dataclass(frozen=True)
@@ -37,19 +34,6 @@ def _target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: b
     if frac_bits is not None and frac_bits != f.mantissa_bits:
         f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
     return _Target(f, mode, flush)
-
-
-def _pow2(e: np.ndarray) -> np.ndarray:
-    """2.0**e for integer arrays with -1022 <= e <= 1023, built from the float64 bit pattern."""
-    return ((np.asarray(e, dtype=np.int64) + 1023) << 52).view(np.float64)
-
-
-def _exponent(v: np.ndarray, emin: int) -> np.ndarray:
-    """floor(log2|v|) clamped below at emin (a subnormal uses its format's emin); zero and
-    non-finite values get _NO_EXPONENT. int32."""
-    _, e = np.frexp(v)
-    ex = np.maximum(e.astype(np.int32) - 1, emin)
-    return np.where(np.isfinite(v) & (v != 0), ex, _NO_EXPONENT).astype(np.int32)
 
 
 _ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
@@ -106,7 +90,7 @@ def _truncated(v: np.ndarray, fmt: Format) -> np.ndarray:
 
 def _add(x: np.ndarray, y: np.ndarray, t: _Target) -> np.ndarray:
     """round(x + y) to the target, exactly (x, y exact float64 values)."""
-    return _round(_round_to_odd_sum(x, y), t)
+    return _round(round_to_odd_sum(x, y), t)
 
 
 def _read_acc(c: np.ndarray, t: _Target) -> np.ndarray:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arith import NO_EXPONENT, aligned_sum, cut_below, exponent
 from ..model import Accumulator
-from .grid import _cut_below, _grid_sum
 from .products import _Products
-from .rounding import _exponent
 
 
 def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
@@ -43,25 +42,25 @@ def _late_sum(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, a
     F = acc.frac_bits
     sums, exps = [], []
     for ks in _lanes(s, e, acc.even_odd):
-        v, E = _grid_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
+        v, E = aligned_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
         sums.append(v)
         exps.append(E)
     if acc.sum_frac_bits is None:  # the first guess: partial sums at their leading bit
         vals = [c] + sums
-        lead = [ec] + [_exponent(v, -100000) for v in sums]
-        return _grid_sum(vals, lead, F, acc.term_rounding)[0]
+        lead = [ec] + [exponent(v) for v in sums]
+        return aligned_sum(vals, lead, F, acc.term_rounding)[0]
     if not sums:  # no products at all (K = 0): c alone, cut like any c
-        sums, exps = [np.zeros_like(c)], [np.full(c.shape, -100000, dtype=np.int32)]
+        sums, exps = [np.zeros_like(c)], [np.full(c.shape, NO_EXPONENT, dtype=np.int32)]
     Ep = exps[0].copy()
     for E in exps[1:]:
         np.maximum(Ep, E, out=Ep)
     if acc.lane_frac_bits is not None:
-        sums = [_cut_below(v, Ep, acc.lane_frac_bits, acc.late_rounding) for v in sums]
+        sums = [cut_below(v, Ep, acc.lane_frac_bits, acc.late_rounding) for v in sums]
     S = sums[0] if len(sums) == 1 else sums[0] + sums[1]  # exact: both on Ep's grid
     M = np.maximum(Ep, ec)
-    total = _cut_below(S, M, acc.sum_frac_bits, acc.late_rounding)
+    total = cut_below(S, M, acc.sum_frac_bits, acc.late_rounding)
     cf = acc.sum_frac_bits if acc.c_frac_bits is None else acc.c_frac_bits
-    c_cut = _cut_below(c, M, cf, acc.late_rounding)
+    c_cut = cut_below(c, M, cf, acc.late_rounding)
     if acc.c_window is not None:
         c_cut = np.where(ec < M - acc.c_window, 0.0, c_cut)
     return total + c_cut  # exact: two terms on M's grid, at most 52 bits

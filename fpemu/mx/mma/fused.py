@@ -3,66 +3,31 @@ rows against all of B.
 
 Per instruction: the terms (each scaled product, or each sub-block sum times its scales) and
 ``c`` are aligned to the largest of their exponents ``E`` with ``F`` fraction bits, each term
-cut on its own, the cut terms added exactly (int64), the sum rounded once to fp32; Inf and NaN
-follow IEEE arithmetic on the instruction's values. The result is the next instruction's c.
+cut on its own, the cut terms added exactly (:func:`fpemu.arith.aligned_sum`), the sum rounded
+once to fp32; Inf and NaN follow IEEE arithmetic on the instruction's values. The result is
+the next instruction's c.
 
 Exact and fast: every term is an exact float64 (a scaled element has at most 8 significant
 bits, an FP4 sub-block sum is an integer from a float64 matrix product that cannot round),
-scaling by ``2**(F - E)`` and the float-to-int64 cast are exact, and the int64 sum is exact
-(``fits`` checks the bounds). With ``term_exponent="product"`` an element whose instruction
-provably loses no bit (every term's lowest set bit at or above ``E - F``, bounded from each
-row's largest exponent and lowest set bit; ``c`` likewise) takes the exact sum of the
-instruction's products from one float64 matrix product (exact while the sum spans at most 53
-bits, also checked from the bounds) and skips the term loop; the others run it.
+scaling by ``2**(F - E)`` and the cut are exact, and so is the sum, in float64 while it stays
+below 2**53 and in int64 past that (``check_fits`` checks the bounds). With
+``term_exponent="product"`` an element whose instruction provably loses no bit (every term's
+lowest set bit at or above ``E - F``, bounded from each row's largest exponent and lowest set
+bit; ``c`` likewise) takes the exact sum of the instruction's products from one float64
+matrix product (exact while the sum spans at most 53 bits, also checked from the bounds) and
+skips the term loop; the others run it.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable
 
 import numpy as np
 
-from ...codec.odd import _round_to_odd_sum
+from ...arith import NO_EXPONENT, aligned_sum, exponent, pow2, round_to_odd_sum
 from .model import BlockScaledAccumulator
-from .operands import NO_EXPONENT, Side
-
-
-def _pow2(e: np.ndarray) -> np.ndarray:
-    """2.0**e for integer arrays, e clipped to -1022..1023, from the float64 bit pattern."""
-    return ((np.clip(np.asarray(e, dtype=np.int64), -1022, 1023) + 1023) << 52).view(np.float64)
-
-
-def _cut(x: np.ndarray, rounding: str) -> np.ndarray:
-    """The integer part of x as int64: toward zero ("rz") or down ("rd")."""
-    i = x.astype(np.int64)  # the float -> int cast truncates toward zero
-    if rounding == "rd":
-        i -= i > x
-    return i
-
-
-def _aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int, rounding: str) -> np.ndarray:
-    """Terms aligned to the largest of their exponents E, each cut to F fraction bits below E,
-    added exactly; the float64 result is exact, or rounded to odd beyond 53 bits (one later
-    rounding to fp32 is then still correct).
-
-    >>> _aligned_sum([np.array([1.0]), np.array([2.0**-30])], [np.array([0]), np.array([-30])], 25, "rz").tolist()
-    [1.0]
-    """
-    exps = iter(exps)
-    E = np.array(next(exps), dtype=np.int32)
-    for e in exps:
-        np.maximum(E, e, out=E)
-    scale = _pow2(F - E)
-    total = np.zeros(E.shape, np.int64)
-    for v in values:
-        total += _cut(v * scale, rounding)
-    unit = _pow2(E - F)
-    if np.all(np.abs(total) < 1 << 53):
-        return total.astype(np.float64) * unit
-    high = total >> 26  # both halves exact in float64; one odd rounding adds them
-    return _round_to_odd_sum(high.astype(np.float64) * (unit * 2.0**26), (total - (high << 26)).astype(np.float64) * unit)
+from .operands import Side
 
 
 def _exact_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -92,9 +57,9 @@ def _c_terms(c: np.ndarray, model: BlockScaledAccumulator) -> tuple[np.ndarray, 
     """c's value (0 where Inf/NaN: those decide the result elsewhere) and exponent (fp32's:
     subnormals at -126; a zero c at ``zero_c_exponent``)."""
     finite = np.where(np.isfinite(c), c, 0.0)
-    _, e = np.frexp(finite)
-    ec = np.maximum(e.astype(np.int32) - 1, -126)
-    return finite, np.where(finite == 0, model.zero_c_exponent, ec).astype(np.int32)
+    ec = exponent(c, -126)
+    np.putmask(ec, ec == NO_EXPONENT, model.zero_c_exponent)  # zero and non-finite c
+    return finite, ec
 
 
 def _products(ae: np.ndarray, be: np.ndarray, av: np.ndarray, bv: np.ndarray, outer: bool):
@@ -115,8 +80,9 @@ def _term_loop(a: Side, b: Side, ks: slice, cf: np.ndarray, ec: np.ndarray, mode
         ae, av = (np.ascontiguousarray(x[i, ks].T) for x in (a.exponent, a.value))
         be, bv = (np.ascontiguousarray(x[j, ks].T) for x in (b.exponent, b.value))
     exps, values = _products(ae, be, av, bv, pairs is None)
-    total = _aligned_sum(itertools.chain([cf.reshape(-1)], values), itertools.chain([ec.reshape(-1)], exps),
-                         model.frac_bits, model.term_rounding)
+    # |product| < 2**(exponent + a.sig_bits + b.sig_bits): the bound of the float64 fast sum.
+    total, _ = aligned_sum(itertools.chain([cf.reshape(-1)], values), itertools.chain([ec.reshape(-1)], exps),
+                           model.frac_bits, model.term_rounding, a.sig_bits + b.sig_bits)
     return _round_out(total, model)
 
 
@@ -131,7 +97,7 @@ def _product_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAcc
     fast = (high - (a.low[:, t, None] + b.low[None, :, t]) <= limit) & ((cf == 0) | (ec - 23 >= high - F))
     if not fast.any():
         return _term_loop(a, b, ks, cf, ec, model).reshape(c.shape)
-    out = _round_out(_round_to_odd_sum(_exact_products(a.value[:, ks], b.value[:, ks]), cf), model)
+    out = _round_out(round_to_odd_sum(_exact_products(a.value[:, ks], b.value[:, ks]), cf), model)
     if not fast.all():
         i, j = np.nonzero(~fast)
         out[i, j] = _term_loop(a, b, ks, cf[i, j], ec[i, j], model, (i, j))
@@ -149,10 +115,11 @@ def _scale_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccum
         blk = g // a.block
         sums = _exact_products(a.ints[:, g : g + sb], b.ints[:, g : g + sb])  # integers below 2**53
         e = a.scale_exp[:, blk, None] + b.scale_exp[None, :, blk]
-        v = sums * (a.scale_sig[:, blk, None] * b.scale_sig[None, :, blk]) * _pow2(e - shift)
+        v = sums * (a.scale_sig[:, blk, None] * b.scale_sig[None, :, blk]) * pow2(e - shift)
         values.append(v)
         exps.append(np.where(v == 0, NO_EXPONENT, e) if model.zero_exponent is None else e)
-    return _round_out(_aligned_sum(values, exps, model.frac_bits, model.term_rounding), model)
+    # A sub-block sum spans up to 52 bits above its scales' exponent: no float64 fast sum.
+    return _round_out(aligned_sum(values, exps, model.frac_bits, model.term_rounding, None)[0], model)
 
 
 def _specials(a: Side, b: Side, t: int, c: np.ndarray, out: np.ndarray, ik: int) -> np.ndarray:

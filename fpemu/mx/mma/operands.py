@@ -13,22 +13,14 @@ import copy
 
 import numpy as np
 
+from ...arith import NO_EXPONENT, exponent
 from ...codec import decode
 from ..array import BlockArray
 from ..dot_products import _k_scales
 from .model import BlockScaledAccumulator
 
-#: Exponent of a term that takes no part in the alignment (a dropped zero, a NaN or Inf).
-NO_EXPONENT = -(1 << 20)
 #: "No set bit": the lowest-bit bound of a row without a non-zero element.
 NO_BIT = 1 << 20
-
-
-def _exponents(v: np.ndarray, emin: int) -> np.ndarray:
-    """floor(log2|v|), at least emin (a subnormal counts at its format's emin); int32, any
-    value for zero and non-finite v (the callers replace those)."""
-    _, e = np.frexp(np.where(np.isfinite(v), v, 0.0))
-    return np.maximum(e.astype(np.int32) - 1, emin)
 
 
 def _lowest_bits(v: np.ndarray) -> np.ndarray:
@@ -55,9 +47,10 @@ class _ScaleTable:
         self.nan = np.isnan(value)
         self.zero = value == 0
         self.exponent = np.where(self.zero, NO_EXPONENT if zero_exponent is None else zero_exponent,
-                                 _exponents(value, fmt.emin)).astype(np.int32)
+                                 exponent(value, fmt.emin)).astype(np.int32)  # NaN: NO_EXPONENT
         finite = np.where(self.nan, 0.0, value)
-        self.significand = np.where(self.zero, 0.0, finite / np.ldexp(1.0, np.where(self.zero, 0, self.exponent)))
+        unit = np.ldexp(1.0, np.where(self.zero | ~np.isfinite(value), 0, self.exponent))
+        self.significand = np.where(self.zero, 0.0, finite / unit)
         self.value = value
         self.low = _lowest_bits(finite)
         self.has_fraction = fmt.mantissa_bits > 0
@@ -113,12 +106,12 @@ class Side:
         scale_value = np.where(tab.nan, 0.0, np.where(tab.zero, 0.0, tab.value))[s][:, blocks]
         self.value = ev0[self.codes] * scale_value
         zero_exp = NO_EXPONENT if model.zero_exponent is None else model.zero_exponent
-        e_elem = np.where(ev0 == 0, zero_exp, _exponents(ev0, fmt.emin)).astype(np.int32)
-        exponent = e_elem[self.codes] + self.scale_exp[:, blocks]
+        e_elem = np.where(ev0 == 0, zero_exp, exponent(ev0, fmt.emin)).astype(np.int32)
+        e_term = e_elem[self.codes] + self.scale_exp[:, blocks]
         dropped = ~self.element_finite[self.codes] | tab.nan[s][:, blocks]
         if model.zero_exponent is None:
             dropped |= self.value == 0
-        self.exponent = np.where(dropped, NO_EXPONENT, exponent).astype(np.int32)
+        self.exponent = np.where(dropped, NO_EXPONENT, e_term).astype(np.int32)
         self.sig_bits = 1 + int(tab.has_fraction)  # |value| < 2**(exponent + sig_bits)
         ik = model.instruction_k
         t = self.kp // ik
