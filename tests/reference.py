@@ -19,8 +19,9 @@ rounded magnitude"):
   which truncates) give +-max, as IEEE 754-2019 section 7.4 does.
 * Formats without -0 (FNUZ, P3109) give code 0 for anything that rounds to zero. Formats
   without zero (E8M0): positive values below the smallest value give code 0 in every mode;
-  zero, negatives and NaN give the NaN code. Unsigned formats: negative non-zero inputs give
-  NaN, -0 gives +0.
+  zero, negatives and NaN give the NaN code. Unsigned formats: negative inputs that do not
+  round to zero give NaN (with ``nan="ml_dtypes"``, ml_dtypes' rule, every negative input but
+  -0 does), the others +0.
 * NaN input: the canonical NaN code (IEEE: exponent all ones and mantissa MSB set; "top":
   the all-ones magnitude; "neg_zero": the -0 code), carrying the input's sign when the format
   is signed and its NaN is not the -0 code. Formats without NaN (FP4/FP6) follow the ``nan``
@@ -59,6 +60,7 @@ __all__ = [
     "max_magnitude_code",
     "ROUNDING_ALIASES",
     "ML_DTYPES_TYPES",
+    "ml_dtypes_has",
     "oracle_type",
     "decode_table",
     "nan_table",
@@ -81,6 +83,7 @@ ML_DTYPES_TYPES = {
     "float8_e4m3": "float8_e4m3",
     "float8_e3m4": "float8_e3m4",
     "float8_e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "float8_e5m3fnu": "float8_e5m3fnu",  # ml_dtypes 0.7 and later (see oracle_type)
 }
 
 ROUNDING_ALIASES = {
@@ -262,14 +265,16 @@ def ref_encode(
       toward zero for that sign, and round-to-odd; ``p3109``: without round-to-odd; ``none``),
       else Inf / NaN; ``sat_none`` (SatNone) spares as ``p3109`` does and round-to-odd into
       unsigned formats with Inf, and saturates where the format has no Inf.
-    * No code: a negative number of an unsigned format that does not round to zero gives the
+    * No code: a negative number of an unsigned format that does not round to zero (under
+      ``nan="ml_dtypes"``: any negative number but -0) gives the
       lowest value (code 0) when saturating, or in the modes that round it toward zero
       (``rz``, ``ru``, ``odd`` under IEEE) unless it is -Inf; NaN otherwise. Zero of a format
       without zero: code 0 (with the sign) when saturating, NaN otherwise.
     * NaN results: ``sign`` (canonical, signed), ``positive``, ``all_ones`` (every bit),
       ``ones_with_sign`` (every magnitude bit, signed), ``payload``/``quiet_payload`` (for a
       NaN input ``payload_of``, the float32 or float64 NaN as a numpy scalar: its top fraction
-      bits); without NaN: ``raise``, ``zero``, ``ml_dtypes``.
+      bits), ``ml_dtypes`` (unsigned formats with zero: the rule for negatives above); without
+      NaN: ``raise``, ``zero``, ``ml_dtypes``.
     * Two's complement: negative codes are 2**(width + 1) - k, and the magnitude may reach
       max + 1 below zero.
     * ``sra``/``srb``/``src``: P3109's stochastic rounding A/B/C with ``sr_bits`` N and random
@@ -303,7 +308,10 @@ def ref_encode(
         return _finish(0, negative, fmt) if saturating else _place(_nan_code(fmt, negative, nan), fmt)
     k = _round_magnitude(a, fmt, mode, negative, sr_bits, r)
 
-    if not fmt.signed and negative and not (fmt.subnormals and k == 0):
+    # A negative that rounds to zero is +0, except under ml_dtypes' rule (nan="ml_dtypes" in
+    # an unsigned format), where only -0 itself is: every other negative has no code.
+    rounds_to_zero = fmt.subnormals and k == 0 and (nan != "ml_dtypes" or a == 0)
+    if not fmt.signed and negative and not rounds_to_zero:
         spared = ov in ("inf", "nan", "sat_none") and _spared(mode, True, rule, fmt)
         if saturating or spared:
             return _place(0, fmt)
@@ -510,13 +518,33 @@ def _floor_log2(a: Fraction) -> int:
 # ---- vectorized table oracle (formats of 16 bits or less) --------------------------------
 
 
+def ml_dtypes_has(name: str) -> bool:
+    """Whether the installed ml_dtypes (or numpy) implements format ``name`` (False where
+    ml_dtypes is missing, or is a release before the type: float8_e5m3fnu came in 0.7)."""
+    type_name = ML_DTYPES_TYPES.get(name)
+    if type_name is None:
+        return False
+    if type_name in ("float32", "float16"):
+        return True
+    try:
+        import ml_dtypes
+    except ImportError:
+        return False
+    return hasattr(ml_dtypes, type_name)
+
+
 def oracle_type(name: str):
-    """The numpy / ml_dtypes scalar type implementing format ``name`` (ml_dtypes imported lazily)."""
+    """The numpy / ml_dtypes scalar type implementing format ``name`` (ml_dtypes imported
+    lazily); the calling test is skipped where the installed ml_dtypes lacks the type."""
     type_name = ML_DTYPES_TYPES[name]
     if type_name in ("float32", "float16"):
         return getattr(np, type_name)
     import ml_dtypes
 
+    if not hasattr(ml_dtypes, type_name):
+        import pytest
+
+        pytest.skip(f"ml_dtypes {ml_dtypes.__version__} has no {type_name} (ml_dtypes 0.7 added it)")
     return getattr(ml_dtypes, type_name)
 
 

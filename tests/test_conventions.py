@@ -13,7 +13,7 @@ import pytest
 
 import fpemu
 from fpemu import decode, encode, get_format, like
-from reference import ML_DTYPES_TYPES, ref_encode
+from reference import ML_DTYPES_TYPES, oracle_type, ref_encode
 
 
 def float32_inputs(seed: int = 0, n: int = 1 << 18) -> np.ndarray:
@@ -37,10 +37,10 @@ ML = [n for n in ML_DTYPES_TYPES if n not in ("fp32", "fp16")]
 
 @pytest.mark.parametrize("name", ML)
 def test_ml_dtypes_float32_casts(name):
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    pytest.importorskip("ml_dtypes")
     x = float32_inputs()
-    with np.errstate(over="ignore", invalid="ignore"):
-        want = x.astype(getattr(ml_dtypes, ML_DTYPES_TYPES[name])).view(np.uint8 if get_format(name).bits <= 8 else np.uint16)
+    with np.errstate(over="ignore", invalid="ignore"):  # (oracle_type skips a type the release lacks)
+        want = x.astype(oracle_type(name)).view(np.uint8 if get_format(name).bits <= 8 else np.uint16)
     same_codes(encode(x, name, **like("ml_dtypes", name)), want, x, name)
 
 

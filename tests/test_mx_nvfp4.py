@@ -58,7 +58,7 @@ def oracle_nvfp4_te(x: np.ndarray, block: int = 16):
         sb = min(sb, f32(448))
         s8 = np.array([sb], np.float32).astype(ml_dtypes.float8_e4m3fn)
         scales.append(int(s8.view(np.uint8)[0]))
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):  # (a tiny amax: 1 / tiny overflows)
             enc = min(f32(1) / (f32(s8.astype(np.float32)[0]) * f32(f32(1) / s_enc)), np.finfo(np.float32).max)
         with np.errstate(over="ignore"):  # a huge element times enc is Inf, then clipped
             y = np.clip(b * f32(enc), f32(-6), f32(6))

@@ -73,6 +73,7 @@ class MlDtypesBackend(Backend):
         "float8_e4m3": "float8_e4m3",
         "float8_e3m4": "float8_e3m4",
         "float8_e4m3b11fnuz": "float8_e4m3b11fnuz",
+        "float8_e5m3fnu": "float8_e5m3fnu",  # ml_dtypes 0.7 and later (dtypes() leaves it out before)
     }
 
     def missing(self) -> str | None:

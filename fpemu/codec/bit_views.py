@@ -26,7 +26,8 @@ ML_DTYPES_NAMES = {
     "bf16": "bfloat16", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "e4m3fnuz": "float8_e4m3fnuz",
     "e5m2fnuz": "float8_e5m2fnuz", "e3m2": "float6_e3m2fn", "e2m3": "float6_e2m3fn", "e2m1": "float4_e2m1fn",
     "e8m0": "float8_e8m0fnu", "float8_e4m3": "float8_e4m3", "float8_e3m4": "float8_e3m4",
-    "float8_e4m3b11fnuz": "float8_e4m3b11fnuz", "fp16": "float16", "fp32": "float32", "fp64": "float64",
+    "float8_e4m3b11fnuz": "float8_e4m3b11fnuz", "float8_e5m3fnu": "float8_e5m3fnu",  # (ml_dtypes 0.7+)
+    "fp16": "float16", "fp32": "float32", "fp64": "float64",
 }  # fmt: skip
 
 

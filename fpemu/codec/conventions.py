@@ -60,6 +60,15 @@ def _nan_or_ml_dtypes(fmt: Format) -> dict:
     return {} if fmt.has_nan or not fmt.signed else {"nan": "ml_dtypes"}
 
 
+def _astype_nan(fmt: Format) -> dict:
+    """ml_dtypes 0.7's ``astype`` NaN rules: the codes of formats without NaN, and in unsigned
+    formats with NaN and zero (its float8_e5m3fnu, new in 0.7) every negative input but -0 is
+    NaN, even one that rounds to zero (fpemu's default gives those +0)."""
+    if not fmt.signed and fmt.has_nan and fmt.subnormals:
+        return {"nan": "ml_dtypes"}
+    return _nan_or_ml_dtypes(fmt)
+
+
 def _ml_dtypes_05(fmt: Format) -> dict:
     """ml_dtypes 0.5.1 to 0.6 numpy casts (``astype``; C++ ``ConvertFrom<kSaturate=false,
     kTruncate=false>``): RNE (E8M0: ties away, its lowest binade up), non-saturating, NaN sign
@@ -70,8 +79,9 @@ def _ml_dtypes_05(fmt: Format) -> dict:
 
 def _ml_dtypes_07(fmt: Format) -> dict:
     """ml_dtypes 0.7 numpy casts: as 0.6, but float64 is rounded once, and E8M0 rounds plainly
-    to nearest, ties away (the lowest binade no longer goes up)."""
-    return ({"rounding": "nearest_away"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt)
+    to nearest, ties away (the lowest binade no longer goes up); float8_e5m3fnu (new in 0.7)
+    sends every negative input but -0 to NaN (``nan="ml_dtypes"``)."""
+    return ({"rounding": "nearest_away"} if _e8m0_like(fmt) else {}) | _astype_nan(fmt)
 
 
 def _ml_dtypes_saturate(fmt: Format) -> dict:

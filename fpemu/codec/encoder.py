@@ -82,6 +82,8 @@ def encode(
             ``ones_positive`` (every magnitude bit set, no sign),
             ``payload`` (numpy's float->half rule: top payload bits, non-zero),
             ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
+            Unsigned formats with NaN and zero also take ``ml_dtypes``: every negative input
+            but -0 is NaN, even one that rounds to zero (ml_dtypes' ``float8_e5m3fnu``).
         rng: seed or ``np.random.Generator`` for the stochastic roundings (refused for the
             others, and with ``random_bits``, as ``random_bits`` are refused but for A/B/C).
         sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c`` (1..32).

@@ -31,15 +31,27 @@ def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
     fmt = get_format(fmt)
     if fmt.name not in ML_DTYPES_NAMES:
         raise ValueError(f"ml_dtypes has no {fmt.name}; it has {', '.join(ML_DTYPES_NAMES)}")
-    name = ML_DTYPES_NAMES[fmt.name]
-    if name.startswith("float") and hasattr(np, name) and name[5:].isdigit():
-        dtype = np.dtype(getattr(np, name))
-    else:
+    dtype = ml_dtypes_dtype(fmt)
+    if dtype is None:
         import ml_dtypes
 
-        dtype = np.dtype(getattr(ml_dtypes, name))
+        raise ValueError(f"ml_dtypes {ml_dtypes.__version__} has no {ML_DTYPES_NAMES[fmt.name]} "
+                         "(a later release added it)")
     arr = _integer_codes(codes, fmt, "to_ml_dtypes")
     return arr.astype(f"u{dtype.itemsize}").view(dtype)
+
+
+def ml_dtypes_dtype(fmt: Format) -> np.dtype | None:
+    """The numpy or ml_dtypes dtype of fmt; None where the installed ml_dtypes lacks it (its
+    float8_e5m3fnu came in 0.7) or fmt is none of theirs. ml_dtypes is imported only here."""
+    name = ML_DTYPES_NAMES.get(fmt.name)
+    if name is None:
+        return None
+    if name.startswith("float") and hasattr(np, name) and name[5:].isdigit():
+        return np.dtype(getattr(np, name))
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else None
 
 
 def to_torch(codes: Any, fmt: str | Format) -> Any:

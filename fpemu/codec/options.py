@@ -139,6 +139,8 @@ def _nan(fmt: Format, nan: str | None) -> str:
     if fmt.has_nan:
         nan = "sign" if nan is None else nan
         allowed = _NAN_POLICIES_WITH_NAN
+        if not fmt.signed and fmt.subnormals:  # ml_dtypes' rule for negatives (specials.py)
+            allowed += ("ml_dtypes",)
     else:
         nan = "raise" if nan is None else nan
         allowed = _NAN_POLICIES_WITHOUT_NAN
@@ -149,6 +151,6 @@ def _nan(fmt: Format, nan: str | None) -> str:
         raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
     if nan in ("all_ones", "ones_with_sign", "ones_positive") and fmt.nan not in ("ieee", "top"):
         raise ValueError(f"nan={nan!r}: in {fmt.name} the all-ones code is not a NaN")
-    if nan == "ml_dtypes" and not fmt.signed:
-        raise ValueError("nan='ml_dtypes' is defined for signed formats only")
+    if nan == "ml_dtypes" and not fmt.signed and not fmt.has_nan:
+        raise ValueError("nan='ml_dtypes' is defined for signed formats and unsigned ones with NaN and zero")
     return nan

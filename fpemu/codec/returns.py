@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arguments import option_name
 from ..formats import Format
-from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS, is_torch
+from .bit_views import TORCH_FORMATS, is_torch
 from .dask_arrays import is_dask
 
 RETURNS = ("numpy", "input", "torch", "ml_dtypes")
@@ -59,9 +59,9 @@ def deliver_codes(codes: Any, fmt: Format, returns: str, x: Any) -> Any:
     if target == "numpy" or is_dask(codes):
         return codes
     if target == "ml_dtypes":
-        from .exports import to_ml_dtypes
+        from .exports import ml_dtypes_dtype, to_ml_dtypes
 
-        return to_ml_dtypes(codes, fmt) if fmt.name in ML_DTYPES_NAMES else codes
+        return to_ml_dtypes(codes, fmt) if ml_dtypes_dtype(fmt) is not None else codes
     import torch
 
     from .exports import to_torch

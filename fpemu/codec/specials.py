@@ -11,9 +11,9 @@ round first on an unbounded grid, then saturate, then encode).
   and ``sat_none`` (P3109 SatNone: P3109's sparing, plus round-to-odd into an unsigned
   extended format; a format without Inf saturates).
 * Values with no code: a negative number in an unsigned format (one that rounds to zero is
-  zero; otherwise the lowest value under saturation and in the modes that round toward zero for
-  it, NaN in the others) and zero in a format without zero (its smallest value under
-  saturation, else NaN).
+  zero, except under ``nan="ml_dtypes"``, ml_dtypes' rule, where only -0 is; otherwise the
+  lowest value under saturation and in the modes that round toward zero for it, NaN in the
+  others) and zero in a format without zero (its smallest value under saturation, else NaN).
 * NaN results take the code the ``nan`` option names; a format without NaN raises, or gives
   the code the option names (``zero``, ``ml_dtypes``).
 * The sign: a sign bit, or the two's complement; zero is unsigned where there is no -0.
@@ -91,8 +91,8 @@ def _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt:
     saturating = opts.overflow in ("saturate", "saturate_propagate", "ml_dtypes_saturate")
     if not fmt.signed:
         neg = negative & ~iszero & ~isnan
-        if fmt.subnormals:
-            neg &= ~(finite & (mag == 0))  # rounded to zero first: it is +0
+        if fmt.subnormals and opts.nan != "ml_dtypes":
+            neg &= ~(finite & (mag == 0))  # rounded to zero first: it is +0 (ml_dtypes: no code)
         if neg.any():
             if saturating:
                 keep = np.ones(neg.shape, bool)

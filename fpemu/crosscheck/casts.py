@@ -49,6 +49,7 @@ def _option_grid(fmt: Format, source: str) -> list[dict]:
     nans = [None] + (["positive"] if fmt.has_nan and fmt.signed else []) + ones
     nans += ["payload", "quiet_payload"] if fmt.nan == "ieee" else []
     nans += [] if fmt.has_nan else ["zero", "max", "ml_dtypes"] if fmt.signed else ["zero", "max"]
+    nans += ["ml_dtypes"] if fmt.has_nan and not fmt.signed and fmt.subnormals else []
     roundings = ["nearest_even", "nearest_away"]
     roundings += ["ml_dtypes_e8m0"] if fmt.mantissa_bits == 0 and not fmt.subnormals else []
     # Casting float64 through float32 is a real backend behaviour (double rounding) except into
@@ -86,21 +87,27 @@ _EXPLAIN = {
     ("nan", "quiet_payload"): "keeps NaN payload bits and sets the quiet bit",
     ("nan", "zero"): "turns NaN into 0",
     ("nan", "ml_dtypes"): "turns NaN into ml_dtypes' codes",
+    ("nan", "ml_dtypes", "unsigned"): "sends every negative input but -0 to NaN",
     ("via", "fp32"): "casts float64 through float32 (double rounding)",
 }
 
 
-def describe_options(backend: str, options: dict) -> str:
-    """Say what an option set means, e.g. "torch saturates: overflow='saturate'".
+def describe_options(backend: str, options: dict, fmt: Format | None = None) -> str:
+    """Say what an option set means (for fmt, where the meaning depends on it), e.g.
+    "torch saturates: overflow='saturate'".
 
     >>> describe_options("torch", {"overflow": "saturate"})
     "torch saturates: overflow='saturate'"
     >>> describe_options("ml_dtypes", {"via": "fp32"})
     "ml_dtypes casts float64 through float32 (double rounding): via='fp32'"
+    >>> describe_options("ml_dtypes", {"nan": "ml_dtypes"}, get_format("ue5m3"))
+    "ml_dtypes sends every negative input but -0 to NaN: nan='ml_dtypes'"
     """
     if not options:
         return "default options"
-    what = " and ".join(_EXPLAIN[(k, v)] for k, v in options.items())
+    unsigned = fmt is not None and not fmt.signed
+    what = " and ".join(_EXPLAIN[(k, v, "unsigned") if unsigned and (k, v) == ("nan", "ml_dtypes") else (k, v)]
+                        for k, v in options.items())
     args = ", ".join(f"{k}={v!r}" for k, v in options.items())
     return f"{backend} {what}: {args}"
 
@@ -164,12 +171,12 @@ def compare_cast(backend: Backend, fmt: str | Format, source: str = "f32", n_ran
             if trial.all():
                 break
     if best_same.all():
-        row.status, row.reproduced_by = "reproduced", describe_options(backend.name, best)
+        row.status, row.reproduced_by = "reproduced", describe_options(backend.name, best, f)
     else:
         row.status = "differs"
         left = int((~best_same).sum())
         kinds = ", ".join(f"{k} {v}" for k, v in _count_kinds(tags, ~best_same).items())
-        closest = describe_options(backend.name, best).split(": ", 1)[-1]
+        closest = describe_options(backend.name, best, f).split(": ", 1)[-1]
         row.reproduced_by = "no option reproduces all"
         row.note = f"closest: {closest} leaves {left} ({kinds})"
         negative = int((~best_same & np.signbit(x) & ~np.isnan(x)).sum())

@@ -103,6 +103,8 @@ def _registry() -> tuple[dict[str, Format], dict[str, str]]:
         (Format("float8_e4m3", 4, 3, 7), ["e4m3ieee"]),
         (Format("float8_e3m4", 3, 4, 3), ["e3m4"]),
         (Format("float8_e4m3b11fnuz", 4, 3, 11, inf="none", nan="neg_zero"), ["e4m3b11fnuz"]),
+        # ml_dtypes 0.7: unsigned, no Inf, NaN 0xFF only, max 114688 (0xFE); a block scale (UE5M3).
+        (Format("float8_e5m3fnu", 5, 3, 15, signed=False, inf="none", nan="top"), ["ue5m3", "e5m3fnu"]),
     ]
     for k, p, signed, domain in _P3109_REGISTERED:
         short = [f"binary8p{p}", f"p3109_p{p}"] if (k, signed, domain) == (8, True, "extended") else []

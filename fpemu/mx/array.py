@@ -40,14 +40,16 @@ class BlockArray:
         codes: uint8 element codes, the shape of the original array (right-aligned: FP4 codes
             use the low 4 bits, FP6 the low 6; MXINT8 stores the two's complement byte and
             also accepts int8 values -128..127).
-        scales: uint8 scale codes (E8M0 for MX, UE4M3 0..127 for NVFP4), the original shape
-            with the block axes divided by the block size (rounded up).
+        scales: uint8 scale codes (E8M0 for MX, UE4M3 0..127 for NVFP4, UE5M3 for
+            ``nvfp4_ue5m3``), the original shape with the block axes divided by the block
+            size (rounded up).
         format: the :class:`BlockFormat` (or its name).
         axis: the block axis (a tuple of two axes for 2-D tiles); stored non-negative.
         block_size: elements per block along ``axis`` (a pair for 2-D tiles), 1 .. 2**31.
         global_scale: NVFP4 only: the float32 per-tensor *decode* scale (TransformerEngine:
-            ``1/S_enc`` with ``S_enc = 2688/amax``; torchao: ``amax/2688``); None for MX.
-            Derived from ``global_amax`` when not given.
+            ``1/S_enc`` with ``S_enc = 2688/amax``; torchao: ``amax/2688``); None for MX
+            and ``nvfp4_ue5m3`` (no per-tensor scale). Derived from ``global_amax`` when not
+            given.
         global_amax: NVFP4 only: the float32 tensor amax the scales were computed from
             (required for ``variant="te"``, whose dequantization uses it).
         variant: NVFP4 only: ``"te"`` (the default) or ``"torchao"``.
@@ -93,11 +95,15 @@ class BlockArray:
         self._check_tensor_fields()
 
     def _check_tensor_fields(self) -> None:
-        """The per-tensor fields: NVFP4 needs valid ones (deriving a missing decode scale), MX none."""
-        if not self.format.is_nvfp4:
+        """The per-tensor fields: NVFP4 needs valid ones (deriving a missing decode scale), MX
+        and nvfp4_ue5m3 none."""
+        if not self.format.tensor_scale:
             if (self.global_scale, self.global_amax, self.variant) != (None, None, None):
                 raise ValueError("global_scale, global_amax and variant describe NVFP4 tensors; "
                                  f"a {self.format.name} BlockArray has none")
+            if self.format.is_nvfp4 and self.scale_rounding is not None:
+                raise ValueError(f"scale_rounding applies to MX formats; {self.format.name} scales "
+                                 "follow NVFP4's rule")
             if self.scale_rounding is not None and self.scale_rounding not in SCALE_ROUNDINGS:
                 raise ValueError(f"unknown scale_rounding {self.scale_rounding!r}; choose one of "
                                  f"{', '.join(SCALE_ROUNDINGS)}")
@@ -179,7 +185,7 @@ def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
         limit, name = 1 << bf.bits, f"{bf.name} elements"
         lowest = -(limit >> 1) if bf.is_int else 0  # MXINT8: an int8 value is its two's complement byte
     else:
-        limit, name = (128, "UE4M3 scales") if bf.is_nvfp4 else (256, "E8M0 scales")
+        limit, name = bf.scale.num_codes, f"{bf.scale_label} scales"
         lowest = 0
     if arr.size and not (arr.dtype == np.uint8 and limit == 256):  # uint8 fits 8-bit codes
         lo, hi = int(arr.min()), int(arr.max())
@@ -229,6 +235,8 @@ def _block_factors(q: BlockArray, work: np.dtype) -> tuple[np.ndarray, Any]:
     s = _moved(q.scales, q.axes)
     if not q.format.is_nvfp4:
         return _pow2_from_e8m0(s, work), None
+    if not q.format.tensor_scale:  # element * scale: exact in float32 (6 * UE5M3: 2**-18 .. 688128)
+        return decode(s, q.format.scale, dtype=np.float32), None
     factor, post = _nvfp4_factors(q, s)
     return factor, (None if post == 1 else post)
 
@@ -244,7 +252,8 @@ def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = 
 
     NVFP4 follows the variant's arithmetic in float32: TransformerEngine multiplies each E2M1
     value by ``fp32(fp32(scale * amax) * fp32(1/2688))`` (evaluated without TE's intermediate
-    overflow, see ``docs/mx.md``); torchao by ``fp32(global * scale)``.
+    overflow, see ``docs/mx.md``); torchao by ``fp32(global * scale)``. ``nvfp4_ue5m3``: the
+    E2M1 value times its UE5M3 scale, exactly.
 
     >>> from fpemu.mx import quantize
     >>> dequantize(quantize([7.0, 3.0, 1.0, 0.4], "mxfp4")).tolist()

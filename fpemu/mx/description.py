@@ -45,6 +45,8 @@ def _describe_head(q: BlockArray) -> str:
     head = f"{bf.name}: {q.codes.size} values, {nblocks} block{'s' if nblocks != 1 else ''} of {q.block_size}, "
     if not bf.is_nvfp4:
         return head + f"E8M0 scales ({q.scale_rounding or 'unknown rule'})"
+    if not bf.tensor_scale:  # nvfp4_ue5m3
+        return head + f"{bf.scale_label} scales, no per-tensor scale"
     amax = "unknown" if q.global_amax is None else f"{float(q.global_amax):.6g}"
     return head + (f"UE4M3 scales, {q.variant} arithmetic, global amax {amax}, "
                    f"global decode scale {float(q.global_scale):.6g}")

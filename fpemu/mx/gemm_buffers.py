@@ -105,8 +105,9 @@ def from_gemm_buffers(
     if k_axis == 0:
         codes, s = codes.T, s.T
     extra = {}
-    if bf.is_nvfp4:
+    if bf.tensor_scale:
         extra = dict(global_amax=global_amax, global_scale=global_scale, variant=variant)
     elif (global_amax, global_scale, variant) != (None, None, None):
-        raise ValueError(f"global_amax, global_scale and variant describe NVFP4 operands, not {bf.name}")
+        raise ValueError(f"global_amax, global_scale and variant describe NVFP4's per-tensor scale, "
+                         f"which {bf.name} has not")
     return BlockArray(np.ascontiguousarray(codes), np.ascontiguousarray(s), bf, k_axis, int(bs), **extra)

@@ -1,5 +1,6 @@
 """NVFP4 quantization: the tensor amax, then each region's UE4M3 block scales and E2M1
-codes, in float32 as TransformerEngine or torchao compute them."""
+codes, in float32 as TransformerEngine or torchao compute them; ``nvfp4_ue5m3`` runs the same
+steps with its UE5M3 scales and no per-tensor scale."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import get_format
 from ..parallel import run_each
 from .array import BlockArray
 from .elements import _encode_elements
@@ -57,9 +57,16 @@ def _quantize_nvfp4(
     global_amax: Any,
     workers: int | None = None,
 ) -> BlockArray:
-    """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic."""
+    """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic (a
+    format without a per-tensor scale: TransformerEngine's, with S_enc = 1)."""
     if variant not in ("te", "torchao"):
         raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
+    if not bf.tensor_scale:
+        if global_amax is not None:
+            raise ValueError(f"{bf.name} has no per-tensor scale: global_amax applies to nvfp4")
+        if variant != "te":
+            raise ValueError(f"variant applies to nvfp4's per-tensor arithmetic; {bf.name} has one rule "
+                             "(block scale amax / 6, no per-tensor scale)")
     measured_bits = getattr(global_amax, "bits", None)  # over a whole Dask array (dask_blocks)
     if measured_bits is not None:
         given = np.uint32(measured_bits).view(np.float32)
@@ -70,8 +77,10 @@ def _quantize_nvfp4(
     regions = _regions(lengths, block)
     rows = [_region_rows(xm, r) for r in regions]
     bmax = [_block_amax_bits(rr, workers) for rr in rows]
-    measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
-    amax = np.uint32(measured).view(np.float32) if given is None else given
+    if given is None and bf.tensor_scale:
+        measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
+        given = np.uint32(measured).view(np.float32)
+    amax = np.float32(1.0) if given is None else given  # (no per-tensor scale: unused)
     codes_m = np.empty(xm.shape, np.uint8)
     scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
     key, positions = _stochastic_positions(rounding, rng, arr)
@@ -82,15 +91,15 @@ def _quantize_nvfp4(
         scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos, workers)
         _store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
+    tensor = dict(global_scale=_nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
+                  variant=variant) if bf.tensor_scale else {}
     return BlockArray(
         codes=_unmoved(codes_m, axes),
         scales=_unmoved(scales_m, axes),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
-        global_scale=_nvfp4_decode_scale(amax, variant),
-        global_amax=np.float32(amax),
-        variant=variant,
+        **tensor,
     )
 
 
@@ -111,7 +120,7 @@ def _nvfp4_region(
     workers: int | None = None,
 ) -> np.ndarray:
     """Scale codes of one region's blocks (rows); the element codes go into out."""
-    scales, mult = _nvfp4_block_scales(bamax, variant, amax)
+    scales, mult = _nvfp4_block_scales(bamax, variant, amax, bf)
     def chunk(sl: slice) -> None:
         # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
         # encode: 6 is representable, so clamping before rounding and saturating after it
@@ -123,6 +132,6 @@ def _nvfp4_region(
     run_each(chunk, _row_chunks(*rows.shape), workers)
     nan_blocks = np.isnan(bamax)
     if nan_blocks.any():
-        scales[nan_blocks] = get_format("ue4m3").nan_code
+        scales[nan_blocks] = bf.scale.nan_code
         out[nan_blocks] = 0
     return scales.astype(np.uint8)

@@ -1,12 +1,13 @@
 """NVFP4's two-level scaling: the FP32 per-tensor scale and the UE4M3 block scales, in
-TransformerEngine's or torchao's float32 arithmetic."""
+TransformerEngine's or torchao's float32 arithmetic; the same block rule with any scale
+format (``nvfp4_ue5m3``: UE5M3 scales, no per-tensor scale)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..codec import decode, encode
-from ..formats import get_format
+from .formats import BlockFormat
 
 _FLT_MAX = np.float32(np.finfo(np.float32).max)
 
@@ -55,24 +56,26 @@ def _te_amax_is_degenerate(amax: np.float32) -> bool:
 
 
 def _nvfp4_block_scales(
-    bamax: np.ndarray, variant: str, amax: np.float32
+    bamax: np.ndarray, variant: str, amax: np.float32, bf: BlockFormat
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(UE4M3 scale codes, float32 multiplier for the elements) per block, from block amaxes."""
+    """(scale codes, float32 multiplier for the elements) per block, from block amaxes: UE4M3
+    for NVFP4; for a format without a per-tensor scale (``nvfp4_ue5m3``) TransformerEngine's
+    steps with S_enc = 1, the largest scale in place of 448."""
     f32 = np.float32
-    ue4m3 = get_format("ue4m3")
+    sf = bf.scale
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if variant == "te":
             # Step 2: block scale = e4m3_rne(min(amax_b * (S_enc * (1/6)), 448)).
-            s_enc = _te_s_enc(amax)
-            scales = encode(np.minimum(bamax * f32(s_enc * f32(f32(1.0) / f32(6.0))), f32(448.0)), ue4m3)
+            s_enc = _te_s_enc(amax) if bf.tensor_scale else f32(1.0)
+            scales = encode(np.minimum(bamax * f32(s_enc * f32(f32(1.0) / f32(6.0))), f32(sf.max)), sf)
             # Step 3: enc = min(1 / (fp32(scale) * (1 / S_enc)), FLT_MAX).
             s_dec = f32(f32(1.0) / s_enc)
-            mult = np.minimum(f32(1.0) / (decode(scales, ue4m3, dtype=np.float32) * s_dec), _FLT_MAX)
+            mult = np.minimum(f32(1.0) / (decode(scales, sf, dtype=np.float32) * s_dec), _FLT_MAX)
         else:
             # torchao (per_tensor_amax_to_scale and _nvfp4_quantize, two-level path):
             # pts = amax / 2688; scale = e4m3(clamp((amax_b / 6) / pts, 2**-6, 448));
             # data * ((1 / pts) / scale), clamped to +-6 (by the saturating encode).
             pts = _torchao_pts(amax)
-            scales = encode(np.clip((bamax / f32(6.0)) / pts, f32(2.0**-6), f32(448.0)), ue4m3)
-            mult = (f32(1.0) / pts) / decode(scales, ue4m3, dtype=np.float32)
+            scales = encode(np.clip((bamax / f32(6.0)) / pts, f32(2.0**-6), f32(448.0)), sf)
+            mult = (f32(1.0) / pts) / decode(scales, sf, dtype=np.float32)
     return scales, mult

@@ -42,7 +42,8 @@ def quantize(
             float32, float64 and integers in float64, with the same codes for equal values;
             NVFP4 always computes in float32, as its recipes do). Never modified.
         fmt: ``mxfp8_e4m3``, ``mxfp8_e5m2``, ``mxfp6_e3m2``, ``mxfp6_e2m3``, ``mxfp4``,
-            ``mxint8`` or ``nvfp4``. Every name here (format, roundings, ``inf``, ``variant``,
+            ``mxint8``, ``nvfp4`` or ``nvfp4_ue5m3`` (NVFP4's blocks with UE5M3 scales and no
+            per-tensor scale). Every name here (format, roundings, ``inf``, ``variant``,
             ``convention``) is read in any case.
         axis: the block axis (default -1); for 2-D tiles a pair (default ``(-2, -1)``).
         block_size: elements per block (default 32 for MX, 16 for NVFP4), or a pair such as
@@ -56,9 +57,10 @@ def quantize(
         inf: MX block containing +-Inf (and no NaN): ``"nan"`` (the default) gives scale 0xFF
             (the spec, microxcaling), ``"saturate"`` gives 0xFE with the Inf elements at +-max
             (TransformerEngine, torchao RCEIL).
-        variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``.
+        variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``
+            (``nvfp4_ue5m3``: ``"te"`` only).
         global_amax: NVFP4: use this tensor amax (a finite number > 0) instead of max |x|
-            (a calibrated or delayed amax).
+            (a calibrated or delayed amax); refused for ``nvfp4_ue5m3``.
         workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
             the codes are the same for every number (stochastic rounding included).
         convention: MX only: reproduce a library's rule, departures from the spec included:
@@ -138,7 +140,7 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     stochastic = _canonical_rounding(options["rounding"]) == "stochastic"
     dry_rng = 0 if stochastic else options["rng"]  # (a Generator's draw is the chunks' to take)
     dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": dry_rng}, workers=1)
-    if bf.is_nvfp4 and options["global_amax"] is None:
+    if bf.tensor_scale and options["global_amax"] is None:
         options["global_amax"] = MeasuredAmax(tensor_amax_bits(x, _float32_input))
     codes, scales = quantize_chunks(
         x, axes, block, stochastic, options["rng"],

@@ -55,7 +55,7 @@ def block_gemm_vectors(fmt: str, accumulator: Any = "b200", k: int | None = None
     d = mx.matmul(qa, qb, c, accumulator=model)
     a_data, a_scale = mx.gemm_buffers(qa, "a")
     b_data, b_scale = mx.gemm_buffers(qb, "b")
-    nv = bf.is_nvfp4
+    nv = bf.tensor_scale  # NVFP4's per-tensor scale (nvfp4_ue5m3 has none)
     meta = dict(type="block_gemm", format=bf.name, accumulator=model.name, model=dataclasses.asdict(model),
                 shape=[n, n, K], block_size=bf.block_size, scale_layout="128x4 tiles (cuBLASLt, CUTLASS, to_blocked)",
                 operands="A (M, K) and B as (N, K), both K-major", seed=seed, n=n * n, fpemu=__version__,

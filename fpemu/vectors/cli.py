@@ -87,7 +87,7 @@ def _vectors_from_args(args: argparse.Namespace) -> Callable[[], dict[str, Any]]
 
         bf = mx.get_block_format(args.format)
         _refuse(_given(args, "rounding", "overflow", "nan", "source", *(("scale_rounding",) if bf.is_nvfp4 else ())),
-                f"block vectors ({args.format})" + ("; NVFP4 scales are UE4M3, not an MX scale rule" if bf.is_nvfp4 else ""))
+                f"block vectors ({args.format})" + (f"; {bf.name} scales are {bf.scale_label}, not an MX scale rule" if bf.is_nvfp4 else ""))
         n = 64 if args.n is None else args.n
         _refuse_large_header(args, n, 4 * bf.block_size)  # the inputs alone
         return lambda: block_vectors(args.format, kind, n, scale_rounding=args.scale_rounding, seed=seed)

@@ -108,8 +108,9 @@ def _as_column(q: BlockArray) -> BlockArray:
 
 
 def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScaledAccumulator) -> np.ndarray:
-    """The fp32 accumulator times NVFP4's per-tensor scales, as the model says (MX: unchanged)."""
-    if not a.format.is_nvfp4:
+    """The fp32 accumulator times NVFP4's per-tensor scales, as the model says (MX and
+    nvfp4_ue5m3, which have none: unchanged)."""
+    if not a.format.tensor_scale:
         return acc
     if model.alpha == "decode":
         with np.errstate(over="ignore", invalid="ignore"):
