@@ -179,6 +179,16 @@ def test_another_format_and_rounding_mode(page):
     assert text(page, "#out-value") == "4.0" and text(page, "#out-code") == "0x06"
 
 
+def test_the_summary_names_subnormals_only_where_there_are(page):
+    settle(page, lambda: page.select_option("#format", "e8m0"))
+    round_number(page, "3")
+    assert text(page, "#format-summary").endswith("no subnormals")
+    settle(page, lambda: page.select_option("#format", "fp16"))
+    round_number(page, "3")
+    assert text(page, "#format-summary").endswith("smallest subnormal " + fpemu.teach.api.format_fields(
+        fpemu.get_format("fp16"))["min_subnormal"])
+
+
 def test_a_format_of_your_own(page):
     page.click("#custom summary")
     for field, value in (("#custom-name", "e3m3"), ("#custom-e", "3"), ("#custom-m", "3"), ("#custom-bias", "3")):

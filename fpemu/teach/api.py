@@ -28,6 +28,7 @@ from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
 from .blocks import BLOCK_NAMES, SCALE_RULES
 from .rules import number_text, parse_exact, rounding_rules
+from .values import smallest_subnormal
 
 __all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
            "ROUNDINGS", "OVERFLOWS", "number_text"]
@@ -67,12 +68,15 @@ def format_fields(fmt: Format) -> dict[str, Any]:
     >>> f = format_fields(get_format("e2m1"))
     >>> f["bits"], f["max"], f["layout"]
     (4, '6.0', [['sign', 1], ['exponent', 2], ['mantissa', 1]])
+    >>> format_fields(get_format("e8m0"))["min_subnormal"] is None  # E8M0 has no subnormals
+    True
     """
     layout = ([["sign", 1]] if fmt.signed else []) + ([["exponent", fmt.exponent_bits]] if fmt.exponent_bits else [])
     layout += [["mantissa", fmt.mantissa_bits]] if fmt.mantissa_bits else []
     return {"name": fmt.name, "bits": fmt.bits, **{k: getattr(fmt, k) for k in _FIELDS},
             "twos_complement": fmt.twos_complement, "layout": layout, "max": number_text(fmt.max),
-            "min_normal": number_text(fmt.min_normal), "min_subnormal": number_text(fmt.min_subnormal)}
+            "min_normal": number_text(fmt.min_normal),
+            "min_subnormal": None if (sub := smallest_subnormal(fmt)) is None else number_text(sub)}
 
 
 def formats_payload() -> dict[str, Any]:

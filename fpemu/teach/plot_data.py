@@ -22,9 +22,10 @@ import numpy as np
 
 from ..formats import Format, get_format
 from ..mx import BlockFormat, get_block_format
-from .values import finite_values, overflow_threshold, value_classes
+from .values import finite_values, overflow_threshold, overflow_words, value_classes
 
-__all__ = ["number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS"]
+__all__ = ["number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS", "line_title",
+           "spacing_title"]
 
 #: The formats of the dynamic-range picture: the seeds' table, and FP4 with its MX scale.
 DEFAULT_RANGE_FORMATS = ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4")
@@ -35,8 +36,10 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
 
     Keys: ``format``; ``values`` (positive finite values, ascending); ``log2`` (their base-2
     logarithms: the x positions drawn); ``subnormal`` (mask of the values below the smallest
-    normal); ``has_zero``; ``has_negatives`` (the line is mirrored on the negative side);
-    ``min_normal``, ``max`` and ``overflow_threshold`` (floats).
+    normal); ``has_zero``; ``has_negatives``; ``negatives`` (``"mirror"``: exactly the
+    negated positives, ``"none"``, or ``"lowest extra"``: the negated positives and one lower
+    value, ``lowest``, as in two's complement); ``min_normal``, ``max``, ``lowest`` and
+    ``overflow_threshold`` (floats); ``overflow_words`` (:func:`overflow_words`).
 
     >>> line = number_line("e4m3")
     >>> len(line["values"]), int(line["subnormal"].sum()), line["max"], line["min_normal"]
@@ -52,10 +55,60 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
         "subnormal": value_classes(positive, fmt) == "subnormal",
         "has_zero": bool((values == 0).any()),
         "has_negatives": bool((values < 0).any()),
+        "negatives": _negatives(values, positive),
+        "lowest": float(values[0]),
+        "overflow_words": overflow_words(fmt),
         "min_normal": fmt.min_normal,
         "max": fmt.max,
         "overflow_threshold": overflow_threshold(fmt),
     }
+
+
+def _negatives(values: np.ndarray, positive: np.ndarray) -> str:
+    negative = -values[values < 0][::-1]  # magnitudes, ascending
+    if not len(negative):
+        return "none"
+    if np.array_equal(negative, positive):
+        return "mirror"
+    if np.array_equal(negative[:-1], positive):
+        return "lowest extra"
+    raise ValueError("negative values that are not the positives mirrored")  # no format has them
+
+
+def line_title(lines: Sequence[dict[str, Any]]) -> str:
+    """The number line's title for these :func:`number_line` results: what the negative side
+    holds, which each format decides (mirrored, none: unsigned, or one more: two's complement).
+
+    >>> print(line_title([number_line("e4m3"), number_line("e8m0")]))
+    Every finite value on a log scale (one tick per positive value; the negatives of e4m3 mirror them; e8m0 is unsigned: no negatives)
+    """
+    mirror = [line["format"] for line in lines if line["negatives"] == "mirror"]
+    parts = [f"the negatives of {', '.join(mirror)} mirror them"] if mirror else []
+    if mirror and len(mirror) == len(lines):
+        parts = ["negatives mirror them"]
+    parts += [f"{line['format']} is unsigned: no negatives" for line in lines if line["negatives"] == "none"]
+    parts += [f"{line['format']} is two's complement: its negatives mirror them and go one step lower, "
+              f"to {line['lowest']:g}" for line in lines if line["negatives"] == "lowest extra"]
+    return f"Every finite value on a log scale (one tick per positive value; {'; '.join(parts)})"
+
+
+def spacing_title(data: Sequence[dict[str, Any]]) -> str:
+    """The spacing plot's title for these :func:`spacing` results: floating point spacing
+    doubles at each power of 2 above the smallest normal (the subnormals share the first
+    normal binade's spacing); fixed point (no exponent field) has one spacing throughout.
+
+    >>> print(spacing_title([spacing("int8")]))
+    Spacing: int8 (fixed point): uniform, 0.015625 everywhere
+    """
+    floats = [d for d in data if get_format(d["format"]).exponent_bits]
+    parts = []
+    if floats:
+        subs = any(get_format(d["format"]).subnormals and get_format(d["format"]).mantissa_bits for d in floats)
+        parts.append("Spacing grows with magnitude: constant in each binade, doubling at each power of 2 "
+                     "above the smallest normal" + (" (the subnormals share the first binade's spacing)" * subs))
+    parts += [f"{d['format']} (fixed point): uniform, {d['spacing'][0]:g} everywhere"
+              for d in data if not get_format(d["format"]).exponent_bits]
+    return "; ".join(parts) if floats else "Spacing: " + "; ".join(parts)
 
 
 def spacing(fmt: str | Format) -> dict[str, Any]:

@@ -8,6 +8,7 @@ Each ``draw_*`` function draws on axes it is given and returns the arrays it dre
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 from ..errors import RunError
 from ..formats import get_format
 from ..outputs import atomic_output, check_output_path
-from .plot_data import _block_format_or_none, number_line, range_entry, spacing
+from .plot_data import _block_format_or_none, line_title, number_line, range_entry, spacing, spacing_title
 from .values import MAX_LISTED_BITS
 
 __all__ = ["KINDS", "plot", "draw_number_line", "draw_spacing", "draw_ranges", "check_plot_request"]
@@ -72,6 +73,12 @@ def check_plot_request(formats: Sequence[str], kind: str) -> list[str]:
     return names
 
 
+def _past_max(line: dict[str, Any]) -> str:
+    """What rounding past max does (to nearest even, the format's own overflow rule)."""
+    fmt = get_format(line["format"])
+    return "overflow" if fmt.has_inf or fmt.has_nan else "saturates"
+
+
 def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[str, Any]]:
     """One axes per format: a tick at log2(v) for every positive finite value v (subnormals in
     orange), a dot for zero, and the smallest normal, the largest value and the overflow
@@ -91,7 +98,7 @@ def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[s
             ax.annotate("0", (line["zero_x"], 0), xytext=(0, 8), textcoords="offset points", ha="center")
         marks = ((line["min_normal"], "min normal", _LANDMARK, "center", -1),
                  (line["max"], f"max {line['max']:g} ", _LANDMARK, "right", 1),
-                 (line["overflow_threshold"], f" overflow {line['overflow_threshold']:g}", _OVERFLOW, "left", 1))
+                 (line["overflow_threshold"], f" {_past_max(line)} {line['overflow_words']}", _OVERFLOW, "left", 1))
         for value, text, color, align, side in marks:
             if not np.isfinite(value):
                 continue  # no normals: no "min normal" mark
@@ -104,8 +111,7 @@ def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[s
         ax.set_ylim(-1.5, 1.5)
         ax.grid(axis="x", alpha=0.3)
         if row == 0:
-            ax.set_title("Every finite value on a log scale (one tick per positive value; negatives mirror them)",
-                         fontsize=10)
+            ax.set_title(textwrap.fill(line_title([number_line(n) for n in formats]), 120), fontsize=10)
             ax.legend(loc="upper left", fontsize=7, ncols=2)
         out.append(line)
     axes[-1].set_xlabel("log2 |value|")
@@ -129,7 +135,7 @@ def draw_spacing(ax_gap: Any, ax_rel: Any, formats: Sequence[str]) -> list[dict[
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     ax_gap.set_ylabel("gap to the next value (ulp)")
-    ax_gap.set_title("Spacing grows with magnitude: constant in each binade, doubling at each power of 2")
+    ax_gap.set_title(textwrap.fill(spacing_title(out), 120), fontsize=10)
     ax_rel.set_ylabel("max relative error\n(round to nearest)")
     ax_rel.set_xlabel("magnitude")
     ax_rel.set_title("Relative error bound: flat for normals (dotted: 2^-(m+1)), growing in the subnormals",

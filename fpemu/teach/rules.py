@@ -23,7 +23,7 @@ import numpy as np
 from ..codec import quantize
 from ..codec.exact import exact_number, fraction_float
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctests use it)
-from .values import next_step_above_max, overflow_threshold
+from .values import next_step_above_max, overflow_words
 
 __all__ = ["number_text", "parse_exact", "parse_number", "rounding_rules"]
 
@@ -179,12 +179,16 @@ def _overflowed(x: Fraction | float, fmt: Format, rounding: str, overflow: str |
         return ""
     head = f"{shown} rounds past {_text(end)}, the {'lowest' if end < 0 else 'largest'} finite value"
     if abs(end) == fmt.max:
-        head += f" (to nearest, overflow starts beyond ±{_text(overflow_threshold(fmt))})"
+        if rounding in ("nearest_even", "nearest_away"):
+            head += f" (under {rounding}, every magnitude {overflow_words(fmt, rounding)} does)"
+        else:
+            head += f" (under {rounding}; to nearest even only magnitudes {overflow_words(fmt)} would)"
     if np.isnan(value):
         return head + ": the result is NaN" + ("" if fmt.has_inf else f" ({fmt.name} has no Inf)")
     if np.isinf(value):
         return head + ": the result is infinity"
     if overflow not in ("saturate", "saturate_propagate") and (fmt.has_inf or fmt.has_nan):
         return head + f": {rounding} rounds toward zero here, so it stays at {_text(value)} (IEEE 754 7.4)"
-    rule = overflow or f"saturate, {fmt.name} has neither Inf nor NaN"
-    return head + f": the overflow rule ({rule}) keeps it at {_text(value)}"
+    if not (fmt.has_inf or fmt.has_nan):
+        return head + f": {fmt.name} has neither Inf nor NaN, so it saturates to {_text(value)}"
+    return head + f": the overflow rule ({overflow}) keeps it at {_text(value)}"

@@ -19,7 +19,7 @@ from ..codec import decode
 from ..formats import Format, get_format
 
 __all__ = ["MAX_LISTED_BITS", "all_codes", "finite_values", "value_classes", "overflow_threshold",
-           "next_step_above_max"]
+           "overflow_inclusive", "overflow_words", "next_step_above_max", "smallest_subnormal"]
 
 #: The widest format whose values are listed one by one (2**16 codes).
 MAX_LISTED_BITS = 16
@@ -104,3 +104,41 @@ def overflow_threshold(fmt: str | Format) -> float:
     """
     fmt = get_format(fmt)
     return fmt.max + (next_step_above_max(fmt) - fmt.max) / 2
+
+
+def overflow_inclusive(fmt: str | Format, rounding: str = "nearest_even") -> bool:
+    """Whether the tie at :func:`overflow_threshold` itself rounds past max under ``rounding``
+    (``nearest_even`` or ``nearest_away``): always away from zero under nearest_away; under
+    nearest_even when max's code is odd, as the even neighbour is then the one above it.
+
+    >>> overflow_inclusive("fp16"), overflow_inclusive("e4m3"), overflow_inclusive("e4m3", "nearest_away")
+    (True, False, True)
+    """
+    if rounding not in ("nearest_even", "nearest_away"):
+        raise ValueError(f"the overflow threshold is a round-to-nearest notion, not {rounding!r}'s")
+    return rounding == "nearest_away" or bool(get_format(fmt).max_code & 1)
+
+
+def overflow_words(fmt: str | Format, rounding: str = "nearest_even") -> str:
+    """Where magnitudes round past max, in words: ``"from X on"`` where the tie X does too,
+    ``"beyond X"`` where it stays at max.
+
+    >>> overflow_words("fp16"), overflow_words("e4m3")
+    ('from 65520 on', 'beyond 464')
+    """
+    t = overflow_threshold(fmt)
+    text = str(int(t)) if t.is_integer() else repr(t)  # exact: a float64's integer value
+    return f"from {text} on" if overflow_inclusive(fmt, rounding) else f"beyond {text}"
+
+
+def smallest_subnormal(fmt: str | Format) -> float | None:
+    """The smallest positive subnormal value (below the smallest normal), or None where the
+    format has none: no subnormals field (E8M0), or no mantissa bits to make one.
+
+    >>> smallest_subnormal("fp16") == 2.0**-24, smallest_subnormal("e8m0")
+    (True, None)
+    """
+    fmt = get_format(fmt)
+    if not (fmt.subnormals and fmt.mantissa_bits and fmt.max_code):
+        return None
+    return fmt.min_subnormal

@@ -90,7 +90,8 @@ function renderCode(d, rounded) {
   state.bits = d.bits;
   const f = d.format;
   $("format-summary").textContent = f.name + ": " + f.bits + " bits, largest " + f.max +
-    ", smallest normal " + f.min_normal + ", smallest subnormal " + f.min_subnormal;
+    ", smallest normal " + f.min_normal +
+    (f.min_subnormal === null ? ", no subnormals" : ", smallest subnormal " + f.min_subnormal);
   renderBits(d);
   $("out-code").textContent = d.code;
   $("out-bits").textContent = d.fields.map((x) => x.bits).join(" ");
