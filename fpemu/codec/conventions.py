@@ -51,8 +51,10 @@ def _via_fp32(fmt: Format) -> dict:
     return {} if fmt.name == "fp32" else {"via": "fp32"}
 
 
-def _e8m0_like(fmt: Format) -> bool:
-    return fmt.mantissa_bits == 0 and not fmt.subnormals
+def _e8m0_rounding(fmt: Format, mode: str) -> dict:
+    """``rounding=mode`` for formats like E8M0 (no mantissa bits, no zero), else nothing:
+    ml_dtypes rounds those apart from its other formats."""
+    return {"rounding": mode} if fmt.mantissa_bits == 0 and not fmt.subnormals else {}
 
 
 def _nan_or_ml_dtypes(fmt: Format) -> dict:
@@ -74,21 +76,21 @@ def _ml_dtypes_05(fmt: Format) -> dict:
     kTruncate=false>``): RNE (E8M0: ties away, its lowest binade up), non-saturating, NaN sign
     kept; formats without NaN: +NaN -> the -0 code, -NaN -> 0; float64 goes through float32
     (rounded twice)."""
-    return ({"rounding": "ml_dtypes_e8m0"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt) | _via_fp32(fmt)
+    return _e8m0_rounding(fmt, "ml_dtypes_e8m0") | _nan_or_ml_dtypes(fmt) | _via_fp32(fmt)
 
 
 def _ml_dtypes_07(fmt: Format) -> dict:
     """ml_dtypes 0.7 numpy casts: as 0.6, but float64 is rounded once, and E8M0 rounds plainly
     to nearest, ties away (the lowest binade no longer goes up); float8_e5m3fnu (new in 0.7)
     sends every negative input but -0 to NaN (``nan="ml_dtypes"``)."""
-    return ({"rounding": "nearest_away"} if _e8m0_like(fmt) else {}) | _astype_nan(fmt)
+    return _e8m0_rounding(fmt, "nearest_away") | _astype_nan(fmt)
 
 
 def _ml_dtypes_saturate(fmt: Format) -> dict:
     """ml_dtypes' C++ ``ConvertFrom<kSaturate=true, kTruncate=false>`` (float8.h, read at
     v0.6.0): finite overflow, and negatives and zero where there is no code (E8M0), saturate;
     Inf stays Inf (NaN without Inf). C++ converts the value it is given: no float32 step."""
-    return ({"rounding": "ml_dtypes_e8m0"} if _e8m0_like(fmt) else {}) | _nan_or_ml_dtypes(fmt) | {
+    return _e8m0_rounding(fmt, "ml_dtypes_e8m0") | _nan_or_ml_dtypes(fmt) | {
         "overflow": "ml_dtypes_saturate"}
 
 
