@@ -134,3 +134,27 @@ def test_unsupported_combinations_raise(name, inputs, message):
 def test_a100_and_v100_differ_where_the_spec_says():
     args = ([[1.0]], [[1.0]], [-(1 - 2**-24)])
     assert dot(*args, inputs="fp16", accumulator="v100")[0] != dot(*args, inputs="fp16", accumulator="a100")[0]
+
+
+def test_an_amd_instruction_by_name_gives_its_family_and_k():
+    # MMA-Sim's 16x16x8bf16 on CDNA2 is the CDNA1 instruction (pairs), not bf16_1k (fours).
+    acc = get_accumulator("mi250", "bf16", instruction="v_mfma_f32_16x16x8bf16")
+    assert (acc.kind, acc.block, acc.instruction_k, acc.flush_subnormals) == ("pairwise", 2, 8, True)
+    assert get_accumulator("mi250", "bf16", instruction="f32_32x32x8bf16_1k").block == 4
+    assert get_accumulator("mi300x", "fp16", instruction="f32_16x16x4_4b_f16").instruction_k == 4
+    assert get_accumulator("mi300x", ("e4m3fnuz", "e5m2fnuz"), instruction="f32_32x32x16_fp8_bf8").instruction_k == 16
+
+
+def test_an_instruction_of_other_inputs_is_refused_by_name():
+    with pytest.raises(ValueError, match="f32 instructions do not multiply bf16 by bf16"):
+        get_accumulator("mi250", "bf16", instruction="f32_16x16x4f32")
+    with pytest.raises(ValueError, match="has no instruction family 'f32_16x16x9bf16'"):
+        get_accumulator("mi250", "bf16", instruction="f32_16x16x9bf16")
+
+
+def test_block_scaled_kinds_are_not_dense_models():
+    assert not any(n.startswith("mmasim") for n in accumulator_names())
+    with pytest.raises(ValueError, match="unknown accumulator"):
+        get_accumulator("mmasim-blackwell", "e4m3")
+    with pytest.raises(ValueError, match="no instruction family 'mxf8f6f4'"):
+        get_accumulator("b200", "e4m3", instruction="mxf8f6f4")

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fpemu"
 LAYERS = [
     {"version", "errors", "arguments", "outputs", "parallel", "progress"},
     {"formats"},
-    {"arith"},
+    {"arith", "isa"},
     {"codec"},
     {"tables"},
     {"mx", "scaling"},

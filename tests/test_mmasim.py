@@ -15,7 +15,6 @@ here by wrapping that one function (NOTES.md).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -30,27 +29,50 @@ from fpemu.formats import get_format
 MMASIM = Path(__file__).resolve().parents[1].parent / "shared" / "mmasim"
 DISTRIBUTIONS = ("uniform", "wide", "cancel", "subnormal", "special")
 
-# (MMA-Sim architecture, instruction qualifier, fpemu preset, input formats of A and B)
+# (MMA-Sim architecture, instruction qualifier, fpemu preset, input formats of A and B): one
+# instruction of each AMD family in the default run. The preset is looked up with the
+# instruction's name (instruction=), so the family and its K come from fpemu.isa's table.
 AMD = [
     ("CDNA1", "f32_16x16x4f32", "mi100", ("fp32", "fp32")),
     ("CDNA1", "f32_16x16x16f16", "mi100", ("fp16", "fp16")),
     ("CDNA1", "f32_16x16x8bf16", "mi100", ("bf16", "bf16")),
     ("CDNA2", "f32_16x16x4f32", "mi250", ("fp32", "fp32")),
     ("CDNA2", "f32_16x16x16f16", "mi250x", ("fp16", "fp16")),
-    ("CDNA2", "f32_16x16x8bf16", "mi210/bf16", ("bf16", "bf16")),
+    ("CDNA2", "f32_16x16x8bf16", "mi210", ("bf16", "bf16")),
     ("CDNA2", "f32_16x16x16bf16_1k", "mi250", ("bf16", "bf16")),
     ("CDNA3", "f32_16x16x4_f32", "mi300x", ("fp32", "fp32")),
     ("CDNA3", "f32_16x16x8_xf32", "mi300x", ("tf32", "tf32")),
     ("CDNA3", "f32_16x16x16_f16", "mi300x", ("fp16", "fp16")),
-    ("CDNA3", "f32_16x16x4_4b_f16", "mi300x/f16_k4", ("fp16", "fp16")),
+    ("CDNA3", "f32_16x16x4_4b_f16", "mi300x", ("fp16", "fp16")),
     ("CDNA3", "f32_16x16x16_bf16", "mi325x", ("bf16", "bf16")),
-    ("CDNA3", "f32_16x16x4_4b_bf16", "mi300/bf16_k4", ("bf16", "bf16")),
+    ("CDNA3", "f32_16x16x4_4b_bf16", "mi300", ("bf16", "bf16")),
     ("CDNA3", "f32_16x16x32_fp8_fp8", "mi300x", ("e4m3fnuz", "e4m3fnuz")),
     ("CDNA3", "f32_16x16x32_fp8_bf8", "mi300x", ("e4m3fnuz", "e5m2fnuz")),
     ("CDNA3", "f32_16x16x32_bf8_fp8", "mi300x", ("e5m2fnuz", "e4m3fnuz")),
     ("CDNA3", "f32_16x16x32_bf8_bf8", "mi300x", ("e5m2fnuz", "e5m2fnuz")),
 ]
 
+_TYPES = {"f32": "fp32", "xf32": "tf32", "f16": "fp16", "bf16": "bf16", "fp8": "e4m3fnuz", "bf8": "e5m2fnuz"}
+_GPU = {"cdna1": "mi100", "cdna2": "mi250", "cdna3": "mi300x"}
+
+
+def every_amd_instruction() -> list[tuple[str, str, str, tuple[str, str]]]:
+    """Every fp32-output MFMA instruction in fpemu.isa's table, as (MMA-Sim architecture,
+    qualifier, GPU, operand formats); the f64 ones are out of fpemu's scope."""
+    from fpemu.isa import ARCHITECTURES
+
+    out = []
+    for arch, gpu in _GPU.items():
+        for fam in ARCHITECTURES[arch].values():
+            for name in fam["instructions"]:
+                parts = name.removesuffix("_1k").split("_")
+                if parts[-1] in ("fp8", "bf8"):
+                    fmts = (_TYPES[parts[-2]], _TYPES[parts[-1]])
+                else:
+                    typ = next(t for t in sorted(_TYPES, key=len, reverse=True) if parts[-1].endswith(t))
+                    fmts = (_TYPES[typ],) * 2
+                out.append((arch.upper(), name, gpu, fmts))
+    return out
 
 def mmasim():
     """MMA-Sim's package (from ../shared/mmasim), or skip."""
@@ -160,8 +182,9 @@ def compare_amd(amd, arch: str, qualifier: str, preset: str, fmts, dist: str, ch
     for A, B in zip(As, Bs):
         D = inst(to_torch(A, fmts[0]), to_torch(B, fmts[1]), D)
     t_sim = time.perf_counter() - t
-    # An instruction of k products: a flushing model re-reads (flushes) c at each instruction.
-    acc = dataclasses.replace(get_accumulator(preset, fmts), instruction_k=inst.k)
+    # The instruction by name: its family's model, reading (flushing) c once per k products.
+    acc = get_accumulator(preset, fmts, instruction=qualifier)
+    assert acc.instruction_k == inst.k, (acc.instruction_k, inst.k)
     a, b, c = as_dots(As, Bs, C0)
     t = time.perf_counter()
     got = dot(a, b, c, inputs=fmts, accumulator=acc)
@@ -194,6 +217,24 @@ def test_amd_presets_equal_mmasim(amd, config):
 @pytest.mark.parametrize("config", AMD, ids=[c[1] for c in AMD])
 def test_amd_presets_equal_mmasim_sweep(amd, config):
     counts = run_amd(amd, config, repeat=5)
+    assert all(s == n for s, n in counts.values()), counts
+
+
+def test_every_amd_instruction_is_listed():
+    """The table lists every fp32-output MFMA instruction MMA-Sim knows, each once, in the
+    family MMA-Sim gives the same model (checked against MMA-Sim by the sweep below)."""
+    sim = mmasim()
+    from mmasim.isa.amd import arch_mfma_qualifiers
+
+    ours = {(arch, name) for arch, name, _, _ in every_amd_instruction()}
+    theirs = {(arch, q) for arch, qs in arch_mfma_qualifiers.items() for q in qs if not q.startswith("f64")}
+    assert sim is not None and ours == theirs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", every_amd_instruction(), ids=lambda c: f"{c[0]}-{c[1]}" if isinstance(c, tuple) else "")
+def test_every_amd_instruction_equals_mmasim(amd, config):
+    counts = run_amd(amd, config, repeat=1)
     assert all(s == n for s, n in counts.values()), counts
 
 

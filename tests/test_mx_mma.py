@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mma_oracle import ELEMENT, exact_dot, f32_mul, fused_dot, to_f32
 
+import fpemu
 from fpemu import mx
 from fpemu.mx.mma import BlockScaledAccumulator, cublaslt_alpha, get_block_accumulator
 
@@ -267,3 +268,29 @@ def test_presets_equal_the_oracle_on_random_codes(problem, acc):
         c = np.where(np.isinf(c), np.float32(0), c)  # kept comparable with MMA-Sim's own runs
     got = mx.matmul(a, b, c, accumulator=acc, instruction=inst)
     assert same(got, oracle(a, b, c, acc, inst))
+
+
+def test_matmul_and_dot_return_torch_tensors_when_asked():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    A = mx.quantize(rng.normal(size=(3, 64)), "mxfp8_e4m3")
+    B = mx.quantize(rng.normal(size=(64, 2)), "mxfp8_e4m3", axis=0)
+    want = mx.matmul(A, B, accumulator="b200")
+    got = mx.matmul(A, B, accumulator="b200", returns="torch")
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    assert np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(fpemu.gemm(A, B, accumulator="b200", returns="torch").numpy(), want)
+    x, y = mx.quantize([1.0, 2.0, 3.0], "mxfp4"), mx.quantize([4.0, -1.0, 0.5], "mxfp4")
+    d = mx.dot(x, y, returns="torch")
+    assert isinstance(d, torch.Tensor) and d.shape == () and float(d) == 3.5
+    assert isinstance(mx.dot(x, y), np.float32)
+
+
+def test_gemm_and_mx_matmul_share_the_exact_default():
+    rng = np.random.default_rng(4)
+    A, B = rng.normal(size=(4, 40)), rng.normal(size=(40, 3))
+    assert np.array_equal(fpemu.gemm(A, B, inputs="bf16"), fpemu.gemm(A, B, inputs="bf16", accumulator="exact"))
+    qa, qb = mx.quantize(A, "mxfp8_e4m3"), mx.quantize(B, "mxfp8_e4m3", axis=0)
+    assert np.array_equal(fpemu.gemm(qa, qb), mx.matmul(qa, qb, accumulator="exact"))
+    with pytest.raises(TypeError, match="c must be an array of real numbers, got booleans"):
+        mx.matmul(qa, qb, np.ones((4, 3), bool))

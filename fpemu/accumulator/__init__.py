@@ -29,8 +29,8 @@ elements and loops only over k. The IEEE models use an error-free two-sum and ro
 fixed-point accumulator in int64 limbs.
 
 The package, bottom up (data flows one way, each module imports only those before it):
-``model`` (the :class:`Accumulator` parameters and their checks), ``presets`` (the GPU and IEEE
-tables as data: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
+``model`` (the :class:`Accumulator` parameters and their checks; the GPU and IEEE presets are
+rows of the one table of matrix units, :mod:`fpemu.isa`: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
 and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
 ``products``, one module per kind of model (the aligned sums and cuts are
 :mod:`fpemu.arith`'s), ``block`` with

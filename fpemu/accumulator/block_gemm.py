@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ..codec.returns import check_returns, deliver_values
 from ..formats import get_format
 from ..mx import BlockArray, BlockScaledAccumulator, block_accumulator_names
 from ..mx import matmul as mx_matmul
@@ -71,7 +70,5 @@ def block_gemm(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator
     if get_format(out).name != "fp32":
         raise ValueError(f"block-scaled MMA accumulates in fp32, so out must be 'fp32', got {out!r}; round the "
                          "result yourself for an epilogue (fpemu.quantize(result, 'bf16'))")
-    returns = check_returns(returns, a)
     model, instruction = _block_model(accumulator)
-    result = mx_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers)
-    return deliver_values(result, returns, a)
+    return mx_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..codec import quantize
 from ..codec.dask_arrays import is_dask
+from ..codec.operands import accumulator_operand, real_array
 from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
@@ -23,28 +24,13 @@ from .model import Accumulator
 _OUTS = ("fp32", "fp16", "bf16")
 
 
-def _real_array(x, what: str) -> np.ndarray:
-    """x as an ndarray of real numbers (float, integer or ml_dtypes' narrow floats), unchanged."""
-    try:
-        arr = np.asarray(x)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
-        raise ValueError(f"{what} is not a rectangular array of numbers ({exc})") from None
-    kind = arr.dtype.kind
-    narrow_float = kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None
-    if kind in "fiu" or narrow_float:
-        return arr
-    what_kind = {"O": "Python objects (dtype object; convert to float64 or int64 first)",
-                 "b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}
-    raise TypeError(f"{what} must be an array of real numbers, got {what_kind.get(kind, f'dtype {arr.dtype}')}")
-
-
 def _prepare(x, fmt: Format, what: str) -> np.ndarray:
     """x rounded (RNE) to the input format, as float64 (exact: these formats fit in fp32).
 
     The codec rounds integers beyond 2**53 once, from their exact value: a cast to float64
     first would round them twice.
     """
-    return np.asarray(quantize(_real_array(x, what), fmt), dtype=np.float64)
+    return np.asarray(quantize(real_array(x, what), fmt), dtype=np.float64)
 
 
 def _check_out(out: str) -> str:
@@ -54,17 +40,10 @@ def _check_out(out: str) -> str:
     return name
 
 
-def _prepare_c(c, shape: tuple[int, ...], out: str) -> np.ndarray:
-    """c as float64 of the result's shape, in fp32 (fp16 when the output is fp16: the unit's
+def _c_format(out: str) -> str:
+    """The format of the accumulator operand c: fp32, fp16 when the output is fp16 (the unit's
     accumulator operand has the output's type)."""
-    if c is None:
-        return np.zeros(shape)
-    arr = _real_array(c, "c")
-    try:
-        arr = np.broadcast_to(arr, shape)
-    except ValueError:
-        raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
-    return np.asarray(quantize(arr, "fp16" if out == "fp16" else "fp32"), dtype=np.float64)
+    return "fp16" if out == "fp16" else "fp32"
 
 
 def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
@@ -77,7 +56,7 @@ def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     return result.astype(np.float32)
 
 
-def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | None = None,
+def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers: int | None = None,
         returns: str = "numpy") -> np.ndarray:
     """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c (rows in
     pieces on ``workers`` threads for a large batch; the same bits for every number).
@@ -106,7 +85,7 @@ def dot(a, b, c=None, *, inputs, accumulator, out: str = "fp32", workers: int | 
     shape = a_arr.shape[:-1]
     K = a_arr.shape[-1]
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
-    c_arr = _prepare_c(c, shape, out).reshape(R)
+    c_arr = accumulator_operand(c, shape, _c_format(out)).reshape(R)
     a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
     result = np.empty(R, dtype=np.float32)
     rows = max(1, (1 << 16) // max(K, 1))
@@ -131,7 +110,7 @@ def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
-def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: int | None = None,
+def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", workers: int | None = None,
          returns: str = "numpy") -> np.ndarray:
     """C = A @ B (+ C) as the chosen matrix unit computes it, on ``workers`` threads (default:
     ``FPEMU_WORKERS`` or the CPU count) over chunks of rows: the same bits for every number.
@@ -140,7 +119,9 @@ def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: 
     A (M, K) and B (K, N) are quantized to ``inputs`` (one format or a pair: format of A,
     format of B) with RNE first; fp32 operands meant as TF32 on hardware are truncated (RZ),
     so quantize them with ``rounding="rz"`` yourself to mimic that. ``c`` broadcasts to
-    (M, N). ``accumulator`` is a name (see :func:`get_accumulator`) or an Accumulator;
+    (M, N). ``accumulator`` is a name (see :func:`get_accumulator`) or an Accumulator; the
+    default ``"exact"`` is the exact sum rounded once (RNE), as :func:`fpemu.mx.matmul`'s
+    default is for block-scaled operands;
     ``out`` is "fp32", "fp16" or "bf16" (bf16: the fp32 result rounded RNE, as an epilogue
     would). Returns a float32 (M, N) array of values in the ``out`` format, in the array type
     ``returns`` asks for (``"numpy"``, ``"input"``: A's type, ``"torch"``).
@@ -169,7 +150,7 @@ def gemm(a, b, c=None, *, inputs=None, accumulator, out: str = "fp32", workers: 
         raise ValueError(f"gemm needs A (M, K) and B (K, N), got shapes {A.shape} and {B.shape}")
     M, K = A.shape
     N = B.shape[1]
-    C = _prepare_c(c, (M, N), out)
+    C = accumulator_operand(c, (M, N), _c_format(out))
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = _chunk_rows(acc, K, N)

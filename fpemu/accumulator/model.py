@@ -1,6 +1,6 @@
 """The parameters of one accumulation model (:class:`Accumulator`) and their checks.
 
-Pure description: nothing here computes a sum. The presets (``presets``) are rows of these
+Pure description: nothing here computes a sum. The presets (:mod:`fpemu.isa`) are rows of these
 fields, the kernels (``kernels``) read them. One description covers NVIDIA's block FMA, AMD
 CDNA3's two-stage fused sum (per-stage kept bits, c joining late, even/odd lanes, c dropped
 out of range), AMD CDNA1/2's rounded pairwise trees with their flushing, and the IEEE loops.

@@ -81,6 +81,8 @@ def deliver_values(values: Any, returns: str, x: Any) -> Any:
         return values
     import torch
 
-    tensor = torch.from_numpy(np.ascontiguousarray(values))
+    values = np.asarray(values)
+    # ascontiguousarray makes a 0-d array 1-d: reshape keeps a dot product's result 0-d.
+    tensor = torch.from_numpy(np.ascontiguousarray(values).reshape(values.shape))
     device = _device(x)
     return tensor if device is None else tensor.to(device)

@@ -3,8 +3,9 @@ NVFP4 products (per-block scale products, sub-block sums, kept bits, final round
 models as data.
 
 Bottom up: ``model`` (:class:`BlockScaledAccumulator`, one model's parameters and their
-checks), ``presets`` (Blackwell's block-scaled instruction kinds and the named models, as
-data), ``lookup`` (:func:`get_block_accumulator`), ``operands`` (an operand's elements and
+checks), ``lookup`` (:func:`get_block_accumulator`: a name and the operands' formats to a model,
+read from the one table of matrix units, :mod:`fpemu.isa`, where Blackwell's block-scaled
+kinds sit beside its dense ones), ``operands`` (an operand's elements and
 scales prepared once), ``fused`` (the tensor-core arithmetic, one instruction at a time) and
 ``matmul`` (the public :func:`matmul` and :func:`dot`; the exact model lives in
 ``fpemu.mx.dot_products``).

@@ -9,7 +9,12 @@ from typing import Any, Sequence
 from ...formats.registry import one_or_pair
 from ..formats import BlockFormat, get_block_format
 from .model import BlockScaledAccumulator
-from .presets import EXACT, INSTRUCTIONS, NAMES, PRESETS
+from ...isa import ARCHITECTURES, BLOCK_EXACT, GPUS, families
+
+
+def _block_scaled_archs() -> list[str]:
+    """The architectures (and models of one, such as MMA-Sim's) with block-scaled MMA."""
+    return [arch for arch in ARCHITECTURES if families(arch, block_scaled=True)]
 
 
 def block_accumulator_names() -> list[str]:
@@ -18,7 +23,8 @@ def block_accumulator_names() -> list[str]:
     >>> block_accumulator_names()
     ['exact', 'b200', 'blackwell', 'mmasim-blackwell']
     """
-    return ["exact", *NAMES]
+    archs = _block_scaled_archs()
+    return ["exact", *(g for g, arch in GPUS.items() if arch in archs), *archs]
 
 
 def _formats(formats: Any) -> tuple[BlockFormat, BlockFormat]:
@@ -73,22 +79,23 @@ def get_block_accumulator(
     if key == "exact":
         if instruction is not None:
             raise ValueError("the exact model has no instructions: instruction= applies to hardware models")
-        return BlockScaledAccumulator("exact", **EXACT)
-    if key not in NAMES:
+        return BlockScaledAccumulator("exact", **BLOCK_EXACT)
+    arch = GPUS.get(key, key)
+    if arch not in _block_scaled_archs():
         raise ValueError(f"unknown block-scaled accumulator {name!r}; known: {', '.join(block_accumulator_names())}")
-    arch = NAMES[key]
     label = key if key == arch else f"{key} ({arch})"
     block = fa.block_size if block_size is None else block_size
-    kinds = [instruction.strip().lower()] if instruction is not None else list(INSTRUCTIONS)
-    unknown = [k for k in kinds if k not in INSTRUCTIONS]
+    table = families(arch, block_scaled=True)
+    kinds = [instruction.strip().lower()] if instruction is not None else list(table)
+    unknown = [k for k in kinds if k not in table]
     if unknown:
-        raise ValueError(f"unknown instruction {instruction!r}; Blackwell's block-scaled kinds: {', '.join(INSTRUCTIONS)}")
-    usable = [k for k in kinds if _kind_takes(INSTRUCTIONS[k], fa, fb, block)]
+        raise ValueError(f"unknown instruction {instruction!r}; {label}'s block-scaled kinds: {', '.join(table)}")
+    usable = [k for k in kinds if _kind_takes(table[k], fa, fb, block)]
     if not usable:
         pair = f"{fa.element.name} x {fb.element.name} with {fa.scale.name} blocks of {block}"
-        which = ", ".join(f"{k} ({_describe(INSTRUCTIONS[k])})" for k in kinds)
+        which = ", ".join(f"{k} ({_describe(table[k])})" for k in kinds)
         raise ValueError(f"{label} has no block-scaled MMA for {pair}; its kinds: {which}")
     kind = usable[0]
     pair = fa.element.name if fa.element == fb.element else f"{fa.element.name}x{fb.element.name}"
-    return BlockScaledAccumulator(f"{key}/{kind}/{pair}", "fused", instruction_k=INSTRUCTIONS[kind]["k"],
-                                  **PRESETS[arch][kind])
+    return BlockScaledAccumulator(f"{key}/{kind}/{pair}", "fused", instruction_k=table[kind]["k"],
+                                  **table[kind]["params"])

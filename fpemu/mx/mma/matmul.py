@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ...codec import quantize
+from ...codec.operands import accumulator_operand
+from ...codec.returns import check_returns, deliver_values
 from ...parallel import run_each
 from ..array import BlockArray
 from ..dot_products import _check_matmul, _exact_matmul
@@ -21,24 +22,6 @@ from .operands import Side
 
 #: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
 _TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
-
-
-def _prepare_c(c: Any, shape: tuple[int, int]) -> np.ndarray:
-    """c broadcast to the result's shape and rounded (RNE) to fp32, as float64; zeros if None."""
-    if c is None:
-        return np.zeros(shape)
-    try:
-        arr = np.asarray(c)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"c is not a rectangular array of numbers ({exc})") from None
-    narrow_float = arr.dtype.kind == "V" and arr.dtype.itemsize <= 2 and arr.dtype.names is None
-    if arr.dtype.kind not in "fiu" and not narrow_float:
-        raise TypeError(f"c must be an array of real numbers, got dtype {arr.dtype}")
-    try:
-        arr = np.broadcast_to(arr, shape)
-    except ValueError:
-        raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
-    return np.asarray(quantize(arr, "fp32"), dtype=np.float64)
 
 
 def check_fits(model: BlockScaledAccumulator, fa: BlockFormat, fb: BlockFormat, block: int) -> None:
@@ -135,7 +118,7 @@ def _fused_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScale
 
 
 def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
-           instruction: str | None = None, workers: int | None = None) -> np.ndarray:  # fmt: skip
+           instruction: str | None = None, workers: int | None = None, returns: str = "numpy") -> Any:  # fmt: skip
     """C = A @ B + c for block-scaled A (M, K) blocked along K and B (K, N) blocked along K,
     as the block-scaled accumulator model ``accumulator`` adds them; float32 (M, N).
 
@@ -149,7 +132,9 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     added inside the sum, not a GEMM epilogue's beta * C). NVFP4's per-tensor scales multiply
     the result last (the exact model: by ``fp32(global_scale_a * global_scale_b)``; hardware
     models: as cuBLASLt's alpha, :func:`cublaslt_alpha`). Rows run in pieces on ``workers``
-    threads, with the same bits for every number.
+    threads, with the same bits for every number. ``returns`` is the array type of the
+    result, as for :func:`fpemu.gemm` (``"numpy"``, ``"torch"``; ``"input"`` is NumPy here:
+    a BlockArray is no array type of its own).
 
     >>> from fpemu.mx import quantize
     >>> A = quantize(np.ones((2, 32)), "mxfp8_e4m3")
@@ -162,22 +147,23 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     [4.76837158203125e-07, 4.76837158203125e-07, 0.0]
     """
     bs = _check_matmul(a, b)
+    returns = check_returns(returns, a)
     if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
         raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
     model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
-    c0 = _prepare_c(c, (a.shape[0], b.shape[1]))
+    c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
     if model.kind == "blockwise":
         acc = _exact_matmul(a, b, c0, workers)
     else:
         check_fits(model, a.format, b.format, bs)
         acc = _fused_matmul(a, b, c0, model, workers)
-    return _apply_alpha(acc, a, b, model)
+    return deliver_values(_apply_alpha(acc, a, b, model), returns, a)
 
 
 def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
-        instruction: str | None = None) -> np.float32:  # fmt: skip
+        instruction: str | None = None, returns: str = "numpy") -> Any:  # fmt: skip
     """The dot product of two 1-D block arrays plus c, in the model ``accumulator`` (see
-    :func:`matmul` for the arithmetic).
+    :func:`matmul` for the arithmetic): a float32 scalar (``returns="torch"``: a 0-d tensor).
 
     >>> from fpemu.mx import quantize
     >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
@@ -193,4 +179,7 @@ def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Block
         raise ValueError(f"dot needs equal lengths, got {a.shape[0]} and {b.shape[0]}")
     if c is not None and np.ndim(c) != 0:
         raise ValueError(f"c of a dot product is one number, got shape {np.shape(c)}")
-    return np.float32(matmul(_as_row(a), _as_column(b), c, accumulator=accumulator, instruction=instruction)[0, 0])
+    returns = check_returns(returns, a)
+    d = np.float32(matmul(_as_row(a), _as_column(b), c, accumulator=accumulator, instruction=instruction)[0, 0])
+    out = deliver_values(np.asarray(d), returns, a)
+    return d if isinstance(out, np.ndarray) else out

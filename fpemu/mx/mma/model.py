@@ -1,5 +1,5 @@
 """The parameters of one block-scaled accumulation model (:class:`BlockScaledAccumulator`)
-and their checks. Pure description: nothing here computes a sum; the presets (``presets``) are
+and their checks. Pure description: nothing here computes a sum; the presets (:mod:`fpemu.isa`) are
 rows of these fields and the kernels (``fused``, and ``dot_products`` for the exact model)
 read them."""
 
