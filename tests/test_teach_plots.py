@@ -143,9 +143,10 @@ def test_spacing_axes_hold_the_gaps(plt):
     fig, (top, bottom) = plt.subplots(2, 1)
     drawn = draw_spacing(top, bottom, ["e5m2"])
     v = positive_values("e5m2")
-    assert np.array_equal(top.lines[0].get_xdata(), v[:-1])
-    assert np.array_equal(top.lines[0].get_ydata(), np.diff(v))
-    assert np.array_equal(bottom.lines[0].get_ydata(), drawn[0]["relative_bound"])
+    # every gap drawn as wide as it is: x runs over every value, the last gap's height repeated
+    assert np.array_equal(top.lines[0].get_xdata(), v)
+    assert np.array_equal(top.lines[0].get_ydata(), np.append(np.diff(v), v[-1] - v[-2]))
+    assert np.array_equal(bottom.lines[0].get_ydata()[:-1], drawn[0]["relative_bound"])
 
 
 def test_range_bars_span_the_formats(plt):

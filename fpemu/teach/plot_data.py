@@ -22,10 +22,10 @@ import numpy as np
 
 from ..formats import Format, get_format
 from ..mx import BlockFormat, get_block_format
-from .values import finite_values, overflow_threshold, overflow_words, value_classes
+from .values import finite_values, overflow_inclusive, overflow_threshold, overflow_words, value_classes
 
 __all__ = ["number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS", "line_title",
-           "spacing_title"]
+           "spacing_title", "log2_ticks", "shared_line_span", "label_number"]
 
 #: The formats of the dynamic-range picture: the seeds' table, and FP4 with its MX scale.
 DEFAULT_RANGE_FORMATS = ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4")
@@ -39,7 +39,9 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
     normal); ``has_zero``; ``has_negatives``; ``negatives`` (``"mirror"``: exactly the
     negated positives, ``"none"``, or ``"lowest extra"``: the negated positives and one lower
     value, ``lowest``, as in two's complement); ``min_normal``, ``max``, ``lowest`` and
-    ``overflow_threshold`` (floats); ``overflow_words`` (:func:`overflow_words`).
+    ``overflow_threshold`` (floats); ``overflow_words`` (:func:`overflow_words`) and
+    ``overflow_label``, what a figure says there: "overflow" (to Inf or NaN, the format's own
+    rule) or "saturates", and those words with the threshold as :func:`label_number` has it.
 
     >>> line = number_line("e4m3")
     >>> len(line["values"]), int(line["subnormal"].sum()), line["max"], line["min_normal"]
@@ -58,10 +60,33 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
         "negatives": _negatives(values, positive),
         "lowest": float(values[0]),
         "overflow_words": overflow_words(fmt),
+        "overflow_label": _overflow_label(fmt),
         "min_normal": fmt.min_normal,
         "max": fmt.max,
         "overflow_threshold": overflow_threshold(fmt),
     }
+
+
+def _overflow_label(fmt: Format) -> str:
+    """``"overflow from 65520 on"``, ``"saturates from 7 on"``, ``"overflow beyond 464"``."""
+    verb = "overflow" if fmt.has_inf or fmt.has_nan else "saturates"
+    where = "from {} on" if overflow_inclusive(fmt) else "beyond {}"
+    return f"{verb} {where.format(label_number(overflow_threshold(fmt)))}"
+
+
+def label_number(value: float) -> str:
+    """A value as a figure's label shows it: exact where that is short (448, 65520, 1.9921875,
+    2^127), else to 4 digits, marked ≈.
+
+    >>> [label_number(v) for v in (448.0, 1.9921875, 2.0**127, 1.5 * 2.0**127)]
+    ['448', '1.9921875', '2^127', '≈2.552e+38']
+    """
+    if value.is_integer() and abs(value) < 1e7:
+        return str(int(value))
+    mantissa, exponent = np.frexp(value)
+    if mantissa == 0.5:
+        return f"2^{exponent - 1}"
+    return repr(value) if len(repr(value)) <= 10 else f"≈{value:.4g}"
 
 
 def _negatives(values: np.ndarray, positive: np.ndarray) -> str:
@@ -121,24 +146,83 @@ def spacing(fmt: str | Format) -> dict[str, Any]:
     ``spacing`` (b - a, the ulp), ``relative_bound`` ((b - a) / (a + b)) and ``unit_roundoff``
     (2**-(mantissa_bits + 1), the textbook bound the normal gaps approach). The gap that
     starts at zero is left out (relative error 1 there, and log(0) has no place on the axes).
+    For a step plot that draws every gap as wide as it is, the last one included: ``edges``
+    (every positive value: the gaps' ends), ``step_spacing`` and ``step_relative`` (one
+    height per edge, the last gap's repeated at the top edge); ``subnormal`` marks the gaps
+    that start below the smallest normal.
 
     >>> s = spacing("e4m3")
     >>> s["spacing"][:3].tolist(), float(s["relative_bound"].max()), s["unit_roundoff"]
     ([0.001953125, 0.001953125, 0.001953125], 0.3333333333333333, 0.0625)
+    >>> s["edges"][-2:].tolist(), s["step_spacing"][-2:].tolist()  # the last gap: 416 to 448
+    ([416.0, 448.0], [32.0, 32.0])
     """
     fmt = get_format(fmt)
     values = finite_values(fmt)
     positive = values[values > 0]
     lower, upper = positive[:-1], positive[1:]
     gap = upper - lower  # exact: neighbours of one format differ by a few bits
+    relative = gap / (lower + upper)
     return {
         "format": fmt.name,
         "lower": lower,
         "upper": upper,
         "spacing": gap,
-        "relative_bound": gap / (lower + upper),
+        "relative_bound": relative,
         "unit_roundoff": float(np.ldexp(1.0, -fmt.mantissa_bits - 1)),
+        "edges": positive,
+        "step_spacing": np.append(gap, gap[-1:]),  # a "post" step's last height spans no width
+        "step_relative": np.append(relative, relative[-1:]),
+        "subnormal": value_classes(lower, fmt) == "subnormal",
     }
+
+
+def log2_ticks(lo: float, hi: float, most: int = 8) -> list[int]:
+    """Exponents k for ticks at 2**k on a log2 axis from ``lo`` to ``hi`` (positive): every
+    multiple of one round step (1, 2, 5, 10, 20, 25, 50, 100 ...) inside the range, the
+    smallest step that gives at most ``most`` ticks, and always at least two (the range is
+    widened to the powers of 2 around it where it holds fewer).
+
+    >>> log2_ticks(2.0**-133, 2.0**128), log2_ticks(2.0**-24, 65504)
+    ([-100, -50, 0, 50, 100], [-20, -15, -10, -5, 0, 5, 10, 15])
+    >>> log2_ticks(1/3, 1/3), log2_ticks(0.5, 6)
+    ([-2, -1], [-1, 0, 1, 2])
+    """
+    if not (0 < lo <= hi < np.inf):
+        raise ValueError(f"a log2 axis needs 0 < lo <= hi < inf, not {lo!r} .. {hi!r}")
+    a, b = np.log2(lo), np.log2(hi)
+    for step in _round_steps():
+        first, last = int(np.ceil(a / step)), int(np.floor(b / step))
+        if last - first + 1 <= most:
+            break
+    ticks = [k * step for k in range(first, last + 1)]
+    if len(ticks) < 2:  # a narrow range: the powers of 2 just below and above it
+        low = int(np.floor(a))
+        ticks = [low, max(low + 1, int(np.ceil(b)))]
+    return ticks
+
+
+def _round_steps():
+    """1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ... (exponent steps that read as round)."""
+    yield from (1, 2, 5)
+    scale = 10
+    while True:
+        yield from (scale, 2 * scale, 25 * scale // 10, 5 * scale)
+        scale *= 10
+
+
+def shared_line_span(lines: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """The log2 span that every row of a number line shares, so that rows compare: from the
+    smallest positive value of any of the formats to the highest overflow threshold (or max,
+    where that is not finite).
+
+    >>> shared_line_span([number_line("e4m3"), number_line("e2m1")]) == (-9.0, np.log2(464))
+    True
+    """
+    left = min(float(line["log2"][0]) for line in lines)
+    tops = [line["overflow_threshold"] if np.isfinite(line["overflow_threshold"]) else line["max"]
+            for line in lines]
+    return left, float(np.log2(max(tops)))
 
 
 def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
@@ -148,9 +232,10 @@ def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
     subnormals end; equal to ``min_positive`` without subnormals) and ``max``; ``binades``
     (log2(max / min_positive)); for block formats also ``block_min`` and ``block_max``, the
     range one block spans with its scale at 1 (the element format's own), and ``scale``, the
-    scale format. An MX format's range is its element's range times every E8M0 scale
-    (2**-127 .. 2**127); NVFP4's uses its UE4M3 block scale only (its per-tensor FP32 scale
-    moves the whole range).
+    scale format; ``tensor_scale``, the format of a per-tensor scale on top (``"fp32"`` for
+    NVFP4, else None). An MX format's range is its element's range times every E8M0 scale
+    (2**-127 .. 2**127); NVFP4's uses its UE4M3 block scale only, with the tensor scale at 1:
+    its per-tensor FP32 scale moves the whole range, which the figure marks.
 
     >>> e = range_entry("mxfp4")
     >>> e["min_positive"] == 2.0**-128, e["max"] == 6 * 2.0**127, e["block_max"] / e["block_min"]
@@ -167,7 +252,7 @@ def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
     hi = elem.max * scale.max
     return {"name": block.name, "min_positive": lo, "min_normal": min(elem.min_normal, elem.max) * scale.min_subnormal,
             "max": hi, "binades": float(np.log2(hi / lo)), "block_min": elem.min_subnormal,
-            "block_max": elem.max, "scale": scale.name}
+            "block_max": elem.max, "scale": scale.name, "tensor_scale": "fp32" if block.tensor_scale else None}
 
 
 def ranges(names: Sequence[str | Format | BlockFormat] = DEFAULT_RANGE_FORMATS) -> list[dict[str, Any]]:

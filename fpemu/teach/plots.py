@@ -17,14 +17,28 @@ import numpy as np
 from ..errors import RunError
 from ..formats import get_format
 from ..outputs import atomic_output, check_output_path
-from .plot_data import _block_format_or_none, line_title, number_line, range_entry, spacing, spacing_title
+from .plot_data import (
+    _block_format_or_none,
+    label_number,
+    line_title,
+    log2_ticks,
+    number_line,
+    range_entry,
+    shared_line_span,
+    spacing,
+    spacing_title,
+)
 from .values import MAX_LISTED_BITS
 
-__all__ = ["KINDS", "plot", "draw_number_line", "draw_spacing", "draw_ranges", "check_plot_request"]
+__all__ = ["KINDS", "plot", "draw_number_line", "draw_spacing", "draw_ranges", "check_plot_request",
+           "format_colour", "FORMAT_COLOURS", "SUBNORMAL_COLOUR"]
 
 #: What ``fpemu plot --kind`` draws: every panel, or one of them.
 KINDS = ("all", "line", "spacing", "ranges")
-_SUBNORMAL, _NORMAL, _LANDMARK, _OVERFLOW = "tab:orange", "tab:blue", "0.25", "tab:red"
+#: Orange means subnormal and red overflow in every panel; formats take the other colours.
+SUBNORMAL_COLOUR, OVERFLOW_COLOUR, LANDMARK_COLOUR = "tab:orange", "tab:red", "0.25"
+FORMAT_COLOURS = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
+                  "tab:gray", "navy", "darkgreen")
 
 
 def _pyplot():
@@ -73,101 +87,170 @@ def check_plot_request(formats: Sequence[str], kind: str) -> list[str]:
     return names
 
 
-def _past_max(line: dict[str, Any]) -> str:
-    """What rounding past max does (to nearest even, the format's own overflow rule)."""
-    fmt = get_format(line["format"])
-    return "overflow" if fmt.has_inf or fmt.has_nan else "saturates"
+def format_colour(index: int) -> str:
+    """The colour of the ``index``-th format of a figure: never the subnormal colour (orange)
+    nor the overflow red, so that a colour means one thing throughout.
+
+    >>> format_colour(0), format_colour(1), SUBNORMAL_COLOUR in FORMAT_COLOURS
+    ('tab:blue', 'tab:green', False)
+    """
+    return FORMAT_COLOURS[index % len(FORMAT_COLOURS)]
 
 
 def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[str, Any]]:
-    """One axes per format: a tick at log2(v) for every positive finite value v (subnormals in
-    orange), a dot for zero, and the smallest normal, the largest value and the overflow
-    threshold marked. Returns each format's :func:`number_line` with ``zero_x``, the x of the
-    zero dot (None without zero)."""
-    out = []
-    for row, (ax, name) in enumerate(zip(axes, formats)):
-        line = number_line(name)
+    """One axes per format, all on one shared log2 x range (:func:`shared_line_span`) so that
+    rows compare: a tick at log2(v) for every positive finite value v (normals in the format's
+    colour, subnormals in orange), a dot for zero (at one x left of every row), and the
+    smallest normal (below the ticks), the largest value and the overflow threshold (above,
+    right-aligned so that nothing leaves the frame) marked. Returns each format's
+    :func:`number_line` with ``zero_x``, the x of the zero dot (None without zero), and
+    ``xlim``, the shared x range."""
+    lines = [number_line(name) for name in formats]
+    left, right = shared_line_span(lines)
+    zero_x = left - 1.5
+    width = right - zero_x
+    xlim = (zero_x - 0.04 * width, right + 0.02 * width)
+    for row, (ax, line) in enumerate(zip(axes, lines)):
         x, sub = line["log2"], line["subnormal"]
-        ax.plot(x[~sub], np.zeros(int((~sub).sum())), ls="none", marker="|", ms=16, color=_NORMAL,
-                label="normal")
-        ax.plot(x[sub], np.zeros(int(sub.sum())), ls="none", marker="|", ms=16, color=_SUBNORMAL,
-                label="subnormal")
-        line["zero_x"] = float(x[0] - 1.5) if line["has_zero"] else None
-        if line["zero_x"] is not None:
-            ax.plot([line["zero_x"]], [0], "o", color="k", ms=4)
-            ax.annotate("0", (line["zero_x"], 0), xytext=(0, 8), textcoords="offset points", ha="center")
-        marks = ((line["min_normal"], "min normal", _LANDMARK, "center", -1),
-                 (line["max"], f"max {line['max']:g} ", _LANDMARK, "right", 1),
-                 (line["overflow_threshold"], f" {_past_max(line)} {line['overflow_words']}", _OVERFLOW, "left", 1))
-        for value, text, color, align, side in marks:
-            if not np.isfinite(value):
-                continue  # no normals: no "min normal" mark
-            dashed = value > line["max"]
-            # beside the row of ticks, not over it: below for min normal, above for the top
-            ax.plot([np.log2(value)] * 2, [0.3 * side, 0.8 * side], color=color, lw=1.5, ls="--" if dashed else "-")
-            ax.annotate(text, (np.log2(value), 0.8 * side), xytext=(0, 6 * side), textcoords="offset points",
-                        ha=align, va="center", fontsize=8, color=color)
+        colour = format_colour(row)
+        for part, tint, label in ((~sub, colour, "normal"), (sub, SUBNORMAL_COLOUR, "subnormal")):
+            ax.plot(x[part], np.zeros(int(part.sum())), ls="none", marker="|", ms=14, color=tint, label=label)
+        line["zero_x"] = zero_x if line["has_zero"] else None
+        line["xlim"] = xlim
+        if line["has_zero"]:
+            ax.plot([zero_x], [0], "o", color="k", ms=4)
+            ax.annotate("0", (zero_x, 0), xytext=(0, 8), textcoords="offset points", ha="center")
+        _mark_landmarks(ax, line)
         ax.set_yticks([0], [line["format"]])
+        ax.get_yticklabels()[0].set_color(colour)
         ax.set_ylim(-1.5, 1.5)
+        ax.set_xlim(*xlim)
         ax.grid(axis="x", alpha=0.3)
         if row == 0:
-            ax.set_title(textwrap.fill(line_title([number_line(n) for n in formats]), 120), fontsize=10)
-            ax.legend(loc="upper left", fontsize=7, ncols=2)
-        out.append(line)
-    axes[-1].set_xlabel("log2 |value|")
-    return out
+            title = line_title(lines) + "; orange ticks: subnormals"
+            ax.set_title(textwrap.fill(title, 120), fontsize=10)
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)  # one shared scale, numbered once
+    axes[-1].set_xlabel("log2 |value|  (the same scale in every row)")
+    return lines
+
+
+def _mark_landmarks(ax: Any, line: dict[str, Any]) -> None:
+    """The smallest normal below the ticks; above them the overflow threshold's words ending at
+    its line and, left of those words, the largest value's."""
+    lowest = np.log2(line["values"][0])
+    if np.isfinite(line["min_normal"]):  # no normals (fixed point): no "min normal" mark
+        x = np.log2(line["min_normal"])
+        ax.plot([x, x], [-0.3, -0.8], color=LANDMARK_COLOUR, lw=1.5)
+        # centred, or starting at the line where nothing lies left of it (no subnormals)
+        ax.annotate("min normal", (x, -0.8), xytext=(0, -6), textcoords="offset points", va="center",
+                    ha="left" if x <= lowest else "center", fontsize=8, color=LANDMARK_COLOUR)
+    top, limit = np.log2(line["max"]), np.log2(line["overflow_threshold"])
+    ax.plot([top, top], [0.3, 0.8], color=LANDMARK_COLOUR, lw=1.5)
+    ax.plot([limit, limit], [0.3, 0.8], color=OVERFLOW_COLOUR, lw=1.5, ls="--")
+    words = ax.annotate(f" {line['overflow_label']}", (limit, 0.8), xytext=(0, 4),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=8, color=OVERFLOW_COLOUR)
+    ax.annotate(f"max {label_number(line['max'])};", (0, 0), xycoords=words, xytext=(-2, 0),
+                textcoords="offset points", ha="right", va="bottom", fontsize=8, color=LANDMARK_COLOUR)
+
+
+def _log2_axis(axis: Any, lo: float, hi: float) -> None:
+    """A base-2 log axis from ``lo`` to ``hi`` with ticks at round powers of 2
+    (:func:`log2_ticks`), labelled 2^k, its limits widened to hold every tick."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ticks = log2_ticks(lo, hi)
+    is_x = axis is axis.axes.xaxis
+    (axis.axes.set_xscale if is_x else axis.axes.set_yscale)("log", base=2)
+    axis.set_major_locator(FixedLocator([2.0**k for k in ticks]))
+    axis.set_major_formatter(lambda value, _: f"$2^{{{round(np.log2(value))}}}$")
+    axis.set_minor_locator(NullLocator())
+    low, high = min(lo, 2.0 ** ticks[0]), max(hi, 2.0 ** ticks[-1])
+    pad = 2.0 ** (0.03 * np.log2(high / low) + 0.05)
+    (axis.axes.set_xlim if is_x else axis.axes.set_ylim)(low / pad, high * pad)
 
 
 def draw_spacing(ax_gap: Any, ax_rel: Any, formats: Sequence[str]) -> list[dict[str, Any]]:
-    """Spacing (ulp) against magnitude on ``ax_gap`` and the relative error bound of
-    round-to-nearest on ``ax_rel``, one step curve per format. Returns each :func:`spacing`."""
-    out = []
+    """Spacing (ulp) against magnitude on ``ax_gap`` and the largest relative error of
+    round-to-nearest in each gap on ``ax_rel``, one step curve per format in its colour
+    (dashed where the gaps are subnormal), every gap as wide as it is, the last one
+    included; the flat bound 2^-(m+1) dotted. Returns each :func:`spacing`."""
+    out, dashed = [], False
     for i, name in enumerate(formats):
         data = spacing(name)
-        color = f"C{i % 10}"
-        ax_gap.step(data["lower"], data["spacing"], where="post", color=color, label=data["format"])
-        ax_rel.step(data["lower"], data["relative_bound"], where="post", color=color, label=data["format"])
-        ax_rel.axhline(data["unit_roundoff"], color=color, ls=":", lw=0.8)
+        colour = format_colour(i)
+        edges = data["edges"]
+        # fixed point (no exponent field) is one even grid: nothing to tell apart there
+        sub = np.append(data["subnormal"], False) & bool(get_format(name).exponent_bits)
+        dashed |= bool(sub.any())
+        for ax, heights in ((ax_gap, data["step_spacing"]), (ax_rel, data["step_relative"])):
+            ax.step(edges, heights, where="post", color=colour, label=data["format"])
+            if sub.any():  # the subnormal gaps again, dashed over the first binade's start
+                last = int(np.flatnonzero(sub)[-1]) + 1
+                ax.step(edges[: last + 1], heights[: last + 1], where="post", color="w", ls=(0, (2, 2)), lw=1.2)
+        if get_format(name).exponent_bits:  # fixed point has no relative bound of its own
+            ax_rel.axhline(data["unit_roundoff"], color=colour, ls=":", lw=0.8)
         out.append(data)
+    lo = min(float(d["edges"][0]) for d in out)
+    hi = max(float(d["edges"][-1]) for d in out)
+    _log2_axis(ax_rel.xaxis, lo, hi)
+    _log2_axis(ax_gap.yaxis, min(float(d["spacing"].min()) for d in out), max(float(d["spacing"].max()) for d in out))
+    _log2_axis(ax_rel.yaxis, min(float(d["relative_bound"].min()) for d in out),
+               max(max(float(d["relative_bound"].max()), d["unit_roundoff"]) for d in out))
     for ax in (ax_gap, ax_rel):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="best")
     ax_gap.set_ylabel("gap to the next value (ulp)")
-    ax_gap.set_title(textwrap.fill(spacing_title(out), 120), fontsize=10)
+    ax_gap.set_title(textwrap.fill(spacing_title(out) + "; dashed: subnormal gaps" * dashed, 120), fontsize=10)
     ax_rel.set_ylabel("max relative error\n(round to nearest)")
     ax_rel.set_xlabel("magnitude")
-    ax_rel.set_title("Relative error bound: flat for normals (dotted: 2^-(m+1)), growing in the subnormals",
-                     fontsize=10)
+    ax_rel.set_title("Largest relative error in each gap: a sawtooth under the flat bound 2^-(m+1) (dotted) "
+                     "for normals, rising in the subnormals", fontsize=10)
     return out
 
 
 def draw_ranges(ax: Any, names: Sequence[str]) -> list[dict[str, Any]]:
-    """One horizontal bar per format from log2(smallest positive) to log2(max) (the subnormal
-    part lighter); a block format also gets a dark inner bar, the range of one block with its
-    scale at 1. Returns each :func:`range_entry` with ``x`` (log2 of its three landmarks)."""
-    out = []
+    """One horizontal bar per format from log2(smallest positive) to log2(max), in the
+    format's colour with the subnormal part orange; a block format also gets a black inner
+    bar, the range of one block with its scale at 1, and one with a per-tensor scale (NVFP4)
+    arrows saying that scale slides the whole bar. The legend names only what is drawn.
+    Returns each :func:`range_entry` with ``x`` (log2 of its three landmarks)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    out, shown = [], {"subnormals": Patch(color=SUBNORMAL_COLOUR, alpha=0.6)}
     for row, name in enumerate(names):
         entry = range_entry(name)
         y = -row
         lo, mid, hi = np.log2([entry["min_positive"], entry["min_normal"], entry["max"]])
         entry["x"] = np.array([lo, mid, hi])
-        ax.barh(y, mid - lo, left=lo, height=0.6, color=_SUBNORMAL, alpha=0.5)
-        ax.barh(y, hi - mid, left=mid, height=0.6, color=_NORMAL, alpha=0.7)
+        ax.barh(y, mid - lo, left=lo, height=0.6, color=SUBNORMAL_COLOUR, alpha=0.6)
+        ax.barh(y, hi - mid, left=mid, height=0.6, color=format_colour(row), alpha=0.75)
         if "block_min" in entry:
             b_lo, b_hi = np.log2([entry["block_min"], entry["block_max"]])
             ax.barh(y, b_hi - b_lo, left=b_lo, height=0.25, color="k")
-        ax.annotate(f"{entry['binades']:.1f} binades", (hi, y), xytext=(4, -3), textcoords="offset points",
-                    fontsize=8)
+            shown["one block, its scale at 1"] = Patch(color="k")
+        words = f"{entry['binades']:.1f} binades"
+        if entry.get("tensor_scale"):
+            for end, away in ((lo, -1), (hi, 1)):  # the bar moves both ways with the tensor scale
+                ax.annotate("", (end + 10 * away, y + 0.38), xytext=(end, y + 0.38),
+                            arrowprops={"arrowstyle": "->", "color": format_colour(row), "lw": 1.2})
+            words += " (tensor scale 1)"
+            shown[f"its {entry['tensor_scale'].upper()} tensor scale slides the bar"] = Line2D(
+                [], [], color="0.3", marker=">", lw=1.2)
+        ax.annotate(words, (hi, y), xytext=(4, -3), textcoords="offset points", fontsize=8)
         out.append(entry)
     ax.set_yticks([-i for i in range(len(names))], [e["name"] for e in out])
-    ax.axvline(0, color="0.5", lw=0.8)
-    ax.set_xlabel("log2 |value|  (orange: subnormals; black: one block with its scale at 1)")
+    for i, label in enumerate(ax.get_yticklabels()):
+        label.set_color(format_colour(i))
+    ax.axvline(0, color="0.5", lw=0.8, zorder=0)
+    ax.set_xlabel("log2 |value|")
     ax.set_title("Dynamic range: smallest positive value to largest finite value")
     ax.grid(axis="x", alpha=0.3)
-    right = max(float(e["x"][2]) for e in out)
-    ax.set_xlim(right=right + 0.12 * (right - min(float(e["x"][0]) for e in out)) + 4)
+    ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    left, right = min(float(e["x"][0]) for e in out), max(float(e["x"][2]) for e in out)
+    ax.set_xlim(left - 0.03 * (right - left) - 1 - 10 * any(e.get("tensor_scale") for e in out),
+                right + 0.3 * (right - left) + 8)
     return out
 
 
