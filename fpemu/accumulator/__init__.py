@@ -40,16 +40,10 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 (:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``, loaded on first use).
 """
 
-from .error import gemm_error
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
 from .model import Accumulator
-
-# Still reachable as fpemu.accumulator.<name>, as in the single module this package replaces:
-# public names outside __all__, and the private helpers the tests import from here.
-from .error import GEMM_ERROR_LIMITS, _check_gemm_error_sizes, _normwise  # noqa: F401
-from .kernels.rounding import _round, _target  # noqa: F401
-from .model import Kind, OutRounding, TermRounding  # noqa: F401
+from .model import Kind, OutRounding, TermRounding  # noqa: F401  (type names, outside __all__)
 
 __all__ = [
     "Accumulator",
@@ -61,10 +55,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """``cmd_gemm_error`` and ``register_cli`` (the command line, outside __all__) on first use."""
-    if name in ("cmd_gemm_error", "register_cli"):
-        from . import cli
+# Loaded on first use, so that import fpemu does not load the kernels: gemm_error (and the
+# names the single module this package replaced had: GEMM_ERROR_LIMITS and private helpers
+# some tests import from here), and the command line (outside __all__).
+_LAZY = {"gemm_error": "error", "GEMM_ERROR_LIMITS": "error", "_check_gemm_error_sizes": "error",
+         "_normwise": "error", "_round": "kernels.rounding", "_target": "kernels.rounding",
+         "cmd_gemm_error": "cli", "register_cli": "cli"}  # fmt: skip
 
-        return getattr(cli, name)
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

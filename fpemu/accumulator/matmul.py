@@ -16,8 +16,6 @@ from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_dot, dask_gemm
 from ..formats import Format, get_format
-from .kernels.products import _operand, _Products
-from .kernels.run import _run, lane_permutation
 from .lookup import _input_formats, get_accumulator
 from .model import Accumulator
 
@@ -87,6 +85,9 @@ def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
     c_arr = accumulator_operand(c, shape, _c_format(out)).reshape(R)
     a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
+    from .kernels.products import _Products  # the kernels load on the first product, not on import fpemu
+    from .kernels.run import _run
+
     result = np.empty(R, dtype=np.float32)
     rows = max(1, (1 << 16) // max(K, 1))
 
@@ -151,6 +152,9 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", w
     M, K = A.shape
     N = B.shape[1]
     C = accumulator_operand(c, (M, N), _c_format(out))
+    from .kernels.products import _operand, _Products  # loaded on the first product
+    from .kernels.run import _run, lane_permutation
+
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = _chunk_rows(acc, K, N)

@@ -15,10 +15,8 @@ from ..array import BlockArray
 from ..dot_products import _check_matmul, _exact_matmul
 from ..formats import BlockFormat
 from ..mx_scales import _rn32_product
-from .fused import run_fused
 from .lookup import get_block_accumulator
 from .model import BlockScaledAccumulator
-from .operands import Side
 
 #: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
 _TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
@@ -104,6 +102,9 @@ def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScal
 
 def _fused_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator,
                   workers: int | None) -> np.ndarray:  # fmt: skip
+    from .fused import run_fused  # the tensor-core arithmetic loads on first use, not on import fpemu
+    from .operands import Side
+
     m, n = a.shape[0], b.shape[1]
     side_a, side_b = Side(a, 1, model), Side(b, 0, model)
     out = np.empty((m, n), np.float32)
