@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tolerance_helpers import dump_dots
 
 from fpemu.accumulator import dot, get_accumulator
 
@@ -55,17 +56,16 @@ def replay(gpu: str, fmt: str, column: str) -> tuple[int, int]:
     path = HWDATA / f"{gpu}_{fmt}.npz"
     if not path.exists():
         pytest.skip(f"{path} not available")
-    data = np.load(path)
-    if column not in data.files:
-        pytest.skip(f"{path.name} has no {column}")
-    a, b = data["a"].view(np.float32), data["b"].view(np.float32)
-    c = data["c"].view(np.float32)
-    if gpu == "h100" and fmt in ("e4m3", "e5m2") and column == "d_fp32":
-        c = np.zeros_like(c)  # README quirk: wgmma ran with a zero accumulator (fp32 runs)
-    # For fp16 output dot() rounds c to fp16 (RNE) itself, as the experiment did before the call.
+    with np.load(path) as data:
+        if column not in data.files:
+            pytest.skip(f"{path.name} has no {column}")
+    # The rows as dots, with the README's quirks (tolerance_helpers.dump_dots, shared with the
+    # tolerance tests and scripts/gen_evidence_doc.py). For fp16 output dot() rounds c to fp16
+    # (RNE) itself, as the experiment did before the call.
+    _, _, a, b, c, want = dump_dots(path, column)
     out = "fp16" if column == "d_fp16" else "fp32"
     got = dot(a, b, c, inputs=fmt, accumulator=gpu, out=out)
-    return int((got.view(np.uint32) == data[column]).sum()), len(data[column])
+    return int((got.view(np.uint32) == want.view(np.uint32)).sum()), want.size
 
 
 @pytest.mark.parametrize("gpu,fmt,column", REQUIRED, ids=["-".join(r) for r in REQUIRED])

@@ -1,6 +1,6 @@
-"""Assertions for kernel tests, in the style of ``numpy.testing``: compare a kernel's output with
-fpemu's golden answer bit for bit, or within a number of units in the last place, and on
-failure say which elements differ, how, and why (with :func:`fpemu.explain`).
+"""Bit and ulp assertions for kernel tests, in the style of ``numpy.testing``: compare a
+kernel's output with fpemu's golden answer bit for bit, or within a number of units in the
+last place, and on failure say which elements differ, how, and why (with :func:`fpemu.explain`).
 
 Both arguments may be codes (integers), values (floats of the format), ml_dtypes arrays or
 torch tensors (low-precision dtypes read by their bits).
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import is_whole
-from .codec import decode, encode, explain
-from .codec.bit_views import foreign_codes, is_torch
-from .formats import Format, get_format
+from ..arguments import is_whole
+from ..codec import decode, encode, explain
+from ..codec.bit_views import foreign_codes, is_torch
+from ..formats import Format, get_format
 
 __all__ = ["assert_bits_equal", "assert_ulp_close", "as_codes", "ulp_distance"]
 
