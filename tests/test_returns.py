@@ -78,3 +78,23 @@ def test_ml_dtypes_in_ml_dtypes_out():
     assert p3109.dtype == np.uint8
     values = fpemu.quantize(x, "e4m3", returns="input", overflow="saturate")  # values: NumPy floats
     assert values.dtype == np.float32
+
+
+def test_a_dot_product_of_1d_tensors_is_a_0d_tensor():
+    torch = pytest.importorskip("torch")
+    d = fpemu.dot(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 0.5]), inputs="fp32", returns="input")
+    assert isinstance(d, torch.Tensor) and d.shape == () and float(d) == 4.0  # was shape (1,)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3fn"])
+def test_gemm_reads_low_precision_tensors_by_their_bits(dtype):
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, dtype):
+        pytest.skip(f"torch {torch.__version__} has no {dtype}")
+    fmt = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3"}[dtype]
+    rng = np.random.default_rng(5)
+    a = torch.from_numpy(rng.normal(size=(3, 32)).astype(np.float32)).to(getattr(torch, dtype))
+    b = torch.from_numpy(rng.normal(size=(32, 2)).astype(np.float32)).to(getattr(torch, dtype))
+    got = fpemu.gemm(a, b, inputs=fmt, accumulator="h100", returns="input")  # was refused: not an array
+    want = fpemu.gemm(a.float().numpy(), b.float().numpy(), inputs=fmt, accumulator="h100")
+    assert isinstance(got, torch.Tensor) and np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .foreign import as_numpy
 from .quantizer import quantize
 
 _KINDS = {"O": "Python objects (dtype object; convert to float64 or int64 first)", "b": "booleans",
@@ -22,7 +23,8 @@ _KINDS = {"O": "Python objects (dtype object; convert to float64 or int64 first)
 
 
 def real_array(x: Any, what: str) -> np.ndarray:
-    """x as an ndarray of real numbers (float, integer or ml_dtypes' narrow floats), unchanged.
+    """x as an ndarray of real numbers (float, integer or ml_dtypes' narrow floats), unchanged;
+    a torch tensor as its values (bf16 and float8 read by their bits, exactly).
 
     >>> real_array([True], "a")
     Traceback (most recent call last):
@@ -30,7 +32,7 @@ def real_array(x: Any, what: str) -> np.ndarray:
     TypeError: a must be an array of real numbers, got booleans
     """
     try:
-        arr = np.asarray(x)
+        arr = np.asarray(as_numpy(x))
     except (ValueError, TypeError) as exc:  # ragged nested lists
         raise ValueError(f"{what} is not a rectangular array of numbers ({exc})") from None
     kind = arr.dtype.kind
