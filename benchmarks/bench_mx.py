@@ -5,6 +5,11 @@ Prints Melem/s (best of --repeat runs) for mxfp8_e4m3, mxfp6_e2m3, mxfp4 and nvf
 one thread, as the issue-17 comparison with torchao); --convention times a library's MX rule
 (``mx.quantize(..., convention=C)``) on the MX formats it offers.
 
+Beside fpemu, torchao's CPU casts where it is installed: ``to_mx`` (eager, its default FLOOR
+scale; torch on one thread under FPEMU_WORKERS=1, ``torch.set_num_threads(1)``) for the MX
+formats it has, ``nvfp4_quantize`` for NVFP4, timed in the same run, with the ratio
+fpemu / torchao (> 1: fpemu is faster).
+
 Then (issue 11) a block-scaled GEMM, MXFP8 E4M3 512x512x4096 by default (``--gemm M,N,K``,
 ``--gemm 0`` to skip), through each block-scaled accumulator model of ``fpemu.mx.matmul``
 (target for "b200": under 10 s on 2 cores), against numpy's float64 matmul of the dequantized
@@ -14,11 +19,40 @@ operands in the same run.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
 
 from fpemu import mx
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def torchao_casts() -> dict:
+    """fpemu format -> a callable(float32 torch tensor) with torchao's CPU cast; {} without
+    torchao (or where it does not import)."""
+    import logging
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)  # its CUDA-only extensions complain on import
+            from torchao.prototype.mx_formats.mx_tensor import to_mx
+            from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize
+    except Exception:  # noqa: BLE001  (not installed, or built for another torch)
+        return {}
+    finally:
+        logging.disable(logging.NOTSET)
+    casts = {"mxfp8_e4m3": torch.float8_e4m3fn, "mxfp8_e5m2": torch.float8_e5m2, "mxfp6_e2m3": "fp6_e2m3",
+             "mxfp6_e3m2": "fp6_e3m2", "mxfp4": torch.float4_e2m1fn_x2}
+    out = {name: (lambda t, d=dtype: to_mx(t, d, 32)) for name, dtype in casts.items()}
+    out["nvfp4"] = lambda t: nvfp4_quantize(t.reshape(-1, 16 * 64), block_size=16)
+    return out
 
 
 def best_time(fn, repeat: int) -> float:
@@ -39,15 +73,27 @@ def main() -> None:
     parser.add_argument("--gemm", default="512,512,4096", help="M,N,K of the block-scaled GEMM (0: skip)")
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal(args.n, dtype=np.float32)
-    print(f"{args.n / 1e6:.0f}M float32 randn, best of {args.repeat}")
-    print(f"{'format':<12} {'quantize Melem/s':>17} {'dequantize Melem/s':>19}")
+    casts = torchao_casts() if torch is not None else {}
+    if casts and os.environ.get("FPEMU_WORKERS") == "1":
+        torch.set_num_threads(1)
+    t = torch.from_numpy(x) if casts else None
+    print(f"{args.n / 1e6:.0f}M float32 randn, best of {args.repeat}; torchao "
+          + (f"on {torch.get_num_threads()} thread(s)" if casts else "not installed"))
+    print(f"{'format':<12} {'quantize Melem/s':>17} {'dequantize Melem/s':>19} {'torchao Melem/s':>16} {'ratio':>6}")
     for fmt in args.formats.split(","):
         kw = {} if args.convention is None or fmt == "nvfp4" else {"convention": args.convention}
         mx.quantize(x[:4096], fmt, **kw)  # build the codec's tables outside the timing
         q = mx.quantize(x, fmt, **kw)
         tq = best_time(lambda: mx.quantize(x, fmt, **kw), args.repeat)
         td = best_time(lambda: q.dequantize(), args.repeat)
-        print(f"{fmt:<12} {args.n / tq / 1e6:>17.1f} {args.n / td / 1e6:>19.1f}")
+        peer = casts.get(fmt)
+        if peer is not None:
+            peer(t)  # (warm-up)
+            tp = best_time(lambda: peer(t), args.repeat)
+            versus = f"{args.n / tp / 1e6:>16.1f} {tp / tq:>6.2f}"
+        else:
+            versus = f"{'-':>16} {'-':>6}"
+        print(f"{fmt:<12} {args.n / tq / 1e6:>17.1f} {args.n / td / 1e6:>19.1f} {versus}")
     if args.gemm != "0":
         bench_block_gemm(*(int(v) for v in args.gemm.split(",")), repeat=args.repeat)
 

@@ -1,6 +1,10 @@
 """Cost of one emulated training step against a plain FP32 step: time and memory, per policy.
 
-Run: ``python benchmarks/bench_train.py [--task mlp|gpt|both] [--steps N] [--all]``.
+Run: ``python benchmarks/bench_train.py [--task mlp|gpt|both] [--steps N] [--all]``, or
+``python benchmarks/bench_train.py --cli`` for the time of the two commands a newcomer runs,
+``fpemu train`` and ``fpemu train --task gpt`` with their defaults: wall-clock seconds, the
+CPU seconds of the process (on one BLAS thread: the wall time of an idle machine, whatever the
+load) and the load average while they ran (other work on the machine lengthens the wall time).
 
 Each policy trains for N steps (after a short warm-up) on one BLAS thread (the training loop
 pins it, and OPENBLAS_NUM_THREADS=1 is set before NumPy loads); the median step time is printed
@@ -22,6 +26,8 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import io  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from typing import Callable  # noqa: E402
@@ -69,12 +75,37 @@ def bench(name: str, runs: list[tuple[str, Callable]], steps: int, slow: set[str
         print(f"{label:34s} {t * 1e3:9.2f} {t / base_t:7.2f}x {m:9.1f} {m / base_m:7.2f}x", flush=True)
 
 
+def time_command(argv: list[str]) -> dict:
+    """Wall and CPU seconds of ``fpemu <argv>`` run in this process (its table discarded), and
+    the 1-minute load average before and after."""
+    from fpemu.cli import main as fpemu_main
+
+    load0 = os.getloadavg()[0]
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = fpemu_main([*argv, "--quiet"])
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {"argv": argv, "rc": rc, "wall_s": wall, "cpu_s": cpu, "load": (load0, os.getloadavg()[0])}
+
+
+def bench_cli() -> None:
+    print(f"{'command':28s} {'wall (s)':>9s} {'CPU (s)':>8s}  load average (1 min) before, after; {os.cpu_count()} CPUs")
+    for argv in (["train"], ["train", "--task", "gpt"]):
+        r = time_command(argv)
+        print(f"{'fpemu ' + ' '.join(argv):28s} {r['wall_s']:9.1f} {r['cpu_s']:8.1f}  {r['load'][0]:.1f}, {r['load'][1]:.1f}"
+              + ("" if r["rc"] == 0 else f"  (exit status {r['rc']})"), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", choices=("mlp", "gpt", "both"), default="both")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--all", action="store_true", help="every policy (and the accumulator models for gpt)")
+    ap.add_argument("--cli", action="store_true", help="time `fpemu train` and `fpemu train --task gpt` instead")
     args = ap.parse_args()
+    if args.cli:
+        bench_cli()
+        return
     if args.task in ("mlp", "both"):
         task = T.make_task(0)
         pairs = [("fp32", "none"), ("fp16", "dynamic")]

@@ -1,7 +1,8 @@
 """Where the time of one encode goes: each NumPy call of fpemu's float32 kernels timed by name,
-beside PyTorch's and ml_dtypes' whole casts, in one run.
+then each source line of the kernels (in-place operators included), beside PyTorch's and
+ml_dtypes' whole casts and the floor of a NumPy kernel, in one run.
 
-    python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5]
+    python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5] [--dtype float64]
 
 The numpy module that the kernel modules see (fpemu.codec.top_half and fpemu.codec.paths) is
 swapped for a proxy that times every call by name, on one worker. In-place operators
@@ -9,6 +10,13 @@ swapped for a proxy that times every call by name, on one worker. In-place opera
 own time between the calls. The report gives ns per element of input for each call, the
 kernel's time without the proxy, and the competitors' casts (``torch.set_num_threads(1)``):
 how far a kernel made of whole-array NumPy passes stands from a compiled cast, pass by pass.
+
+The line profile (``sys.settrace`` on the kernel functions of codec.top_half, codec.paths
+and codec.odd) gives the ns per element of every line that ran, in-place operators
+included: these are the passes that remain. The floor: the cheapest pass NumPy has, one
+integer narrowing copy of the input's bit patterns into a code array (``np.copyto`` of
+uint32 into uint8, in cache-sized chunks), times the passes the kernel makes; a compiled cast
+does the whole conversion in about one such pass.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
-from fpemu.codec import paths, top_half  # noqa: E402
+from fpemu.codec import odd, paths, top_half  # noqa: E402
 
 try:
     import ml_dtypes
@@ -62,13 +70,81 @@ class TimedNumpy:
         return timed
 
 
+KERNEL_MODULES = (top_half, paths, odd)
+
+
+def line_profile(fn) -> tuple[dict, int]:
+    """({(function, line): seconds}, line events) of one call of fn, for every line of the
+    kernel modules' functions that ran: the time from each line event to the next event in
+    a kernel frame goes to that line (a call's own lines get the time spent inside it)."""
+    files = {m.__file__ for m in KERNEL_MODULES}
+    totals: dict = defaultdict(float)
+    last = [None, 0.0, 0]  # line key, its start, line events
+
+    def local(frame, event, arg):
+        now = time.perf_counter()
+        if last[0] is not None:
+            totals[last[0]] += now - last[1]
+        last[0] = (frame.f_code.co_name, frame.f_lineno) if event == "line" else None
+        last[2] += event == "line"
+        last[1] = time.perf_counter()
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename not in files:
+            return None
+        if last[0] is not None:  # the caller's line ends here
+            totals[last[0]] += time.perf_counter() - last[1]
+            last[0] = None
+        return local
+
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return totals, last[2]
+
+
+def floor_per_pass(n: int, repeat: int) -> float:
+    """Seconds per element of NumPy's cheapest pass: uint32 patterns narrowed into uint8, in
+    chunks of top_half's piece (in cache), as the kernels walk their input."""
+    u = np.arange(n, dtype=np.uint32)
+    out = np.empty(n, np.uint8)
+    step = top_half._PIECE
+
+    def one_pass() -> None:
+        for start in range(0, n, step):
+            np.copyto(out[start:start + step], u[start:start + step], casting="unsafe")
+
+    return best_seconds(one_pass, repeat) / n
+
+
+def print_lines(totals: dict, n: int, top: int = 25) -> None:
+    import linecache
+
+    ns = 1e9 / n
+    print(f"\n{'kernel line (function:line)':36s} {'ns/element':>10s}  source")
+    sources = {}
+    for m in KERNEL_MODULES:
+        for name in dir(m):
+            code = getattr(getattr(m, name), "__code__", None)
+            if code is not None:
+                sources[code.co_name] = code.co_filename
+    for (name, line), seconds in sorted(totals.items(), key=lambda item: -item[1])[:top]:
+        text = linecache.getline(sources.get(name, ""), line).strip()
+        print(f"{name + ':' + str(line):36s} {seconds * ns:10.3f}  {text[:70]}")
+    print(f"{'(all kernel lines)':36s} {sum(totals.values()) * ns:10.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--format", default="e4m3", choices=sorted(CASTS))
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "float16"])
     args = parser.parse_args()
-    x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(args.n).astype(args.dtype)
     ns = 1e9 / args.n
     encode = lambda: fpemu.encode(x, args.format, workers=1)  # noqa: E731
     encode()  # tables and plans built outside the timing
@@ -85,7 +161,7 @@ def main() -> None:
     finally:
         top_half.np, paths.np = saved
 
-    print(f"fpemu.encode({args.n} float32 randn, {args.format!r}, workers=1): {kernel * ns:.2f} ns/element "
+    print(f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1): {kernel * ns:.2f} ns/element "
           f"({args.n / kernel / 1e6:.0f} Melem/s); traced run {traced * ns:.2f} ns/element")
     print(f"{'numpy call':28s} {'calls':>7s} {'ns/element':>11s}")
     for name, (seconds, calls) in sorted(totals.items(), key=lambda item: -item[1][0]):
@@ -96,15 +172,24 @@ def main() -> None:
     print(f"{calls} numpy calls for {args.n} elements; the timed calls average "
           f"{sum(s for s, _ in totals.values()) / max(calls, 1) * 1e6:.1f} us")
 
+    lines, _ = line_profile(encode)
+    print_lines(lines, args.n)
+    per_pass = floor_per_pass(min(args.n, 1 << 22), args.repeat)
+    passes = sum(seconds / args.n >= per_pass / 4 for seconds in lines.values())  # whole-array lines
+    print(f"floor: one NumPy pass (uint32 -> uint8 copy, in cache) {per_pass * 1e9:.3f} ns/element; "
+          f"{passes} kernel lines cost a quarter of that or more (whole-array passes): "
+          f"{passes} x {per_pass * 1e9:.3f} = {passes * per_pass * 1e9:.2f} ns/element at the cheapest "
+          f"pass's rate, against one pass for a compiled cast")
+
     if ml_dtypes is not None:
         dtype = getattr(ml_dtypes, CASTS[args.format], None) or np.dtype(CASTS[args.format])
         t = best_seconds(lambda: x.astype(dtype), args.repeat)
-        print(f"ml_dtypes astype: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s)")
+        print(f"ml_dtypes astype from {args.dtype}: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s)")
     if torch is not None:
         torch.set_num_threads(1)
-        tensor, tdtype = torch.from_numpy(x), getattr(torch, CASTS[args.format])
+        tensor, tdtype = torch.from_numpy(x.astype(np.float32)), getattr(torch, CASTS[args.format])
         t = best_seconds(lambda: tensor.to(tdtype), args.repeat)
-        print(f"torch .to() on 1 thread: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s); "
+        print(f"torch .to() from float32 on 1 thread: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s); "
               f"fpemu / torch = {t / kernel:.2f}")
 
 

@@ -10,7 +10,7 @@ array([  1., 448.])
 """
 
 from .formats import FORMATS, Format, format_names, get_format
-from .codec import decode, encode, explain, like, quantize, resolve_convention, to_ml_dtypes, to_torch
+from .codec import Conversion, decode, encode, explain, like, quantize, resolve_convention, to_ml_dtypes, to_torch
 from .accumulator import Accumulator, get_accumulator, dot, gemm
 from . import mx  # block formats (imports the codec above)
 from .scaling import ScaledTensor, scale_from_amax, scaled_cast
@@ -25,6 +25,7 @@ __all__ = [
     "decode",
     "quantize",
     "explain",
+    "Conversion",
     "like",
     "resolve_convention",
     "to_ml_dtypes",

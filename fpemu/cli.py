@@ -57,7 +57,8 @@ def _format_record(fmt) -> dict:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Explain how one value is encoded: the value as typed, exactly (a decimal is not read as
-    the float64 nearest it first), with the error value - input and error / |input|."""
+    the float64 nearest it first), with the error value - input and error / |input| and the
+    rules that fired (tie, underflow, overflow ...: :func:`fpemu.explain`, as the page)."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
     options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan)
     text = codec.explain(args.value, args.format, color=color and not args.json, **options)
@@ -72,8 +73,9 @@ def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
     """show --json: the input as typed and as the float64 nearest it, the options as applied
     (defaults resolved), the code, the value (also as its exact decimal), the error
     value - input and error / |input| (floats, "inf" past float64's range; None where not
-    finite) and the explanation's lines."""
-    from .codec.exact import exact_decimal, fraction_float
+    finite; ``error_exact``: the error's whole decimal, or p/q), the rules that fired (the
+    explorer's page lists the same) and the explanation's lines."""
+    from .codec.exact import decimal_text, exact_decimal, fraction_float
     from .codec.explainer import explain_facts
 
     facts = explain_facts(value, fmt, **options)
@@ -84,7 +86,8 @@ def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
             "value_exact": exact_decimal(facts["value"]), "class": facts["class"],
             "error": None if err is None else json_number(fraction_float(err)),
             "relative_error": None if rel is None else json_number(fraction_float(rel)),
-            "explanation": text.splitlines()}
+            "error_exact": None if err is None else decimal_text(err, max_digits=60),
+            "rules": facts["rules"], "explanation": text.splitlines()}
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import is_whole, option_name
-from .codec import decode, encode
+from .codec import Conversion, decode, encode
 from .formats import Format, get_format
 
 __all__ = ["ScaledTensor", "scale_from_amax", "scaled_cast"]
@@ -57,8 +57,8 @@ class ScaledTensor:
 
 
 def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = None, margin: int = 0,
-                granularity: Any = "tensor", power_of_two: bool = False, rounding: str = "nearest_even",
-                rng: Any = None, nan: str | None = None) -> ScaledTensor:
+                granularity: Any = "tensor", power_of_two: bool = False, conversion: Conversion | None = None,
+                rounding: str | None = None, rng: Any = None, nan: str | None = None) -> ScaledTensor:
     """Cast x to fmt with a scale per tensor, row, column or tile (see the module docstring).
 
     Args:
@@ -67,6 +67,9 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
         margin: TransformerEngine's margin: the scale is divided by 2**margin.
         granularity: ``"tensor"``, ``"row"``, ``"column"`` or a tile shape ``(rows, cols)``.
         power_of_two: round each scale down to a power of two.
+        conversion: the cast's :class:`~fpemu.Conversion` (rounding, NaN codes, the random bits
+            of P3109's stochastic roundings: ``sr_bits``, ``random_bits`` shaped like x);
+            its overflow is saturation, as the recipes cast (another is refused).
         rounding, rng: the element rounding (stochastic rounding for gradients).
         nan: what a NaN element becomes (:func:`fpemu.encode`'s ``nan``): by default the
             format's NaN, or a ``NanInputError`` in a format without NaN.
@@ -81,8 +84,12 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     >>> t = scaled_cast(np.zeros((3, 0)), "e4m3", granularity="row")
     >>> t.codes.shape, t.scale.ravel().tolist()
     ((3, 0), [1.0, 1.0, 1.0])
+    >>> sra = Conversion(rounding="stochastic_a", sr_bits=4, random_bits=[[0, 15]])
+    >>> scaled_cast([[1.3, 1.3]], "e4m3", scale=1.0, conversion=sra).codes.tolist()  # (given bits)
+    [[58, 59]]
     """
     fmt = get_format(fmt)
+    conversion = _saturating(Conversion.of(conversion, rounding=rounding, nan=nan))
     granularity = option_name(granularity)  # "Row" is "row", as every name is read in any case
     x32 = np.asarray(x, dtype=np.float32)
     groups = _groups(x32.shape, granularity)
@@ -101,8 +108,17 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = x32 * full  # float32, as the recipes compute it
         inv = (_F32(1) / scale).astype(np.float32)
-    codes = encode(scaled, fmt, rounding=rounding, overflow="saturate", rng=rng, nan=nan)
+    codes = encode(scaled, fmt, conversion=conversion, rng=rng)
     return ScaledTensor(codes, scale, _expand(inv, groups, x32.shape, keep=True), fmt, granularity)
+
+
+def _saturating(conversion: Conversion) -> Conversion:
+    """The conversion with the recipes' saturation (a conversion that fixes another overflow
+    is refused: the scale is chosen so that saturation is what happens at the top)."""
+    if option_name(conversion.overflow) not in (None, "saturate", "sat_finite"):
+        raise ValueError(f"scaled_cast saturates, as the FP8 recipes cast: the conversion's "
+                         f"overflow={conversion.overflow!r} does not apply")
+    return conversion.replace(overflow="saturate")
 
 
 def scale_from_amax(amax: Any, fmt_max: Any, margin: int = 0) -> np.ndarray:

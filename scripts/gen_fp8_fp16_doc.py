@@ -1,4 +1,4 @@
-"""Regenerate every table of docs/fp8-fp16-output.md from the hardware dumps and fpemu.fit.
+"""Regenerate every table of docs/fp8-fp16-output.md from the hardware dumps and research/fp8_fp16.
 
 Usage: python scripts/gen_fp8_fp16_doc.py [--only scores,ada,variants,residuals,search,probes]
 
@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import argparse
 import collections
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from fpemu.fit import load_dump
-from fpemu.fit.fp8_probes import FAMILIES, fp8_fp16_experiments
-from fpemu.fit.spaces import candidates, name_of
-from fpemu.fit.staged import NAMED, Staged, describe
-from fpemu.fit.staged_kernel import evaluate_many, fp16_bits_as_fp32, prepare, staged_dot
-from fpemu.fit.staged_search import residuals, search_space
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # research/ is not installed: it is imported from the checkout
+
+from fpemu.fit import load_dump  # noqa: E402
+from research.fp8_fp16.fp8_probes import FAMILIES, fp8_fp16_experiments  # noqa: E402
+from research.fp8_fp16.spaces import candidates, name_of  # noqa: E402
+from research.fp8_fp16.staged import NAMED, Staged, describe  # noqa: E402
+from research.fp8_fp16.staged_kernel import evaluate_many, fp16_bits_as_fp32, prepare, staged_dot  # noqa: E402
+from research.fp8_fp16.staged_search import residuals, search_space  # noqa: E402
+
 PAGE = ROOT / "docs" / "fp8-fp16-output.md"
 HWDATA = ROOT.parent / "shared" / "hwdata"
 COLUMNS = ("h100_e4m3", "h100_e5m2", "b200_e4m3", "b200_e5m2")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The fp8-fp16 experiment of issue 18 on a live NVIDIA GPU (Hopper H100/H200 or Blackwell B200), in
-# one go: every path (torch._scaled_mm with and without fast accumulation, mma.sync through NVRTC)
+# one go (research/fp8_fp16, run from the repository root): every path (torch._scaled_mm with and without fast accumulation, mma.sync through NVRTC)
 # for e4m3 and e5m2, the raw results and a note of device, driver and library versions written to
 # tests/data/fp8_fp16_probe/, then every recorded file fitted with the staged-model search.
 #
@@ -19,8 +19,8 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
   nvcc --version 2>&1 | tail -n 2 || true
   "$PYTHON" -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'numpy', numpy.__version__)"
 } > "$OUT/environment.txt"
-"$PYTHON" -m fpemu probe --experiment fp8-fp16 --device cuda --record "$OUT" 2>&1 | tee "$OUT/probe_output.txt"
+"$PYTHON" -m research.fp8_fp16 probe --device cuda --record "$OUT" 2>&1 | tee "$OUT/probe_output.txt"
 for f in "$OUT"/*.npz; do
-  "$PYTHON" -m fpemu fit "$f" --space fp8-fp16 --top 5 --residuals 3 2>&1 | tee "${f%.npz}_fit.txt" || true
+  "$PYTHON" -m research.fp8_fp16 fit "$f" --space fp8-fp16 --top 5 --residuals 3 2>&1 | tee "${f%.npz}_fit.txt" || true
 done
 echo "done: $OUT (commit it with the note; see docs/fp8-fp16-output.md)"

@@ -1,6 +1,6 @@
 """The default MLP task trained in real PyTorch mixed precision, to check fpemu's claims.
 
-Usage: python scripts/torch_mlp_reference.py [--seeds 0 1 2 3] [--steps 600]
+Usage: python scripts/torch_mlp_reference.py [--seeds 0 1 2 3] [--steps 300]
 
 The network, data, initial weights and batch order are fpemu's (``fpemu.train.make_task``,
 ``init_params`` and the loop's batch order); the arithmetic is torch's on the CPU:
@@ -26,7 +26,7 @@ import sys
 import numpy as np
 
 
-def train_torch(seed: int = 0, precision: str = "fp16", loss_scale: str = "dynamic", steps: int = 600,
+def train_torch(seed: int = 0, precision: str = "fp16", loss_scale: str = "dynamic", steps: int = 300,
                 task=None) -> dict:
     """One run in torch; returns its per-step losses, final loss and underflow counts per kind."""
     import torch
@@ -122,7 +122,7 @@ def _count(counts: dict, model, acts, outs, logits32) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=300)
     args = ap.parse_args(argv)
     for seed in args.seeds:
         fp32 = train_torch(seed, "fp32", "none", args.steps)

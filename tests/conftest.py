@@ -1,9 +1,9 @@
 """Fixtures shared by several test files.
 
-``default_runs``: the default task's three 600-step runs (seed 0: fp32, fp16 without loss
-scaling, fp16 with dynamic scaling), trained once per session and shared by
+``default_runs``: the default task's four 300-step runs (seed 0: fp32, fp16 without loss
+scaling, fp16 with dynamic scaling, bf16), trained once per session and shared by
 tests/test_train_claims.py (the claims of docs/training.md) and tests/test_train_torch.py
-(the comparison with real PyTorch mixed precision). Each run is about 10 s of CPU; the
+(the comparison with real PyTorch mixed precision). Each run is 3-7 s of CPU; the
 fixture is built only when a test asks for it. Tests must treat the runs as read-only.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 # The runs, in this order, in both files: (precision, loss scaling).
-DEFAULT_RUNS = (("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic"))
-DEFAULT_STEPS = 600
+DEFAULT_RUNS = (("fp32", "none"), ("fp16", "none"), ("fp16", "dynamic"), ("bf16", "none"))
+DEFAULT_STEPS = 300
 DEFAULT_SEED = 0
 
 

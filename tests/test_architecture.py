@@ -145,7 +145,7 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_no_package_import_circles():
     # Modules can be free of circles while their packages are not (fit/__init__ importing
-    # probe, probe/cli importing fit.fp8_run): two packages never import each other.
+    # probe, probe/cli importing fit.feature_tests): two packages never import each other.
     assert not import_circles(package_graph(GRAPH)), "import circles between packages"
 
 

@@ -147,7 +147,7 @@ def test_decode_bad_dtype():
 @pytest.mark.parametrize("options, word", [
     ({"rounding": "banana"}, "rounding"),
     ({"rounding": "nearest"}, "rounding"),
-    ({"rounding": None}, "rounding"),
+    ({"rounding": 3}, "rounding"),  # (None is the default: nearest_even, as for a Conversion)
     ({"overflow": "clip"}, "overflow"),
     ({"overflow": True}, "overflow"),
     ({"nan": "banana"}, "nan"),

@@ -1,9 +1,11 @@
-"""Staged models (fpemu.fit.staged, issue 18): the vectorized kernel against a scalar Fraction
-transcription of the model's words, the search on the hardware dumps (the H100/B200 FP8 fp16
-columns), search spaces as data, and ``fpemu fit --space``."""
+"""Staged models (research.fp8_fp16.staged, issue 18): the vectorized kernel against a scalar
+Fraction transcription of the model's words, the search on the hardware dumps (the H100/B200 FP8
+fp16 columns), search spaces as data, ``python -m research.fp8_fp16 fit``, and the library's old
+spellings (``fpemu fit --space``, ``fpemu.fit.staged``) failing with the new ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -16,11 +18,12 @@ import pytest
 from fpemu import cli
 from fpemu.codec import quantize
 from fpemu.fit import load_dump
-from fpemu.fit.spaces import SPACES, candidates, load_space, name_of
-from fpemu.fit.staged import MIDS, NAMED, Staged, describe, order_of
-from fpemu.fit.staged_kernel import evaluate_many, fp16_bits_as_fp32, prepare, round_to, staged_dot
-from fpemu.fit.staged_search import residuals, search_space
 from fpemu.formats import get_format
+from research.fp8_fp16 import cli as research_cli
+from research.fp8_fp16.spaces import SPACES, candidates, load_space, name_of
+from research.fp8_fp16.staged import MIDS, NAMED, Staged, describe, order_of
+from research.fp8_fp16.staged_kernel import evaluate_many, fp16_bits_as_fp32, prepare, round_to, staged_dot
+from research.fp8_fp16.staged_search import residuals, search_space
 
 HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
 COLUMNS = ("h100_e4m3", "h100_e5m2", "b200_e4m3", "b200_e5m2")
@@ -33,7 +36,7 @@ def _dump(name: str):
     return load_dump(path)
 
 
-# ---- a scalar reference, written from the words of fpemu/fit/staged.py -----------------------
+# ---- a scalar reference, written from the words of research/fp8_fp16/staged.py -------------
 def _exp(x: Fraction, emin: int) -> int:
     """floor(log2 |x|), at least emin."""
     n, d = abs(x.numerator), x.denominator
@@ -136,7 +139,8 @@ def test_round_to_agrees_with_the_codec():
     rng = np.random.default_rng(3)
     v = rng.standard_normal(4000) * 2.0 ** rng.integers(-30, 20, 4000)
     v = np.concatenate([v, [65504.0, 65519.99, 65520.0, 2.0**-25, 3 * 2.0**-26, 0.0]])
-    e8m13 = get_format("fp32").__class__(**{**get_format("fp32").__dict__, "name": "e8m13", "mantissa_bits": 13})
+    # (dataclasses.replace, not __dict__: that also holds the format's cached properties once used)
+    e8m13 = dataclasses.replace(get_format("fp32"), name="e8m13", mantissa_bits=13)
     for mid, fmt in (("fp16", "fp16"), ("e8m13", e8m13), ("fp32", "fp32")):
         for mode, rounding in (("rne", "nearest_even"), ("rz", "toward_zero")):
             with np.errstate(all="ignore"):
@@ -251,7 +255,7 @@ def test_fit_cli_space(capsys, tmp_path):
     _dump("h100_e5m2")
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"axes": {"order": ["natural", "bit1"], "stage": [16, 32], "mid": ["fp16", "exact"]}}))
-    assert cli.main(["fit", *paths, "--space", str(space), "--top", "2", "--residuals", "1"]) == 0
+    assert research_cli.main(["fit", *paths, "--space", str(space), "--top", "2", "--residuals", "1"]) == 0
     out, err = capsys.readouterr()
     assert "reproduces every row" in out and "[hopper-fp8-fp16]" in out and err == ""
     assert "residual rows of the best named hypothesis that misses rows, fp16-sum-then-c" in out
@@ -263,15 +267,101 @@ def test_fit_cli_space(capsys, tmp_path):
     d16[7] += 1 << 13  # the next fp16 value
     odd = tmp_path / "odd_e5m2.npz"
     np.savez(odd, a=bits(d.a), b=bits(d.b), c=bits(d.c), d_fp16=d16)
-    assert cli.main(["fit", str(odd), "--space", str(space), "--top", "1", "--residuals", "1"]) == 1
+    assert research_cli.main(["fit", str(odd), "--space", str(space), "--top", "1", "--residuals", "1"]) == 1
     out, err = capsys.readouterr()
     assert "best: order bit1" in out and "reproduces 4999 of 5000 rows" in out
     assert "odd_e5m2:fp16: 1 of 5000 rows missed" in out and "    7     " in out
-    assert err == f"fpemu: error: no model of the search space {space} reproduces every row of odd_e5m2:fp16\n"
-    assert cli.main(["fit", paths[0], "--space", "nope"]) == 2
-    assert "unknown search space 'nope'" in capsys.readouterr().err
-    assert cli.main(["fit", paths[0], "--space", "fp8-fp16", "--out", "fp32"]) == 2
+    assert err == f"research.fp8_fp16: error: no model of the search space {space} reproduces every row of odd_e5m2:fp16\n"
+    assert research_cli.main(["fit", paths[0], "--space", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("research.fp8_fp16: error: unknown search space 'nope'")
+    assert research_cli.main(["fit", paths[0], "--space", "fp8-fp16", "--out", "fp32"]) == 2
     assert "not searchable" in capsys.readouterr().err
+    assert research_cli.main(["fit", paths[0], "--space", "block"]) == 2
+    assert f"--space block is the library's search: fpemu fit {paths[0]}" in capsys.readouterr().err
+    assert research_cli.main(["fit", str(tmp_path / "absent_e4m3.npz")]) == 1
+    assert research_cli.main(["fit", paths[0], "--top", "0"]) == 2
+    assert research_cli.main(["fit"]) == 2  # a dump is required
+    err = capsys.readouterr().err
+    assert [line.split(": error: ")[0] for line in err.splitlines()] == ["research.fp8_fp16"] * 3
+
+
+def test_fit_cli_space_as_a_module(tmp_path):
+    """python -m research.fp8_fp16 fit from the repository root: the same report, one-line errors."""
+    import subprocess
+    import sys
+
+    _dump("h100_e5m2")
+    root = Path(__file__).resolve().parents[1]
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"axes": {"order": ["bit1"], "stage": [16], "mid": ["fp16"]}}))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "research.fp8_fp16", *a], cwd=root,  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = run("fit", str(HWDATA / "h100_e5m2.npz"), "--space", str(space), "--top", "1", "--json")
+    assert done.returncode == 0 and done.stderr == ""
+    got = json.loads(done.stdout)
+    assert got["fits"] and got["ranked"][0]["rows"] == {"h100_e5m2:fp16": 5000}
+    done = run("fit", str(HWDATA / "h100_e5m2.npz"), "--space", "nope")
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith("research.fp8_fp16: error: unknown search space 'nope'")
+
+
+def test_fpemu_fit_space_names_the_new_command(capsys):
+    """The old spelling fails at once (before any file is read), naming the new command."""
+    assert cli.main(["fit", "absent_e4m3.npz", "--space", "fp8-fp16", "--top", "5"]) == 2
+    assert capsys.readouterr().err == ("fpemu: error: the FP8 fp16-output staged-model search moved out of the "
+                                       "library: python -m research.fp8_fp16 fit --space fp8-fp16|FILE.json DUMP... "
+                                       "(from the root of a checkout of the fpemu repository)\n")  # fmt: skip
+    assert cli.main(["fit", "absent_e4m3.npz", "--space", "space.json"]) == 2
+    assert "python -m research.fp8_fp16 fit" in capsys.readouterr().err
+
+
+def test_fit_block_hint_names_the_new_command(capsys, tmp_path):
+    """An FP8 fp16 column no block model reproduces (the H100 one with a row one fp16 step
+    off): the hint names the moved search."""
+    d = _dump("h100_e5m2")
+    bits = lambda x: np.asarray(x, dtype=np.float32).view(np.uint32)  # noqa: E731
+    d16 = d.d["fp16"].copy()
+    d16[7] += 1 << 13
+    path = tmp_path / "odd_e5m2.npz"
+    np.savez(path, a=bits(d.a), b=bits(d.b), c=bits(d.c), d_fp16=d16)
+    assert cli.main(["fit", str(path), "--out", "fp16", "-q"]) == 1
+    out = capsys.readouterr().out
+    assert f"hint: FP8 with fp16 output runs in stages: python -m research.fp8_fp16 fit {path} " in out
+
+
+@pytest.mark.parametrize("name", ["staged", "spaces", "staged_kernel", "staged_search", "staged_report",
+                                  "fp8_probes", "fp8_devices", "fp8_judge", "fp8_run"])  # fmt: skip
+def test_old_import_paths_name_the_new_ones(name):
+    import importlib
+    import sys
+
+    import fpemu
+    import fpemu.fit
+
+    with pytest.raises(ModuleNotFoundError, match=rf"^fpemu\.fit\.{name} moved out of the library: import "
+                                                  rf"research\.fp8_fp16\.{name} from a checkout"):  # fmt: skip
+        importlib.import_module(f"fpemu.fit.{name}")
+    with pytest.raises(ModuleNotFoundError, match=rf"research\.fp8_fp16\.{name}"):
+        exec(f"from fpemu.fit import {name}", {})
+    with pytest.raises(AttributeError, match=rf"research\.fp8_fp16\.{name}"):
+        getattr(fpemu.fit, name)
+    assert f"fpemu.fit.{name}" not in sys.modules
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        fpemu.fit.nope  # noqa: B018
+
+
+def test_fpemu_never_imports_research():
+    """Not even its whole command line, run where research/ is importable (the repository root)."""
+    import subprocess
+    import sys
+
+    code = ("import fpemu, fpemu.fit, fpemu.probe, fpemu.cli; fpemu.cli._register_feature_commands(); "
+            "import sys; print(' '.join(sorted(sys.modules)))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    modules = done.stdout.split()
+    assert "fpemu.fit.cli" in modules and "fpemu.probe.cli" in modules
+    assert [m for m in modules if m.split(".")[0] == "research"] == []
 
 
 # ---- docs/fp8-fp16-output.md: its quick tables are what the script gives ---------------------

@@ -1,7 +1,8 @@
-"""``fpemu probe --experiment fp8-fp16`` (issue 18) with fake devices built from the candidate
-models: every named hypothesis is told from every other one, the stage structure is read from
-the lanes rows, the raw results are recorded in the hwdata layout that ``fpemu fit --space``
-reads back, and the GPU paths fail one at a time without stopping the others."""
+"""``python -m research.fp8_fp16 probe`` (issue 18; once ``fpemu probe --experiment fp8-fp16``)
+with fake devices built from the candidate models: every named hypothesis is told from every
+other one, the stage structure is read from the lanes rows, the raw results are recorded in the
+hwdata layout that ``python -m research.fp8_fp16 fit`` reads back, and the GPU paths fail one at
+a time without stopping the others. The old spelling fails naming the new one."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import pytest
 
 from fpemu import cli
 from fpemu.fit import load_dump
-from fpemu.fit.fp8_devices import scaled_mm_device, staged_device
-from fpemu.fit.fp8_judge import judge, stage_classes, verdict_report
-from fpemu.fit.fp8_probes import FAMILIES, fp8_fp16_experiments, split_product
-from fpemu.fit.fp8_run import run_fp8_fp16
-from fpemu.fit.staged import NAMED, Staged
-from fpemu.fit.staged_kernel import staged_dot
-from fpemu.fit.staged_search import search_space
+from research.fp8_fp16 import cli as research_cli
+from research.fp8_fp16.fp8_devices import scaled_mm_device, staged_device
+from research.fp8_fp16.fp8_judge import judge, stage_classes, verdict_report
+from research.fp8_fp16.fp8_probes import FAMILIES, fp8_fp16_experiments, split_product
+from research.fp8_fp16.fp8_run import run_fp8_fp16
+from research.fp8_fp16.staged import NAMED, Staged
+from research.fp8_fp16.staged_kernel import staged_dot
+from research.fp8_fp16.staged_search import search_space
 
 
 @pytest.fixture(scope="module", params=["e4m3", "e5m2"])
@@ -77,8 +79,8 @@ def test_a_broken_path_is_reported_unreadable():
 
 
 def test_probe_cli_with_a_fake_device_records_what_fit_reads(capsys, tmp_path):
-    code = cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:hopper-fp8-fp16", "--inputs", "e5m2",
-                     "--no-search", "--record", str(tmp_path)])  # fmt: skip
+    code = research_cli.main(["probe", "--device", "fake:hopper-fp8-fp16", "--inputs", "e5m2", "--no-search",
+                              "--record", str(tmp_path)])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     assert "consistent with every row: hopper-fp8-fp16" in out
@@ -86,6 +88,7 @@ def test_probe_cli_with_a_fake_device_records_what_fit_reads(capsys, tmp_path):
     path = tmp_path / "fake-hopper-fp8-fp16_e5m2_fake.npz"
     note = (tmp_path / "fake-hopper-fp8-fp16_fp8_fp16_probe.txt").read_text()
     assert path.is_file() and "device: fake hopper-fp8-fp16" in note
+    assert note.startswith("python -m research.fp8_fp16 probe\n")
     with np.load(path) as z:
         meta = json.loads(str(z["meta"]))
         assert meta["inputs"] == "e5m2" and meta["path"] == "fake" and z["what"].shape == z["c"].shape
@@ -99,19 +102,51 @@ def test_probe_cli_with_a_fake_device_records_what_fit_reads(capsys, tmp_path):
 
 
 def test_probe_cli_refusals(capsys):
-    assert cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:nope"]) == 2
+    assert research_cli.main(["probe", "--device", "fake:nope"]) == 2
     assert "unknown staged model 'nope'" in capsys.readouterr().err
-    assert cli.main(["probe", "--experiment", "fp8-fp16", "--device", "fake:exact-rne", "--inputs", "fp16"]) == 2
+    assert research_cli.main(["probe", "--device", "fake:exact-rne", "--inputs", "fp16"]) == 2
     assert "takes e4m3, e5m2 inputs, not fp16" in capsys.readouterr().err
+    assert research_cli.main(["probe", "--device", "tpu"]) == 2
+    assert capsys.readouterr().err == "research.fp8_fp16: error: --device: cuda, cpu or fake:NAME, got 'tpu'\n"
+    assert research_cli.main(["probe", "--device", "fake:exact-rne", "--inputs", "nope"]) == 2
+    assert research_cli.main(["probe", "--colour"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("research.fp8_fp16: error: ") for line in err)
     assert cli.main(["probe", "--device", "tpu"]) == 2
     assert cli.main(["probe", "--device", "cpu"]) == 2  # the feature tests need a GPU
+    assert capsys.readouterr().err.splitlines()[-1] == "fpemu: error: only --device cuda is supported, got 'cpu'"
+
+
+@pytest.mark.parametrize("argv", [["--experiment", "fp8-fp16", "--device", "fake:hopper-fp8-fp16"],
+                                  ["--experiment", "fp8-fp16"], ["--record", "somewhere"], ["--no-search"]])  # fmt: skip
+def test_fpemu_probe_fp8_fp16_names_the_new_command(capsys, argv):
+    """The old spelling (and its options) fails at once, before torch or a GPU is asked."""
+    assert cli.main(["probe", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == ("fpemu: error: the FP8 fp16-output experiment moved out of the library: python -m "
+                                 "research.fp8_fp16 probe --device cuda|cpu|fake:NAME [--inputs ...] [--record DIR] "
+                                 "[--no-search] (from the root of a checkout of the fpemu repository)\n")  # fmt: skip
+
+
+def test_probe_as_a_module(tmp_path):
+    """python -m research.fp8_fp16 probe from the repository root, on a fake device."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-m", "research.fp8_fp16", "probe", "--device", "fake:exact-rne",
+                           "--inputs", "e4m3", "--no-search", "--record", str(tmp_path)],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0 and done.stderr == ""
+    assert "consistent with every row: exact-rne" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-exact-rne_e4m3_fake.npz", "fake-exact-rne_fp8_fp16_probe.txt"]
 
 
 def test_gpu_paths_fail_one_at_a_time(monkeypatch, capsys, tmp_path):
     """The cuda device with torch's CUDA calls faked: one path raises (as mma.sync does without
     NVRTC), the others answer as two candidate models would."""
     torch = pytest.importorskip("torch")
-    from fpemu.fit import fp8_run
+    from research.fp8_fp16 import fp8_run
 
     def broken():
         raise RuntimeError("NVRTC is not available\nmore")
@@ -122,7 +157,7 @@ def test_gpu_paths_fail_one_at_a_time(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     monkeypatch.setattr(fp8_run, "gpu_paths", lambda: paths)
-    assert cli.main(["probe", "--experiment", "fp8-fp16", "--inputs", "e4m3", "--no-search", "--record", str(tmp_path)]) == 0
+    assert research_cli.main(["probe", "--inputs", "e4m3", "--no-search", "--record", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "fp8-fp16 experiment on NVIDIA H200 (sm_90)" in out
     assert "mma_sync (e4m3): not available here (RuntimeError: NVRTC is not available)" in out
@@ -130,7 +165,7 @@ def test_gpu_paths_fail_one_at_a_time(monkeypatch, capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h200_e4m3_scaled_mm.npz", "h200_e4m3_wgmma_like.npz",
                                                          "h200_fp8_fp16_probe.txt"]  # fmt: skip
     monkeypatch.setattr(fp8_run, "gpu_paths", lambda: {"mma_sync": broken})
-    assert cli.main(["probe", "--experiment", "fp8-fp16", "--inputs", "e4m3"]) == 1
+    assert research_cli.main(["probe", "--inputs", "e4m3"]) == 1
     assert "no path of --device cuda could run" in capsys.readouterr().err
 
 
@@ -159,7 +194,7 @@ def test_recorded_gpu_results_read_back():
         assert meta["experiment"] == "fp8-fp16" and meta.get("device") and "path" in meta
         dump = load_dump(path)
         got = dump.d["fp16"].view(np.float32).astype(np.float64)
-        from fpemu.fit.fp8_probes import Experiments
+        from research.fp8_fp16.fp8_probes import Experiments
 
         v = judge(meta["path"], Experiments(dump.inputs, dump.a, dump.b, dump.c, family, what), got)
         assert v.rows == dump.rows and not v.broken, verdict_report(v)
@@ -169,8 +204,8 @@ def test_cublaslt_paths_run_e5m2_as_e5m2_times_e4m3():
     """cuBLASLt has no E5M2 x E5M2 GEMM: the path rewrites b as E4M3 with the same products
     (and leaves out the rows it cannot), which torch's CPU _scaled_mm runs too."""
     pytest.importorskip("torch")
-    from fpemu.fit.fp8_devices import e4m3_partners
     from fpemu.codec import quantize
+    from research.fp8_fp16.fp8_devices import e4m3_partners
 
     ex = fp8_fp16_experiments("e5m2", random_rows=32)
     a, b, rows = e4m3_partners(ex.a, ex.b)

@@ -196,7 +196,7 @@ def test_train_refuses_options_that_do_not_apply(argv, says, capsys, no_training
 
 
 @pytest.mark.parametrize("argv", [["-p", "fp16", "--growth-interval", "10"], ["-p", "fp16", "--loss-scale", "static",
-                                  "--init-scale", "8"], ["--fp8-recipe", "current"], ["--init-scale", "8"],
+                                  "--init-scale", "8"], ["-p", "fp8", "--fp8-recipe", "unscaled"], ["--init-scale", "8"],
                                   ["--growth-interval", "10"], ["-p", "fp32", "--loss-scale", "none"],
                                   ["-p", "fp8", "--fp8-recipe", "delayed"], ["-p", "bf16", "--loss-scale", "dynamic",
                                   "--growth-interval", "10", "--init-scale", "2"],
@@ -303,17 +303,17 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 def test_train_lines_per_run_go_to_stderr():
     got = _run("train", "--steps", "2")
     assert got.returncode == 0, got.stderr
-    assert got.stdout.startswith("run ") and "trained" not in got.stdout
-    assert "trained fp32 (1/5) in " in got.stderr and "trained fp8+none (5/5) in " in got.stderr
+    assert got.stdout.startswith("fpemu train: ") and "trained" not in got.stdout
+    assert "trained fp32 (1/6) in " in got.stderr and "trained fp8[unscaled]+none (6/6) in " in got.stderr
     got = _run("train", "--steps", "2", "--json")
-    assert got.returncode == 0 and len(json.loads(got.stdout)["runs"]) == 5
-    assert "trained fp8+none (5/5)" in got.stderr
+    assert got.returncode == 0 and len(json.loads(got.stdout)["runs"]) == 6
+    assert "trained fp8[unscaled]+none (6/6)" in got.stderr
 
 
 def test_gpt_and_infer_lines_go_to_stderr(capsys):
     assert main(["train", "--task", "gpt", "--steps", "1"]) == 0
     got = capsys.readouterr()
-    assert got.out.startswith("run ") and "trained" not in got.out
+    assert got.out.startswith("fpemu train: a 3-block transformer") and "trained" not in got.out
     assert got.err.count("trained ") == 8 and "(8/8)" in got.err
     got = _run("infer", "--steps", "2", "--formats", "fp8", "--json")
     assert got.returncode == 0 and [r["format"] for r in json.loads(got.stdout)["rows"]] == ["fp32", "fp8"]

@@ -114,7 +114,7 @@ def test_tile_granularity_takes_numpy_integers():
 
 
 def test_staged_models_and_explorer_codes_take_numpy_integers():
-    from fpemu.fit.staged import Staged
+    from research.fp8_fp16.staged import Staged
     from fpemu.teach.api import _code_from
     from fpemu.teach.server import make_server
 

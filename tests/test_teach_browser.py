@@ -1,113 +1,42 @@
 """The explorer in a real browser: headless Chromium (Debian's ``chromium``) driven by
 Playwright, clicking bits and typing numbers, and checking what the page shows against fpemu's
-codec computed here.
+codec computed here. The newer controls (hex and integer entry, stepping, the URL, the phone
+width, the NaN rule, stochastic rounding, the block view's marks) are driven in
+tests/test_teach_browser_explorer.py.
 
 Skipped when the ``playwright`` package or a Chromium binary is missing (``.ci/run`` installs
-both). ``FPEMU_CHROMIUM`` names another Chromium binary; ``FPEMU_SCREENSHOTS`` a folder where
-the tests leave screenshots of the page.
+both); see tests/browser_helpers.py.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import numpy as np
-import pytest
+from browser_helpers import (  # noqa: F401  (browser, page, url: fixtures)
+    bits_shown,
+    browser,
+    decoded,
+    exactly,
+    page,
+    round_number,
+    rules_shown,
+    settle,
+    shot,
+    text,
+    url,
+)
 
 import fpemu
-from fpemu.teach import serve_in_thread
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
-CHROMIUM = os.environ.get("FPEMU_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"the browser tests need Chromium ({CHROMIUM} is missing: apt-get install chromium)",
-                allow_module_level=True)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture(scope="module")
-def url():
-    server, address = serve_in_thread(0)
-    yield address
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        try:
-            chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
-        except Exception as exc:  # a Chromium that cannot start here (no display libraries, ...)
-            pytest.skip(f"Chromium does not start: {str(exc).splitlines()[0]}")
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, url):
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    problems = []
-    page.on("pageerror", lambda exc: problems.append(str(exc)))
-    # An answer 400 is the API refusing bad input, which the page shows; anything else is a fault.
-    page.on("console", lambda msg: problems.append(msg.text)
-            if msg.type == "error" and "status of 400" not in msg.text else None)
-    page.goto(url + "#format=e4m3")
-    page.wait_for_selector("body[data-ready]")
-    yield page
-    context.close()
-    assert not problems, problems
-
-
-def settle(page, action) -> None:
-    """Do ``action`` and wait until the page has had the server's answer."""
-    seq = int(page.evaluate("document.body.dataset.seq"))
-    action()
-    page.wait_for_function(f"Number(document.body.dataset.seq) > {seq}")
-
-
-def shot(page, name: str) -> None:
-    folder = os.environ.get("FPEMU_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def text(page, selector: str) -> str:
-    return page.text_content(selector).strip()
-
-
-def bits_shown(page) -> str:
-    return "".join(page.eval_on_selector_all("button.bit", "bs => bs.map(b => b.textContent)"))
-
-
-def rules_shown(page) -> list[str]:
-    return page.eval_on_selector_all("#out-rules li", "lis => lis.map(li => li.dataset.rule)")
-
-
-def decoded(code: int, fmt: str) -> str:
-    return repr(float(fpemu.decode(np.array([code]), fmt)[0]))
-
-
-def round_number(page, value: str) -> None:
-    page.fill("#number", value)
-    settle(page, lambda: page.press("#number", "Enter"))
 
 
 def test_the_page_opens_on_a_rounded_number(page):
     code = int(fpemu.encode(np.array([0.3]), "e4m3")[0])  # the page's first number
     assert page.input_value("#format") == "e4m3" and page.input_value("#number") == "0.3"
     assert text(page, "#out-code") == f"0x{code:02X}" and bits_shown(page) == format(code, "08b")
-    assert text(page, "#out-value") == decoded(code, "e4m3") == "0.3125"
+    assert text(page, "#out-value") == exactly(code, "e4m3") == "0.3125" == text(page, "#out-value-short")
     assert text(page, "#out-down") == f"{decoded(code - 1, 'e4m3')} (0x{code - 1:02X})"
     assert text(page, "#out-up") == f"{decoded(code + 1, 'e4m3')} (0x{code + 1:02X})"
     # the error of the decimal typed, exactly: 0.3125 - 3/10
-    assert rules_shown(page) == ["rounded"] and text(page, "#out-error") == "0.0125"
+    assert rules_shown(page) == ["rounded"] and text(page, "#out-error") == "+0.0125"
     rows = page.eval_on_selector_all("#out-fields tbody tr", "rs => rs.map(r => r.innerText.split('\\t'))")
     assert rows == [["sign", "0", "+"], ["exponent", "0101", "5 - bias 7 = -2"], ["mantissa", "010", "1 + 2/8 = 1.25"]]
     shot(page, "explore_e4m3_0.3")
@@ -137,12 +66,12 @@ def test_keyboard_flips_bits_and_keeps_focus(page):
     assert bits_shown(page) == format(0x2A, "08b")
     page.focus("#number")  # the focus order of the number form follows the page
     order = []
-    for _ in range(3):
+    for _ in range(4):  # (the seed, hidden but under stochastic rounding, is skipped)
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id"))
-    assert order == ["rounding", "overflow", "round"]
+    assert order == ["rounding", "overflow", "nan", "round"]
     labels = page.eval_on_selector_all("label[for]", "ls => ls.map(l => l.htmlFor)")
-    assert {"format", "number", "rounding", "overflow", "block-format"} <= set(labels)
+    assert {"format", "number", "hex", "integer", "rounding", "seed", "overflow", "nan", "block-format"} <= set(labels)
 
 
 RULE_CASES = [  # (typed, overflow, value, rules): E4M3's tie at 464, its NaN, saturation, subnormals
@@ -161,7 +90,7 @@ def test_typed_numbers_and_the_rules_that_fire(page):
         round_number(page, typed)
         codec = float(fpemu.quantize(np.array([float(typed)]), "e4m3",
                                      overflow=None if overflow == "default" else overflow)[0])
-        assert text(page, "#out-value") == ("nan" if np.isnan(codec) else repr(codec)), typed
+        assert text(page, "#out-value-short") == ("nan" if np.isnan(codec) else repr(codec)), typed
         assert np.array_equal(codec, value, equal_nan=True) and rules_shown(page) == fired, typed
         if typed == "465":
             shot(page, "explore_e4m3_overflow")
@@ -230,7 +159,7 @@ def test_one_block_view(page):
     rows = page.eval_on_selector_all("#block-table tbody tr",
                                      "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
     assert [int(r[2], 16) for r in rows] == q.codes.tolist()
-    assert [r[5] for r in rows] == [repr(float(v)) for v in q.dequantize(np.float64)]
+    assert [r[5] for r in rows] == [exactly_float(float(v)) for v in q.dequantize(np.float64)]
     shot(page, "explore_block_mxfp4")
     settle(page, lambda: page.select_option("#block-format", "nvfp4"))
     assert page.locator("#block-inputs input").count() == 16 and page.is_disabled("#scale-rounding")
@@ -241,4 +170,13 @@ def test_one_block_view(page):
     rows = page.eval_on_selector_all("#block-table tbody tr", "rs => rs.map(r => r.cells[2].textContent)")
     assert [int(c, 16) for c in rows] == q16.codes.tolist() and x16[3] == -50
     assert text(page, "#block-scale-code") == f"0x{int(q16.scales[0]):02X}"
-    assert text(page, "#block-global") == repr(float(q16.global_scale))
+    assert text(page, "#block-global").startswith(exactly_float(float(q16.global_scale)) + " = amax / (448 × 6)")
+
+
+def exactly_float(v: float) -> str:
+    """A float64's whole decimal (Decimal holds it exactly), '-0.0' and 'N.0' for integers."""
+    from decimal import Decimal
+
+    if v.is_integer():
+        return "-0.0" if v == 0 and np.signbit(v) else f"{int(v)}.0"
+    return format(Decimal(v), "f")

@@ -35,11 +35,12 @@ def test_cli_line_per_run_when_stderr_is_not_a_terminal(capsys):
     got = capsys.readouterr()
     lines = got.err.splitlines()  # no bar (stderr is not a terminal): a line per run, on stderr
     assert [ln.split(" (")[0] for ln in lines] == [
-        "trained fp32", "trained fp16+none", "trained fp16+dynamic", "trained bf16+none", "trained fp8+none"]
-    assert lines[4].startswith("trained fp8+none (5/5) in ") and got.out.startswith("run ")
+        "trained fp32", "trained fp16+none", "trained fp16+dynamic", "trained bf16+none", "trained fp8+none",
+        "trained fp8[unscaled]+none"]
+    assert lines[5].startswith("trained fp8[unscaled]+none (6/6) in ") and got.out.startswith("fpemu train: an MLP ")
     assert main(["train", "-p", "bf16", "--steps", "2", "--quiet"]) == 0
     got = capsys.readouterr()
-    assert got.out.startswith("run ") and got.err == ""
+    assert got.out.startswith("fpemu train: an MLP ") and "\nrun " in got.out and got.err == ""
 
 
 def test_cli_lines_reach_a_pipe_as_each_run_finishes():
@@ -54,9 +55,10 @@ def test_cli_lines_reach_a_pipe_as_each_run_finishes():
     at_first = time.monotonic() - start
     rest, table = proc.stderr.read(), proc.stdout.read()
     assert proc.wait() == 0
-    assert first.startswith("trained fp32 (1/5) in ") and "trained fp8+none (5/5)" in rest and "what happened" in table
+    assert first.startswith("trained fp32 (1/6) in ") and "trained fp8[unscaled]+none (6/6)" in rest
+    assert "what happened" in table
     assert "trained" not in table
-    # fp32 is the first and fastest of five runs: its line comes long before the end (not buffered)
+    # fp32 is the first and fastest of six runs: its line comes long before the end (not buffered)
     assert at_first < 0.6 * (time.monotonic() - start)
 
 

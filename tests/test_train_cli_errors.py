@@ -54,6 +54,8 @@ def no_training(monkeypatch):
         (["--compare", "-p", "fp16"], "--compare runs the default comparison"),
         (["-p", "fp17"], "invalid choice: 'fp17'"),
         (["--fp8-recipe", "later"], "invalid choice: 'later'"),
+        (["--fp8-recipe", "current"], "--fp8-recipe does not apply to the mlp comparison, which runs fp8 with "
+                                      "delayed scaling and without per-tensor scaling"),
         (["--bogus"], "unrecognized arguments"),
     ],
 )
@@ -64,7 +66,8 @@ def test_train_bad_values_are_usage_errors(argv, says, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv", [[], ["-p", "fp16", "--accumulator", "v100", "--loss-scale", "none"],
-                                  ["-p", "fp8", "--fp8-recipe", "current", "--steps", "1000000"]])
+                                  ["-p", "fp8", "--fp8-recipe", "current", "--steps", "1000000"],
+                                  ["-p", "fp8", "--fp8-recipe", "unscaled"]])
 def test_valid_arguments_reach_training(argv, monkeypatch, tmp_path):
     """The control: when everything checks out, training is reached (and stopped there), and
     a --json-file path that was only probed is not left behind."""

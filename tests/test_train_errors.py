@@ -50,8 +50,8 @@ RUN_CASES = [
     (dict(precision="fp32", accumulator="h100"), ValueError, "applies to fp16, bf16 and fp8, not fp32"),
     (dict(precision="mxfp8", accumulator="h100"), ValueError, "not mxfp8"),
     (dict(precision="fp16", accumulator="h100", loss_scale="none", fp8_recipe="x"), ValueError, "fp8_recipe must be"),
-    (dict(fp8_recipe=123), TypeError, "fp8_recipe must be 'delayed', 'current', a DelayedScaling or a CurrentScaling, got 123"),
-    (dict(precision="fp8", fp8_recipe="later"), ValueError, "fp8_recipe must be 'delayed' or 'current'"),
+    (dict(fp8_recipe=123), TypeError, "fp8_recipe must be 'delayed', 'current', 'unscaled', a DelayedScaling, a CurrentScaling or a NoScaling, got 123"),
+    (dict(precision="fp8", fp8_recipe="later"), ValueError, "fp8_recipe must be 'delayed', 'current' or 'unscaled'"),
     (dict(init_scale=1e39), ValueError, "init_scale must be a positive number whose float32 value and reciprocal are finite"),
     (dict(init_scale=float("nan")), ValueError, "init_scale must be a positive number"),
     (dict(init_scale=float("inf")), ValueError, "init_scale must be"),
@@ -88,7 +88,9 @@ def test_run_refuses_nonsense_before_training(kw, error, message, no_training, t
 def test_compare_checks_every_run_before_training_any(no_training, tiny):
     with pytest.raises(ValueError, match="unknown precision 'fp99'"):
         T.compare(steps=1, runs=[("fp32", "none"), ("fp99", "none")], task=tiny)
-    for runs in ([], "fp16", [("fp16",)], [("fp16", None)]):
+    with pytest.raises(ValueError, match="fp8_recipe must be 'delayed', 'current' or 'unscaled'"):
+        T.compare(steps=1, runs=[("fp32", "none"), ("fp8", "none", "later")], task=tiny)
+    for runs in ([], "fp16", [("fp16",)], [("fp16", None)], [("fp8", "none", "delayed", "x")]):
         with pytest.raises(TypeError, match="runs must be a non-empty list"):
             T.compare(steps=1, runs=runs, task=tiny)
     with pytest.raises(TypeError, match="progress"):

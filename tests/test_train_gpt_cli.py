@@ -30,8 +30,11 @@ def test_gpt_comparison_runs_every_policy(capsys):
             "mxfp8+none", "nvfp4[2d+sr+rht+last1]+none", "nvfp4[plain]+none"]
     # stderr is not a terminal here: a line per run on stderr as it finishes; stdout: the table
     assert [ln.split()[1] for ln in err] == want and err[7].startswith("trained nvfp4[plain]+none (8/8) in ")
-    assert [ln.split()[0] for ln in lines[1:]] == want
-    assert lines[1].endswith("the baseline") and "vs fp32" in lines[2]
+    assert lines[0].startswith("fpemu train: a 3-block transformer") and lines[1].startswith("Lesson: fp16 ")
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("run "))
+    rows = lines[head + 1 : head + 1 + len(want)]
+    assert [ln.split()[0] for ln in rows] == want and lines[head + 1 + len(want)] == ""
+    assert rows[0].endswith("the baseline") and "fp32" in rows[1].split("  ")[-1]
 
 
 def test_infer_quiet_and_no_bar_in_a_pipe(capsys):

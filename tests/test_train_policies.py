@@ -58,3 +58,36 @@ def test_accumulator_path():
     assert np.allclose(a.loss, b.loss, rtol=1e-4)
     with pytest.raises(ValueError):
         T.run("fp16", steps=1, task=task, accumulator="no-such-unit")
+
+
+def test_fp8_bias_gradient_is_summed_from_the_unquantized_dy_in_mlp_and_transformer():
+    """One rule in both networks (TransformerEngine's: bgrad_quantize sums the high-precision
+    grad_output while it casts it to FP8): the MLP's fp8 policy and the transformer's LinearFP8
+    give the same bias gradient, the exact FP32 column sums of dY, not of its E5M2 copy."""
+    from fpemu.train.gpt.linears import LinearFP8
+    from fpemu.train.recipes import CurrentScaling
+    from fpemu.train.stats import _CastStats
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 5)).astype(np.float32)
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    dy = (rng.standard_normal((8, 3)) * 1e-3).astype(np.float32)
+    lin = LinearFP8(CurrentScaling())
+    _, ctx = lin.fwd(x, w, np.zeros(3, np.float32))
+    _, _, db_gpt = lin.bwd(dy, ctx, None)
+    policy = T.make_policy("fp8", fp8_recipe="current")
+    qd, sd = policy.cast_grad(dy, ("dy", 0), _CastStats())
+    db_mlp = policy.bias_grad(dy, qd, sd)
+    assert np.array_equal(db_mlp, db_gpt) and np.array_equal(db_mlp, dy.sum(axis=0))
+    assert not np.array_equal(db_mlp, (qd * sd[0]).sum(axis=0))  # the quantized sum differs here
+
+
+def test_unscaled_fp8_casts_with_scale_one():
+    from fpemu.train.stats import _CastStats
+
+    policy = T.make_policy("fp8", fp8_recipe="unscaled")
+    g = np.float32([1e-9, 2.0**-16, 3.0, 1e6])
+    q, (inv, fmt) = policy.cast_grad(g, ("dy", 0), _CastStats())
+    # E5M2 without a scale: below half its smallest subnormal (2^-16) is 0, beyond 57344 saturates.
+    assert float(inv) == 1.0 and fmt.name == "e5m2" and q.tolist() == [0.0, 2.0**-16, 3.0, 57344.0]
+    assert policy.variant == "unscaled" and T.make_policy("fp8").variant is None

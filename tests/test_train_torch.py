@@ -3,7 +3,7 @@
 torch trains the same network from the same weights on the same batches under
 ``torch.autocast("cpu", dtype=torch.float16)`` with FP32 master weights and
 ``torch.amp.GradScaler`` (scripts/torch_mlp_reference.py); fpemu trains it with
-``fpemu.train.run``. Skipped without torch. About 40 s of CPU.
+``fpemu.train.run``. Skipped without torch. About 30 s of CPU.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from torch_mlp_reference import train_torch  # noqa: E402
 def both(default_task, default_runs):
     """fpemu's default runs (tests/conftest.py, shared with test_train_claims.py) and torch's."""
     ours = {f"{h.precision}+{h.loss_scale}": h for h in default_runs}
-    assert list(ours) == ["fp32+none", "fp16+none", "fp16+dynamic"]
-    theirs = {k: train_torch(0, *k.split("+"), 600, task=default_task) for k in ours}
+    assert list(ours) == ["fp32+none", "fp16+none", "fp16+dynamic", "bf16+none"]
+    theirs = {k: train_torch(0, *k.split("+"), 300, task=default_task) for k in ours}
     return ours, theirs
 
 
@@ -34,24 +34,23 @@ def test_fp32_runs_start_identical(both):
     assert max(abs(x - y) / y for x, y in zip(a, b)) < 1e-5  # measured 2e-7
 
 
-@pytest.mark.parametrize("label", ["fp16+none", "fp16+dynamic"])
-def test_underflow_matches_real_fp16(both, label):
+@pytest.mark.parametrize("label", ["fp16+none", "fp16+dynamic", "bf16+none"])
+def test_underflow_matches_real_autocast(both, label):
     ours, theirs = both
     h, t = ours[label], theirs[label]
-    # Measured, seed 0: fp16+none 37.83% vs 37.87%; fp16+dynamic 7.11% vs 7.06%.
+    # Measured, seed 0: see docs/training.md (the torch autocast rows, seeds 0-3).
     assert abs(h.summary()["underflow_fraction"] - t["underflow"]) < 0.01
     for kind, frac in t["underflow_by_kind"].items():
-        # Measured: loss gradients 65.84% vs 65.79%, activation 13.49% vs 13.47%, weights
-        # 0.55% vs 0.50% (no scaling); 16.54% vs 16.45% of the loss gradients with scaling.
         assert abs(h.underflow_by_kind()[kind] - frac) < 0.01, kind
 
 
-def test_final_loss_excess_matches_real_fp16(both):
+def test_final_loss_ratio_matches_real_autocast(both):
     ours, theirs = both
-    ex = {k: ours[k].final_loss / ours["fp32+none"].final_loss - 1 for k in ours}
-    tx = {k: theirs[k]["final_loss"] / theirs["fp32+none"]["final_loss"] - 1 for k in theirs}
-    # Measured, seed 0: without scaling +25.2% (fpemu) and +25.8% (torch); with dynamic scaling
-    # +1.8% and -0.6% (the runs' chaotic drift; seeds 0-3 in docs/training.md).
-    assert ex["fp16+none"] > 0.15 and tx["fp16+none"] > 0.15
-    assert abs(ex["fp16+none"] - tx["fp16+none"]) < 0.03
-    assert abs(ex["fp16+dynamic"]) < 0.05 and abs(tx["fp16+dynamic"]) < 0.05
+    r = {k: ours[k].final_loss / ours["fp32+none"].final_loss for k in ours}
+    tr = {k: theirs[k]["final_loss"] / theirs["fp32+none"]["final_loss"] for k in theirs}
+    # Both stall without loss scaling (fpemu 1.88x, torch: docs/training.md); with dynamic
+    # scaling and in bf16 both end within 10% of their FP32 run.
+    assert r["fp16+none"] > 1.5 and tr["fp16+none"] > 1.5
+    assert abs(r["fp16+none"] - tr["fp16+none"]) < 0.25 * tr["fp16+none"]
+    for k in ("fp16+dynamic", "bf16+none"):
+        assert abs(r[k] - 1) < 0.10 and abs(tr[k] - 1) < 0.10, k

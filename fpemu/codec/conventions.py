@@ -5,24 +5,26 @@ and :func:`like` names the set that reproduces one of them (docs/formats.md, "Ma
 library", says what each one does, which releases were checked and which test checks it):
 
 >>> like("gfloat", "e5m2")
-{'nan': 'all_ones', 'directed_overflow': 'p3109'}
->>> encode([np.nan, 1e6], "e5m2", **like("gfloat", "e5m2")).tolist()  # gfloat's NaN is 0xFF
+Conversion(nan='all_ones', directed_overflow='p3109')
+>>> encode([np.nan, 1e6], "e5m2", conversion=like("gfloat", "e5m2")).tolist()  # gfloat's NaN is 0xFF
 [255, 124]
 >>> encode([500.0, np.inf], "e4m3", **like("torch", "e4m3")).tolist()  # torch saturates E4M3
 [126, 126]
 >>> like("ptx_cvt_rs", "e2m1")
-{'rounding': 'stochastic_a', 'sr_bits': 8, 'overflow': 'saturate', 'nan': 'max'}
+Conversion(rounding='stochastic_a', overflow='saturate', nan='max', sr_bits=8)
 
 A library's rules are kept per release series: a plain name (``"ml_dtypes"``) follows the
 installed release, or the newest rules when the library is not installed, and
 ``"ml_dtypes-0.6"`` names a release (:func:`resolve_convention` says which one a name means):
 
 >>> like("ml_dtypes-0.6", "e8m0"), like("ml_dtypes-0.7", "e8m0")
-({'rounding': 'ml_dtypes_e8m0', 'via': 'fp32'}, {'rounding': 'nearest_away'})
+(Conversion(rounding='ml_dtypes_e8m0', via='fp32'), Conversion(rounding='nearest_away'))
 
-The options are keyword arguments of :func:`~fpemu.encode` and :func:`~fpemu.quantize`;
-``rounding`` is included only where the convention fixes it (a later keyword overrides it:
-``encode(x, fmt, **{**like("gfloat", fmt), "rounding": "rz"})``).
+like() gives a :class:`~fpemu.Conversion`, which every converting function takes as
+``conversion=``; it fixes only what the convention fixes, so a keyword adds the rest
+(``encode(x, fmt, conversion=like("gfloat", fmt), rounding="rz")``), and
+``like(...).replace(rounding="rz")`` changes a field it fixes. It also reads as the mapping of
+those options, so ``encode(x, fmt, **like(...))`` works as when like() returned a dict.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..arguments import unknown_name
 from ..formats import Format, get_format
 from .encoder import encode  # noqa: F401  (the examples above)
 from .library_versions import installed_version, parse_version, pick_series
+from .options import Conversion
 
 __all__ = ["like", "resolve_convention", "CONVENTIONS"]
 
@@ -109,6 +112,14 @@ def _gfloat(fmt: Format) -> dict:
     if not fmt.has_nan:
         return {}
     return ({"nan": "all_ones"} if fmt.nan in ("ieee", "top") else {}) | {"directed_overflow": "p3109"}
+
+
+def _gfloat_encode(fmt: Format) -> dict:
+    """gfloat's ``encode_float`` of a value it is given unrounded: truncation, except that a
+    value outside [min, max] is Inf, else NaN, else saturates (so 449 is NaN in E4M3, where
+    truncation gives 448); NaN is the all-ones code where the format has NaNs on top."""
+    outside = {"directed_overflow": "outside_range"} if fmt.has_nan else {}
+    return {"rounding": "toward_zero"} | outside | ({"nan": "all_ones"} if fmt.nan in ("ieee", "top") else {})
 
 
 def _gfloat_sat(fmt: Format) -> dict:
@@ -194,6 +205,7 @@ CONVENTIONS: dict[str, tuple[str | None, dict[str, _Rule]]] = {
     "ml_dtypes_truncate": ("ml_dtypes", {"0.6": _ml_dtypes_truncate}),
     "gfloat": ("gfloat", {"0.5": _gfloat}),
     "gfloat_sat": ("gfloat", {"0.5": _gfloat_sat}),
+    "gfloat_encode": ("gfloat", {"0.5": _gfloat_encode}),
     "torch": ("torch", {"2.13": _torch}),
     "microxcaling": ("microxcaling", {"1.1": _microxcaling}),
     "transformer_engine": ("transformer_engine", {"2.13": _transformer_engine}),
@@ -241,18 +253,18 @@ def resolve_convention(convention: str) -> str:
     return f"{name}-{match[0]}"
 
 
-def like(convention: str, fmt: str | Format) -> dict:
-    """The encode/quantize options that reproduce ``convention``'s conversion into ``fmt``.
+def like(convention: str, fmt: str | Format) -> Conversion:
+    """The :class:`~fpemu.Conversion` that reproduces ``convention``'s conversion into ``fmt``.
 
     >>> like("ml_dtypes-0.7", "e8m0"), like("ml_dtypes-0.7", "e2m1")
-    ({'rounding': 'nearest_away'}, {'nan': 'ml_dtypes'})
+    (Conversion(rounding='nearest_away'), Conversion(nan='ml_dtypes'))
     >>> like("torch", "bf16")
-    {'nan': 'all_ones', 'via': 'fp32'}
+    Conversion(nan='all_ones', via='fp32')
     >>> like("numpy", "fp16")
     Traceback (most recent call last):
     ...
-    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.6)
+    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, gfloat_encode, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.6)
     """
     resolved = resolve_convention(convention)
     name, _, release = resolved.partition("-")
-    return CONVENTIONS[name][1][release](get_format(fmt))
+    return Conversion(**CONVENTIONS[name][1][release](get_format(fmt)))

@@ -7,6 +7,8 @@ each element's position only, so the codes are the same for every number of work
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -14,12 +16,12 @@ import numpy as np
 from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .dask_arrays import blockwise, is_dask
-from .exact_kernel import encode_exact, exact_to_float32
+from .exact_kernel import encode_exact, exact_to_float32, exact_values
 from .foreign import as_numpy
 from .inputs import _as_real_array
 from .narrowing import check_via, narrow
 from .odd import integers_to_float64
-from .options import STOCHASTIC_WITH_BITS, _check_random, _Options, _options
+from .options import STOCHASTIC_WITH_BITS, Conversion, _check_random, _Options
 from .paths import _encode_flat, _path
 from .returns import check_returns, deliver_codes
 from .rounding import _random_bits, _sr_key
@@ -30,7 +32,8 @@ def encode(
     x: Any,
     fmt: str | Format,
     *,
-    rounding: str = "nearest_even",
+    conversion: Conversion | Mapping | None = None,
+    rounding: str | None = None,
     overflow: str | None = None,
     nan: str | None = None,
     rng: int | np.random.Generator | None = None,
@@ -42,6 +45,11 @@ def encode(
     returns: str = "numpy",
 ) -> np.ndarray:
     """Encode real numbers into integer codes of ``fmt``.
+
+    The conversion options (rounding, overflow, nan, sr_bits, random_bits, directed_overflow,
+    via) come as one :class:`~fpemu.Conversion` (``conversion=``, e.g. from :func:`~fpemu.like`)
+    or as the keywords below, or both where they agree (a keyword that contradicts the
+    conversion is an error).
 
     Args:
         x: real array-like (float16/32/64, integers, Python numbers, ml_dtypes arrays), or
@@ -60,7 +68,8 @@ def encode(
             for inputs far below the smallest subnormal, where the bias is below 2**-64 ulp),
             ``stochastic_a``/``_b``/``_c`` (IEEE P3109's stochastic rounding with ``sr_bits``
             random bits per value: ``random_bits`` given, or drawn from ``rng``; A is PTX
-            ``cvt.rs``), ``ml_dtypes_e8m0`` (ml_dtypes' E8M0 cast: ties away, and everything
+            ``cvt.rs``), ``stochastic_odd`` (``sro``: gfloat's StochasticOdd, C with the
+            dropped fraction rounded to N bits ties to odd), ``ml_dtypes_e8m0`` (ml_dtypes' E8M0 cast: ties away, and everything
             between the two smallest values up to the larger).
         overflow: ``saturate`` (``sat_finite``: +-max, also for +-Inf input),
             ``saturate_propagate`` (``sat_propagate``: finite overflow saturates, Inf stays Inf,
@@ -86,14 +95,16 @@ def encode(
             but -0 is NaN, even one that rounds to zero (ml_dtypes' ``float8_e5m3fnu``).
         rng: seed or ``np.random.Generator`` for the stochastic roundings (refused for the
             others, and with ``random_bits``, as ``random_bits`` are refused but for A/B/C).
-        sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c`` (1..32).
+        sr_bits: N, the random bits per value of ``stochastic_a``/``_b``/``_c``/``_odd`` (1..32).
         random_bits: their values, integers in [0, 2**N) broadcast to ``x``'s shape (a
             kernel's own random bits, to check its output bit for bit); None draws them.
         directed_overflow: which rounding modes an ``inf``/``nan`` overflow spares, giving
             +-max: ``ieee`` (default; IEEE 754 7.4: the modes that round toward zero for that
             sign, and round-to-odd, which truncates), ``p3109`` (the same without round-to-odd,
             for which Inf is the next code up: P3109 and gfloat), ``none`` (every overflow is Inf
-            or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
+            or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``), ``outside_range`` (every value
+            outside [lowest, max] before rounding is Inf or NaN as a non-spared overflow of its
+            sign, even where rounding gives max: gfloat's ``encode_float``).
         via: ``"fp32"``: convert input that is not float32 to float32 first (round to nearest
             even, overflow to Inf, NaN payloads as C's ``(float)`` cast keeps them), then
             encode; libraries that go through float32 round twice so (ml_dtypes before 0.7,
@@ -117,11 +128,17 @@ def encode(
     [58, 59]
     >>> encode(["1.00048828125000000001", "0.1"], "fp16").tolist()  # a hair above a tie: up
     [15361, 11878]
+    >>> c = Conversion(rounding="toward_zero", directed_overflow="outside_range")
+    >>> encode([449.0, 448.0, -500.0], "e4m3", conversion=c).tolist()  # truncation, yet 449 is NaN
+    [127, 126, 255]
     """
     fmt = get_format(fmt)
-    opts = _options(fmt, rounding, overflow, nan, sr_bits, directed_overflow)
+    conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+    opts = conv.resolved(fmt)
+    random_bits = conv.random_bits
     _check_random(opts.rounding, rng, random_bits)
-    via = check_via(via)
+    via = check_via(conv.via)
     returns, given = check_returns(returns, x), x
     x = as_numpy(x)  # torch tensors, DLPack objects
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
@@ -129,7 +146,8 @@ def encode(
     arr = _as_real_array(x)
     if arr.dtype.kind in "OU":  # exact input: rounded once from the exact rationals
         if via is None:
-            return deliver_codes(encode_exact(arr, fmt, opts, rng, 0, random_bits), fmt, returns, given)
+            codes = _outside_range(encode_exact(arr, fmt, opts, rng, 0, random_bits), arr, fmt, opts)
+            return deliver_codes(codes, fmt, returns, given)
         arr = exact_to_float32(arr)
     arr = narrow(arr, via)
     if arr.dtype.kind in "iu":
@@ -162,7 +180,50 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
         run_pieces(piece, flat.size, workers, light=light)
     except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
         _raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
-    return out.reshape(arr.shape)
+    return _outside_range(out.reshape(arr.shape), arr, fmt, opts)
+
+
+def encode_keyed(arr: np.ndarray, fmt: Format, conversion: Conversion, *, key: Any = None,
+                 positions: Any = 0, workers: int | None = 1) -> np.ndarray:
+    """Codes of a float array whose stochastic rounding draws the bits of other positions:
+    element i takes those of ``positions[i]`` (or ``positions + i``) under ``key`` (from
+    :func:`.rounding._sr_key`), as in the whole array it is a piece of (mx's blocks).
+
+    >>> from .rounding import _sr_key
+    >>> x = np.full(6, 1.3)
+    >>> whole = encode(x, "e4m3", rounding="sr", rng=7)
+    >>> part = encode_keyed(x[4:], get_format("e4m3"), Conversion(rounding="sr"), key=_sr_key(7), positions=4)
+    >>> bool((part == whole[4:]).all())
+    True
+    """
+    return _encode_array(arr, fmt, Conversion.of(conversion).resolved(fmt), workers=workers, index=positions,
+                         key=key)
+
+
+def _outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+    """Under ``directed_overflow="outside_range"``, the codes of finite values outside [lowest,
+    max] (before rounding) set to those of an overflow of their sign that no mode spares: the
+    kernel's codes for +-2**(emax + 1), which every mode rounds past max (gfloat's encode_float:
+    Inf, else NaN). In place; codes of the other values are the kernel's."""
+    if opts.directed_overflow != "outside_range" or not codes.size:
+        return codes
+    if arr.dtype.kind in "OU":
+        lowest, top = Fraction(fmt.lowest), Fraction(fmt.max)
+        values = exact_values(arr)
+        outside = np.array([isinstance(v, Fraction) and not lowest <= v <= top for v in values], bool)
+        negative = np.array([isinstance(v, Fraction) and v < 0 for v in values], bool)
+    else:
+        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN)
+            wide = np.asarray(arr, dtype=np.float64)  # (exact; comparing float16 with max would cast max)
+            outside = ((wide > fmt.max) | (wide < fmt.lowest)).reshape(-1)  # (NaN: neither)
+        negative = np.signbit(wide).reshape(-1)
+    if outside.any():
+        beyond = Fraction(2) ** (fmt.emax + 1)
+        plus, minus = encode_exact(np.array([beyond, -beyond], dtype=object), fmt,
+                                   opts.replace(directed_overflow="none"))
+        flat = codes.reshape(-1)
+        flat[outside] = np.where(negative[outside], minus, plus)
+    return codes
 
 
 def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, workers: int | None,
@@ -176,7 +237,7 @@ def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, wor
         arr = _as_real_array(xb)
         if arr.dtype.kind in "OU":
             if via is None:
-                return encode_exact(arr, fmt, opts, key, where, rb)
+                return _outside_range(encode_exact(arr, fmt, opts, key, where, rb), arr, fmt, opts)
             arr = exact_to_float32(arr)
         arr = narrow(arr, via)
         if arr.dtype.kind in "iu":

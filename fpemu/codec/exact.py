@@ -169,3 +169,46 @@ def fraction_text(q: Fraction, digits: int = 6) -> str:
         ctx.prec, ctx.Emax, ctx.Emin = digits, MAX_EMAX, MIN_EMIN
         d = Decimal(q.numerator) / Decimal(q.denominator)
     return format(d.normalize(), "+g").replace("E", "e")
+
+
+def decimal_text(q: Fraction | int, max_digits: int = 40) -> str:
+    """q exactly, signed: its decimal where that ends within ``max_digits`` significant digits
+    (every sum of binary and decimal fractions ends), else ``p/q`` where that is shorter, else
+    ``≈`` and 17 significant digits (the one case that is not exact, and says so).
+
+    >>> decimal_text(Fraction(1, 80)), decimal_text(Fraction(-15)), decimal_text(Fraction(-1, 768))
+    ('+0.0125', '-15', '-1/768')
+    >>> decimal_text(Fraction(0.1) - Fraction(1, 10)), decimal_text(Fraction(1, 3 * 10**30))
+    ('+5.5511151231257827021181583404541015625e-18', '≈+3.3333333333333333e-31')
+    """
+    q = Fraction(q)
+    if not q:
+        return "+0"
+    sign = "-" if q < 0 else "+"
+    den, twos, fives = q.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den == 1:  # the decimal ends: q = n / 10**k exactly
+        k = max(twos, fives)
+        n = abs(q.numerator) * 2 ** (k - twos) * 5 ** (k - fives)
+        digits = str(n).rstrip("0")
+        k -= len(str(n)) - len(digits)  # q = digits * 10**-k, digits without trailing zeros
+        if len(digits) <= max_digits:
+            return sign + _digits_text(digits, len(digits) - 1 - k)
+    if len(str(q.numerator)) + len(str(q.denominator)) <= 24:
+        return f"{sign}{abs(q.numerator)}/{q.denominator}" if q.denominator != 1 else f"{sign}{abs(q)}"
+    return "≈" + fraction_text(q, 17)
+
+
+def _digits_text(digits: str, exponent: int) -> str:
+    """The decimal d.ddd x 10**exponent (``digits``: d, d, d ...) as text: plain from 1e-7
+    to 1e21, else with an exponent."""
+    if exponent >= len(digits) - 1 and exponent < 21:
+        return digits + "0" * (exponent - len(digits) + 1)
+    if 0 <= exponent < 21:
+        return digits[:exponent + 1] + "." + digits[exponent + 1:]
+    if -7 < exponent < 0:
+        return "0." + "0" * (-exponent - 1) + digits
+    return (digits[0] + ("." + digits[1:] if len(digits) > 1 else "")) + f"e{exponent:+03d}"

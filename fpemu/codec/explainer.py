@@ -4,12 +4,15 @@ explorer's page report them, so the error means the same everywhere: value minus
 exactly, and the relative error divides it by ``|input|``).
 
 The input is taken exactly: a decimal string such as ``"0.1"`` is the decimal 0.1, not the
-float64 nearest it (:mod:`.exact`).
+float64 nearest it (:mod:`.exact`), and every number shown is exact: a value or an error as
+its whole decimal (a rounded one is marked ``≈``). The rules that fired (a tie, an underflow,
+an overflow by the tie ...) are the ones the explorer's page lists (:mod:`.rules`).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,8 +20,9 @@ import numpy as np
 from ..formats import Format, get_format
 from .decoder import decode
 from .encoder import encode
-from .exact import exact_decimal, exact_number, fraction_text, text_of
-from .options import _options
+from .exact import decimal_text, exact_decimal, exact_number, fraction_text, text_of
+from .options import Conversion
+from .rules import rounding_rules
 
 
 def _classify(code: int, fmt: Format, value: float) -> str:
@@ -36,59 +40,82 @@ def _classify(code: int, fmt: Format, value: float) -> str:
     return "normal"
 
 
-def explain_facts(x: Any, fmt: str | Format, *, rounding: str = "nearest_even", overflow: str | None = None,
-                  nan: str | None = None) -> dict[str, Any]:
+def explain_facts(x: Any, fmt: str | Format, *, conversion: Conversion | Mapping | None = None,
+                  rounding: str | None = None, overflow: str | None = None, nan: str | None = None,
+                  rng: Any = None, sr_bits: int | None = None, random_bits: Any = None,
+                  directed_overflow: str | None = None, via: str | None = None) -> dict[str, Any]:
     """One number rounded into ``fmt``: the input as given (``input``, text) and exactly
     (``exact_input``: a Fraction, or a float for zeros, Inf and NaN), the options as applied
     (defaults resolved), the code, its value (float64, exact) and class, and the error
-    ``value - input`` and ``error / |input|`` as Fractions (None where either is not finite).
+    ``value - input`` and ``error / |input|`` as Fractions (None where either is not finite),
+    and the rules that fired (:func:`fpemu.codec.rules.rounding_rules`: ``{"rule", "text"}``).
+    ``rng``: the seed (or Generator) of stochastic rounding.
 
     >>> f = explain_facts("-65519", "fp16")
     >>> f["value"], f["error"], f["relative_error"], f["overflow"], f["nan"]
     (-65504.0, Fraction(15, 1), Fraction(15, 65519), 'inf', 'sign')
+    >>> [r["rule"] for r in explain_facts("65520", "fp16")["rules"]]
+    ['tie', 'overflow']
     """
+
     fmt = get_format(fmt)
-    opts = _options(fmt, rounding, overflow, nan)
+    conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+    opts = conv.resolved(fmt)
     arr = np.asarray(x)
     if arr.ndim != 0:
         raise ValueError("explain takes a single number")
     given = arr.item() if isinstance(x, np.ndarray) else x
     exact = arr.dtype.kind in "OUiu"  # (floats: their float64 value is the exact input)
     source = np.array([given], dtype=object) if exact else arr.reshape(1)
-    code = int(encode(source, fmt, rounding=opts.rounding, overflow=opts.overflow, nan=opts.nan)[0])
+    stochastic = {"rng": rng} if rng is not None else {}
+    code = int(encode(source, fmt, conversion=conv, **stochastic)[0])
     exact_input = exact_number(given if exact else float(arr))
     value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
     error = relative = None
     if _finite(exact_input) and np.isfinite(value):
         error = Fraction(value) - Fraction(exact_input)
         relative = error / abs(Fraction(exact_input)) if exact_input else None
-    return {"input": text_of(given) if exact else repr(float(arr)), "exact_input": exact_input,
+    shown = text_of(given) if exact else repr(float(arr))
+    return {"input": shown, "exact_input": exact_input,
             "format": fmt.name, "rounding": opts.rounding, "overflow": opts.overflow, "nan": opts.nan,
             "directed_overflow": opts.directed, "code": code, "value": value,
-            "class": _classify(code, fmt, value), "error": error, "relative_error": relative}
+            "class": _classify(code, fmt, value), "error": error, "relative_error": relative,
+            "rules": rounding_rules(exact_input, fmt, opts.rounding, opts.overflow, value, shown)}
 
 
 def explain(
     x: Any,
     fmt: str | Format,
     *,
-    rounding: str = "nearest_even",
+    conversion: Conversion | Mapping | None = None,
+    rounding: str | None = None,
     overflow: str | None = None,
     nan: str | None = None,
     color: bool = False,
+    sr_bits: int | None = None,
+    random_bits: Any = None,
+    directed_overflow: str | None = None,
+    via: str | None = None,
 ) -> str:
     """Describe in plain words how one number is encoded: fields, class, value and error
-    (value - x, exactly; relative: divided by |x|). x: a float, an int, or an exact number
-    (``Fraction``, ``Decimal``, a decimal string: read exactly, not as the float64 nearest).
+    (value - x, exactly; relative: divided by |x|, so its sign is the error's) and the rules
+    that fired, the same sentences as the explorer's page (a result equal to x needs none). x: a
+    float, an int, or an exact number (``Fraction``, ``Decimal``, a decimal string: read exactly,
+    not as the float64 nearest).
 
-    >>> print(explain(0.3, "e4m3"))
+    >>> print(explain("0.3", "e4m3"))
     0.3 in e4m3 (rounding nearest_even, overflow nan)
       code      0x2A = 0 0101 010
       sign      0 -> +
       exponent  0101 = 5, minus bias 7 -> 2^-2
       mantissa  010 -> 1 + 2/8 = 1.25 (normal)
       value     0.3125
-      error     +0.0125 (relative +4.17%)
+      error     +0.0125 (relative ≈+4.17%)
+      rounded   0.3 lies between 0.28125 and 0.3125: rounded to the nearer
+    >>> for line in explain("65520", "fp16").splitlines()[-2:]: print(line)  # a tie that overflows
+      tie       65520 is exactly halfway between 65504 and 65536: nearest_even takes the one with the even code
+      overflow  65520 rounds past 65504, the largest finite value (under nearest_even, every magnitude from 65520 on does): the result is infinity
     >>> print(explain("-0.015625", "int8"))
     -0.015625 in int8 (rounding nearest_even, overflow saturate)
       code      0xFF = 1 1111111
@@ -97,7 +124,8 @@ def explain(
       value     -0.015625
       error     +0 (relative +0%)
     """
-    facts = explain_facts(x, fmt, rounding=rounding, overflow=overflow, nan=nan)
+    facts = explain_facts(x, fmt, conversion=conversion, rounding=rounding, overflow=overflow, nan=nan,
+                          sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow, via=via)
     fmt = get_format(fmt)
     code, value, cls = facts["code"], facts["value"], facts["class"]
     raw = code >> fmt.code_shift
@@ -129,7 +157,8 @@ def explain(
             lines.append(f"  exponent  {ebits} = {efield}, minus bias {fmt.bias} -> 2^{efield - fmt.bias}")
             lead = 1
         if M:
-            lines.append(f"  mantissa  {mbits} -> {lead} + {frac}/{1 << M} = {lead + frac / (1 << M):g} ({cls})")
+            significand = exact_decimal(lead + frac / (1 << M))  # (exact: M <= 52 bits)
+            lines.append(f"  mantissa  {mbits} -> {lead} + {frac}/{1 << M} = {significand} ({cls})")
         else:
             lines.append(f"  mantissa  (none) -> {lead} ({cls})")
     else:
@@ -138,11 +167,22 @@ def explain(
     lines.append(f"  value     {value!r}" + (f" (exactly {shown})" if shown != repr(value) else ""))
     if facts["error"] is not None:
         err, rel = facts["error"], facts["relative_error"]
-        relative = f" (relative {fraction_text(rel * 100, 3)}%)" if rel is not None else ""
-        lines.append(f"  error     {fraction_text(err)}{relative}")
+        relative = f" (relative {_percent(rel)})" if rel is not None else ""
+        lines.append(f"  error     {decimal_text(err, max_digits=60)}{relative}")
     elif not _is_nan(facts["exact_input"]) and not np.isfinite(value):
         lines.append(f"  error     {_why_not_finite(facts['exact_input'], fmt)}")
+    lines += [f"  {r['rule']:<9} {r['text']}" for r in facts["rules"] if r["rule"] != "exact"]
     return "\n".join(lines)
+
+
+def _percent(rel: Fraction) -> str:
+    """A relative error in percent, 3 significant digits, marked ``≈`` where they round it.
+
+    >>> _percent(Fraction(1, 24)), _percent(Fraction(-1, 8)), _percent(Fraction(0))
+    ('≈+4.17%', '-12.5%', '+0%')
+    """
+    text = fraction_text(rel * 100, 3)
+    return ("" if Fraction(text) == rel * 100 else "≈") + text + "%"
 
 
 def _finite(v: Fraction | float) -> bool:

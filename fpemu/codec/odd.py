@@ -4,8 +4,9 @@ The last bit then remembers ("sticks") that the value was inexact, so one later 
 least two bits fewer gives the same result as rounding the exact value once (Boldo and
 Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
 odd", IEEE TC 2008). fpemu uses it wherever a value must pass through float64 or float32 on
-its way to a narrower format: integers beyond 2**53 and float64 input to the float32 tables
-here; exact sums held in two parts in :mod:`fpemu.arith` (``round_to_odd_sum``).
+its way to a narrower format: integers beyond 2**53 and float64 input to the float32 fast
+paths here (only where numpy's nearest float32 would not do: :func:`_float64_to_float32_alike`);
+exact sums held in two parts in :mod:`fpemu.arith` (``round_to_odd_sum``).
 
 >>> integers_to_float64(np.array([2**53 + 1], dtype=np.int64)).tolist()  # odd: ...0 + sticky
 [9007199254740994.0]
@@ -15,6 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .inputs import _chunk_size, _chunks
+from .scratch import scratch
+
 
 def integers_to_float64(arr: np.ndarray) -> np.ndarray:
     """Integers as float64, rounded *to odd* from 2**53 up, so that no double rounding follows.
@@ -23,6 +27,8 @@ def integers_to_float64(arr: np.ndarray) -> np.ndarray:
     rounding of the integer (every format here has at most 24 bits of precision).
     """
     out = arr.astype(np.float64)
+    if arr.dtype.itemsize <= 4:  # every 32-bit integer is a float64
+        return out
     big = np.abs(out) >= 2.0**53
     if not big.any():
         return out
@@ -45,8 +51,61 @@ def integers_to_float64(arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
-    """float64 -> float32 rounded to odd (inexact results get their last bit set)."""
+# float64 bits below float32's last significand bit (in float32's normal range)
+_LOW29 = np.uint64((1 << 29) - 1)
+_NOT_LOW29 = np.uint64(~((1 << 29) - 1) & ((1 << 64) - 1))
+# 2 * |float32 pattern| at or below this (zero up to the smallest normal), or at or above
+# _DOUBLED_INF (Inf, NaN): where the bit-pattern narrowing below may be wrong
+_DOUBLED_MIN_NORMAL = 0x00800000 * 2
+_DOUBLED_INF = 0x7F800000 * 2
+_NARROW_CHUNK = 1 << 17  # (a casting copy costs microseconds a call: not smaller)
+
+
+def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.ndarray:
+    """float64 -> float32 rounded to odd (inexact results get their last bit set); beyond
+    float32's largest value, its largest (odd) value. ``specials``, when given, receives the
+    flat positions of the non-zero inputs whose result is no float32 normal, or whose cast
+    overflows (beyond float32's range), or NaN: the only ones where the input's range matters.
+
+    In float32's normal range rounding to odd is bit arithmetic on the float64 pattern:
+    keep the bits that float32 keeps, OR into its last one whether any dropped bit is set,
+    clear the rest; the float cast of that is exact. Elsewhere (few in usual data) the
+    cast's rounding is undone by :func:`_float32_odd_by_cast`.
+
+    >>> x = np.array([1 + 2.0**-40, 1.0, -3e-45, 1e300, np.nan])
+    >>> [hex(b) for b in _float64_to_float32_odd(x).view(np.uint32).tolist()]
+    ['0x3f800001', '0x3f800000', '0x80000003', '0x7f7fffff', '0x7fc00000']
+    """
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.size, dtype=np.float32)
+    size = _chunk_size(_NARROW_CHUNK)
+    work = scratch("odd.work", min(size, flat.size), np.uint64)
+    doubled = scratch("odd.doubled", work.size, np.uint32)
+    found = []
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf, NaN: redone below
+        for part in _chunks(flat.size, max(size, 1)):
+            n = part.stop - part.start
+            u, w, d, o = flat[part].view(np.uint64), work[:n], doubled[:n], out[part]
+            np.bitwise_and(u, _LOW29, out=w)
+            w += _LOW29  # carries into bit 29 exactly when a dropped bit is set
+            w |= u
+            w &= _NOT_LOW29
+            np.copyto(o, w.view(np.float64), casting="same_kind")
+            np.left_shift(o.view(np.uint32), np.uint32(1), out=d)  # the magnitude, doubled
+            if d.min() <= _DOUBLED_MIN_NORMAL or d.max() >= _DOUBLED_INF:  # (reductions: fast)
+                edge = (d <= _DOUBLED_MIN_NORMAL) | (d >= _DOUBLED_INF)
+                where = np.flatnonzero(edge) + part.start
+                found.append(where[flat[where] != 0])  # exact zeros are right
+    for where in found:
+        out[where] = _float32_odd_by_cast(flat[where])
+    if specials is not None:
+        specials.append(np.concatenate(found) if found else np.empty(0, dtype=np.intp))
+    return out.reshape(np.shape(x))
+
+
+def _float32_odd_by_cast(x: np.ndarray) -> np.ndarray:
+    """float64 -> float32 rounded to odd through numpy's cast (also in float32's subnormal
+    range), stepping back where it rounded away from zero; saturates at float32's largest."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf; NaN payloads
         f = x.astype(np.float32)
     bits = f.view(np.uint32)
@@ -60,3 +119,54 @@ def _float64_to_float32_odd(x: np.ndarray) -> np.ndarray:
         bits[inexact] |= np.uint32(1)
     return f
 
+
+def _float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | None = None,
+                              out: np.ndarray | None = None) -> np.ndarray:
+    """float64 -> float32 values that every deterministic rounding into a format takes to the
+    same code as x does, for a format each of whose decision points (its values and the
+    midpoints between them) is a float32 whose pattern ends in ``zero_bits`` zero bits.
+
+    numpy's cast rounds to the nearest float32, f; no float32 lies strictly between x and f,
+    so neither does a decision point, and x and f round alike unless f *is* one: then f ends
+    in ``zero_bits`` zeros. Only such f (one in 2**zero_bits of random data) are replaced,
+    where inexact, by x rounded to odd (:func:`_float64_to_float32_odd`: exact for the
+    format, which has at least 2 bits fewer); a chunk full of inexact ones is rounded to odd
+    whole (one full of exact ones, such as integers or values on a grid, is kept).
+    ``specials`` receives the flat positions replaced (beyond float32's range among them);
+    ``out``, a flat float32 array of x's size, receives the result when given.
+
+    >>> x = np.full(32, 1.1)
+    >>> x[0] = 1 + 2.0**-8 + 2.0**-30  # the float32 nearest is a bf16 midpoint: to odd
+    >>> [hex(b) for b in _float64_to_float32_alike(x, 15)[:2].view(np.uint32).tolist()]
+    ['0x3f808001', '0x3f8ccccd']
+    """
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(flat.size, dtype=np.float32) if out is None else out
+    mask = np.uint32((1 << zero_bits) - 1)
+    size = _chunk_size(_NARROW_CHUNK)
+    low = scratch("alike.low", min(size, flat.size), np.uint32)
+    flag, inexact = scratch("alike.flag", low.size, bool), scratch("alike.inexact", low.size, bool)
+    found = []
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf, NaN: decided below
+        for part in _chunks(flat.size, max(size, 1)):
+            n, o = part.stop - part.start, out[part]
+            np.copyto(o, flat[part], casting="same_kind")
+            np.bitwise_and(o.view(np.uint32), mask, out=low[:n])
+            if low[:n].min():  # (a reduction: fast) no decision point
+                continue
+            suspect = np.equal(low[:n], 0, out=flag[:n])
+            if np.count_nonzero(suspect) * 16 > n:  # e.g. data on a grid: keep the inexact
+                with np.errstate(invalid="ignore"):  # (NaN: redone, as the cast does)
+                    suspect &= np.not_equal(o.astype(np.float64), flat[part], out=inexact[:n])
+                if np.count_nonzero(suspect) * 16 > n:
+                    o[...] = _float64_to_float32_odd(flat[part], found)
+                    found[-1] = found[-1] + part.start
+                    continue
+            where = np.flatnonzero(suspect)
+            with np.errstate(invalid="ignore"):
+                where = where[flat[part][where] != o[where]]
+            o[where] = _float32_odd_by_cast(flat[part][where])
+            found.append(where + part.start)
+    if specials is not None:
+        specials.append(np.concatenate(found) if found else np.empty(0, dtype=np.intp))
+    return out.reshape(np.shape(x))

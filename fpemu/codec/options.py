@@ -1,80 +1,207 @@
-"""The options of a conversion: rounding mode, overflow rule, NaN policy and the number of
-random bits of stochastic rounding, checked against the format once, before any array work.
+"""The options of a conversion, as one :class:`Conversion`: rounding mode, overflow rule, NaN
+policy, the random bits of stochastic rounding, the overflow sparing rule and the float32 step;
+checked against the format once (:meth:`Conversion.resolved`), before any array work.
 
->>> _options(get_format("e4m3"), "rne", None, None)
-_Options(rounding='nearest_even', overflow='nan', nan='sign', sr_bits=None, directed='ieee')
+>>> Conversion(rounding="rne").resolved(get_format("e4m3"))
+Conversion(rounding='nearest_even', overflow='nan', nan='sign')
+>>> like_gfloat = Conversion(nan="all_ones", directed_overflow="p3109")
+>>> dict(like_gfloat), like_gfloat.replace(rounding="rz")
+({'nan': 'all_ones', 'directed_overflow': 'p3109'}, Conversion(rounding='rz', nan='all_ones', directed_overflow='p3109'))
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from ..arguments import is_whole, option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
+from .narrowing import check_via
+from .option_names import (  # noqa: F401  (the names every caller reads from here)
+    _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, DIRECTED_OVERFLOW, OVERFLOW_ALIASES, OVERFLOW_MODES,
+    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, _check_random, _nan, _overflow, _rounding,
+)
 
 
-#: Canonical rounding mode names and their accepted aliases.
-ROUNDING_MODES: dict[str, str] = {
-    "nearest_even": "nearest_even", "rne": "nearest_even",
-    "nearest_away": "nearest_away", "rna": "nearest_away",
-    "toward_zero": "toward_zero", "rz": "toward_zero", "truncate": "toward_zero",
-    "up": "up", "ru": "up",
-    "down": "down", "rd": "down",
-    "odd": "odd", "rto": "odd",
-    "stochastic": "stochastic", "sr": "stochastic",
-    # IEEE P3109 v4.0 section 4.7.4: N random bits R per value (given, or drawn from rng).
-    "stochastic_a": "stochastic_a", "sra": "stochastic_a",
-    "stochastic_b": "stochastic_b", "srb": "stochastic_b",
-    "stochastic_c": "stochastic_c", "src": "stochastic_c",
-    # ml_dtypes' E8M0 cast: ties away, and (2**-127, 2**-126) up to 2**-126 (its denormal path).
-    "ml_dtypes_e8m0": "ml_dtypes_e8m0",
-}  # fmt: skip
-
-#: The stochastic roundings that take N random bits per value (P3109's A, B, C).
-STOCHASTIC_WITH_BITS = ("stochastic_a", "stochastic_b", "stochastic_c")
-#: The roundings that draw random bits (from ``rng``, unless random_bits are given).
-STOCHASTIC = ("stochastic",) + STOCHASTIC_WITH_BITS
-
-#: Overflow policies: what a finite value that rounds beyond the largest finite value (and an
-#: Inf input) becomes. ``sat_finite``/``sat_propagate`` are P3109's names of the first two;
-#: ``ovf_inf``, P3109 v3's name of SatNone.
-OVERFLOW_MODES = ("saturate", "saturate_propagate", "inf", "nan", "sat_none", "ml_dtypes_saturate")
-OVERFLOW_ALIASES = {"sat_finite": "saturate", "sat_propagate": "saturate_propagate", "ovf_inf": "sat_none"}
-
-#: Which rounding modes a non-saturating overflow (inf, nan) spares, giving the largest finite
-#: value instead: ``ieee`` (IEEE 754 7.4: those that round toward zero for that sign, and
-#: round-to-odd, which truncates), ``p3109`` (the same but round-to-odd, for which Inf is the
-#: next code up: P3109, gfloat), ``none`` (no mode: ml_dtypes' C++ ``ConvertFrom<kTruncate>``).
-DIRECTED_OVERFLOW = ("ieee", "p3109", "none")
-
-_NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "max", "ml_dtypes")
-_NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "ones_positive", "payload",
-                          "quiet_payload")
+_FIELDS = ("rounding", "overflow", "nan", "sr_bits", "directed_overflow", "via", "random_bits")
 
 
-@dataclass(frozen=True)
-class _Options:
-    """Validated encoding options (hashable, so tables can be cached per option set)."""
+@dataclass(frozen=True, eq=False)
+class Conversion(Mapping):
+    """How real numbers are converted into a format: every option of :func:`~fpemu.encode`,
+    :func:`~fpemu.quantize`, :func:`~fpemu.explain`, ``cast_vectors`` and ``scaled_cast`` in one
+    record, the one :func:`~fpemu.like` returns. Each function also takes the options as loose
+    keywords, which build a Conversion; a keyword given with ``conversion=`` must agree with it.
 
-    rounding: str
-    overflow: str
-    nan: str
+    A field left None is not fixed: the function's default applies (``rounding``: nearest even;
+    the others: the format's own, see :func:`~fpemu.encode`). The record reads as a mapping of
+    its fixed fields, so ``encode(x, fmt, **conversion)`` and ``{**conversion, "rounding": "rz"}``
+    work as they did when :func:`~fpemu.like` returned a dict. :meth:`resolved` checks it against
+    a format and fills in the defaults: that record is what the kernels read.
+
+    >>> c = Conversion(rounding="stochastic_a", sr_bits=4, random_bits=[2, 14])
+    >>> c, c.resolved(get_format("e4m3"))
+    (Conversion(rounding='stochastic_a', sr_bits=4, random_bits=<(2,) array>), Conversion(rounding='stochastic_a', overflow='nan', nan='sign', sr_bits=4))
+    >>> Conversion(rounding="rne") == {"rounding": "rne"}, "nan" in Conversion(nan="zero")
+    (True, True)
+    >>> Conversion(rounding="round_up")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown rounding 'round_up'; choose one of down, ml_dtypes_e8m0, nearest_away, nearest_even, odd, rd, rna, rne, rto, ru, rz, sr, sra, srb, src, sro, stochastic, stochastic_a, stochastic_b, stochastic_c, stochastic_odd, toward_zero, truncate, up
+    """
+
+    rounding: str | None = None
+    overflow: str | None = None
+    nan: str | None = None
     sr_bits: int | None = None
-    directed: str = "ieee"
+    directed_overflow: str | None = None
+    via: str | None = None
+    random_bits: Any = None
+
+    def __post_init__(self) -> None:
+        _check_names(self)
+
+    @classmethod
+    def of(cls, conversion: Conversion | Mapping | None = None, **keywords: Any) -> Conversion:
+        """The Conversion a call asks for: ``conversion`` (a Conversion, a mapping of its fields,
+        or None) with the loose keywords that are not None; a keyword that contradicts a field
+        the conversion fixes is an error (which one wins would be a guess).
+
+        >>> Conversion.of(None, rounding="rz", nan=None)
+        Conversion(rounding='rz')
+        >>> Conversion.of(Conversion(rounding="rz"), rounding="up")
+        Traceback (most recent call last):
+        ...
+        ValueError: conversion= fixes rounding='rz', and rounding='up' contradicts it: pass one of them (conversion.replace(rounding='up') changes it)
+        """
+        if conversion is None:
+            base = cls()
+        elif isinstance(conversion, Conversion):
+            base = conversion
+        elif isinstance(conversion, Mapping):
+            base = cls().replace(**conversion)
+        else:
+            raise TypeError(f"conversion must be a fpemu.Conversion (or a mapping of its options), "
+                            f"got {type(conversion).__name__}")
+        unknown = sorted(set(keywords) - set(_FIELDS))
+        if unknown:
+            raise TypeError(f"unknown conversion option {unknown[0]!r}; the options are {', '.join(_FIELDS)}")
+        changes = {}
+        for name, value in keywords.items():
+            if value is None:
+                continue
+            fixed = getattr(base, name)
+            if fixed is not None and not _same(fixed, value):
+                raise ValueError(f"conversion= fixes {name}={_shown(fixed)}, and {name}={_shown(value)} "
+                                 f"contradicts it: pass one of them (conversion.replace({name}={_shown(value)}) "
+                                 "changes it)")
+            changes[name] = value
+        return base.replace(**changes) if changes else base
+
+    def replace(self, **changes: Any) -> Conversion:
+        """A copy with some fields changed (None unfixes one).
+
+        >>> Conversion(nan="all_ones").replace(overflow="saturate", nan=None)
+        Conversion(overflow='saturate')
+        """
+        unknown = sorted(set(changes) - set(_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown conversion option {unknown[0]!r}; the options are {', '.join(_FIELDS)}")
+        return replace(self, **changes)
+
+    def resolved(self, fmt: Format) -> Conversion:
+        """The record the kernels read: checked against ``fmt``, canonical names, the defaults
+        filled in (``directed_overflow`` stays None for IEEE's rule: :attr:`directed` names it);
+        ``via`` and ``random_bits`` are the caller's to apply, so they are not in it."""
+        return _options(fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
+
+    @property
+    def directed(self) -> str:
+        """The overflow sparing rule in effect (``directed_overflow``, ``ieee`` when unfixed)."""
+        return self.directed_overflow or "ieee"
+
+    # ---- the mapping of the fixed fields --------------------------------------------------
+    def __getitem__(self, name: str) -> Any:
+        value = getattr(self, name, None) if name in _FIELDS else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in _FIELDS if getattr(self, name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __or__(self, other: Mapping) -> Conversion:
+        return self.replace(**other) if isinstance(other, Mapping) else NotImplemented
+
+    def __ror__(self, other: Mapping) -> Conversion:
+        return Conversion.of(other).replace(**self) if isinstance(other, Mapping) else NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Conversion):
+            return all(_same(getattr(self, n), getattr(other, n)) for n in _FIELDS)
+        if isinstance(other, Mapping):
+            return set(self) == set(other) and all(_same(self[n], other[n]) for n in self)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # (random_bits, an array, is left out: equal records still agree)
+        return hash(tuple(getattr(self, n) for n in _FIELDS[:-1]))
+
+    def __repr__(self) -> str:
+        return f"Conversion({', '.join(f'{n}={_shown(v)}' for n, v in self.items())})"
+
+
+#: The resolved record of a conversion that the kernels read (:meth:`Conversion.resolved`).
+_Options = Conversion
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two option values agree (random bits: element for element)."""
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return a == b
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def _shown(value: Any) -> str:
+    """An option value for messages and repr (arrays by shape: they may be large)."""
+    if isinstance(value, (str, int, type(None))):
+        return repr(value)
+    return f"<{np.asarray(value).shape} array>"
+
+
+def _check_names(c: Conversion) -> None:
+    """The checks that need no format: known names of every option."""
+    if c.rounding is not None and option_name(c.rounding) not in ROUNDING_MODES:
+        raise ValueError(f"unknown rounding {c.rounding!r}; choose one of {', '.join(sorted(ROUNDING_MODES))}")
+    overflow = option_name(c.overflow)
+    if overflow is not None and overflow not in OVERFLOW_MODES and overflow not in OVERFLOW_ALIASES:
+        raise ValueError(f"unknown overflow {c.overflow!r}; choose one of {', '.join(OVERFLOW_MODES + tuple(OVERFLOW_ALIASES))}")
+    if c.nan is not None and option_name(c.nan) not in _NAN_POLICIES_WITHOUT_NAN + _NAN_POLICIES_WITH_NAN:
+        raise ValueError(f"unknown nan {c.nan!r}; choose one of "
+                         f"{', '.join(_NAN_POLICIES_WITHOUT_NAN + _NAN_POLICIES_WITH_NAN)}")
+    directed = option_name(c.directed_overflow)
+    if directed is not None and directed not in DIRECTED_OVERFLOW:
+        raise ValueError(f"unknown directed_overflow {c.directed_overflow!r}; choose one of {', '.join(DIRECTED_OVERFLOW)}")
+    check_via(c.via)  # (sr_bits: checked with the rounding it goes with, in resolved)
 
 
 def _options(
     fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None,
     directed_overflow: str | None = None,
 ) -> _Options:
-    """Check the options against the format and resolve the defaults (names in any case)."""
-    rounding = _rounding(fmt, rounding, sr_bits)
+    """Check the options against the format and resolve the defaults (names in any case): the
+    record :meth:`Conversion.resolved` gives."""
+    rounding = _rounding(fmt, "nearest_even" if rounding is None else rounding, sr_bits)
     overflow = _overflow(fmt, option_name(overflow))
     nan = _nan(fmt, option_name(nan))
     directed_overflow = option_name(directed_overflow)
-    if directed_overflow is None:
-        directed = "ieee"
+    if directed_overflow in (None, "ieee"):
+        directed = None  # (unwritten: the record equals the one written without it)
     elif directed_overflow not in DIRECTED_OVERFLOW:
         raise ValueError(f"unknown directed_overflow {directed_overflow!r}; choose one of {', '.join(DIRECTED_OVERFLOW)}")
     elif overflow not in ("inf", "nan"):
@@ -82,75 +209,4 @@ def _options(
     else:
         directed = directed_overflow
     bits = int(sr_bits) if rounding in STOCHASTIC_WITH_BITS else None  # NumPy integers: as int
-    return _Options(rounding, overflow, nan, bits, directed)
-
-
-def _check_random(rounding: str, rng: Any, random_bits: Any) -> None:
-    """``rng`` and ``random_bits`` only where the (canonical) rounding uses them: rng seeds the
-    stochastic roundings' bits, random_bits are P3109's given bits; one rule for both.
-
-    >>> _check_random("nearest_even", 0, None)
-    Traceback (most recent call last):
-    ...
-    ValueError: rng applies to the stochastic roundings (stochastic, stochastic_a, stochastic_b, stochastic_c), not 'nearest_even'
-    """
-    if random_bits is not None and rounding not in STOCHASTIC_WITH_BITS:
-        raise ValueError(f"random_bits apply to {', '.join(STOCHASTIC_WITH_BITS)}, not {rounding!r}")
-    if rng is not None and rounding not in STOCHASTIC:
-        raise ValueError(f"rng applies to the stochastic roundings ({', '.join(STOCHASTIC)}), not {rounding!r}")
-    if rng is not None and random_bits is not None:
-        raise ValueError("rng draws the random bits that random_bits gives: pass one of them, not both")
-
-
-def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
-    key = option_name(rounding)
-    if not isinstance(key, str) or key not in ROUNDING_MODES:
-        raise ValueError(
-            f"unknown rounding {rounding!r}; choose one of {', '.join(sorted(set(ROUNDING_MODES)))}"
-        )
-    rounding = ROUNDING_MODES[key]
-    if rounding in STOCHASTIC_WITH_BITS:
-        if not is_whole(sr_bits) or not 1 <= sr_bits <= 32:
-            raise ValueError(f"rounding={rounding!r} needs sr_bits, the number N of random bits "
-                             f"per value (1..32), got {sr_bits!r}")
-    elif sr_bits is not None:
-        raise ValueError(f"sr_bits applies to {', '.join(STOCHASTIC_WITH_BITS)}, not {rounding!r}")
-    if rounding == "ml_dtypes_e8m0" and (fmt.mantissa_bits or fmt.subnormals):
-        raise ValueError("rounding='ml_dtypes_e8m0' is for formats like E8M0: no mantissa bits, no zero")
-    return rounding
-
-
-def _overflow(fmt: Format, overflow: str | None) -> str:
-    if overflow is None:
-        # The non-saturating behaviour of each format, as ml_dtypes implements it.
-        return "inf" if fmt.has_inf else "nan" if fmt.has_nan else "saturate"
-    overflow = OVERFLOW_ALIASES.get(overflow, overflow)
-    if overflow not in OVERFLOW_MODES:
-        names = ", ".join(OVERFLOW_MODES + tuple(OVERFLOW_ALIASES))
-        raise ValueError(f"unknown overflow {overflow!r}; choose one of {names}")
-    if overflow == "inf" and not fmt.has_inf:
-        raise ValueError(f"format {fmt.name} has no Inf: use overflow='saturate' or 'nan'")
-    if overflow == "nan" and not fmt.has_nan:
-        raise ValueError(f"format {fmt.name} has no NaN: use overflow='saturate'")
-    return overflow
-
-
-def _nan(fmt: Format, nan: str | None) -> str:
-    if fmt.has_nan:
-        nan = "sign" if nan is None else nan
-        allowed = _NAN_POLICIES_WITH_NAN
-        if not fmt.signed and fmt.subnormals:  # ml_dtypes' rule for negatives (specials.py)
-            allowed += ("ml_dtypes",)
-    else:
-        nan = "raise" if nan is None else nan
-        allowed = _NAN_POLICIES_WITHOUT_NAN
-    if nan not in allowed:
-        kind = "has NaN" if fmt.has_nan else "has no NaN"
-        raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
-    if nan in ("payload", "quiet_payload") and fmt.nan != "ieee":
-        raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
-    if nan in ("all_ones", "ones_with_sign", "ones_positive") and fmt.nan not in ("ieee", "top"):
-        raise ValueError(f"nan={nan!r}: in {fmt.name} the all-ones code is not a NaN")
-    if nan == "ml_dtypes" and not fmt.signed and not fmt.has_nan:
-        raise ValueError("nan='ml_dtypes' is defined for signed formats and unsigned ones with NaN and zero")
-    return nan
+    return Conversion(rounding, overflow, nan, bits, directed)

@@ -4,10 +4,15 @@ format and options, else the generic kernel.
 * float32 input into formats with at most 6 mantissa bits: a 2**17-entry table indexed by the
   top 16 bits of the float32 pattern plus one sticky bit for the low 16 bits. The round bit of
   such a format always lies in the top 16 bits, so those 17 bits decide the result.
-* float64 input into those formats: first round to float32 *to odd* (which loses nothing for
-  a later rounding to 2 or more bits fewer), then the table.
+* float16 and float64 input into those formats: chunk by chunk made float32 (float16
+  exactly; float64 to the nearest float32 unless that is one of the format's decision
+  points, a value or a midpoint, where it is rounded *to odd* instead: then the float32 rounds
+  like the float64, see :func:`.odd._float64_to_float32_alike`), then the table, while the
+  chunk is in the cache: about one pass more than float32 input.
 * fp16/fp32/fp64 with round-to-nearest-even: numpy's own (correctly rounded) cast.
-* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern.
+* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern;
+  float16 and float64 input made float32 the same way first (bf16 and tf32 have at most 22
+  significant bits).
 * everything else: the generic kernel.
 """
 
@@ -19,11 +24,19 @@ import numpy as np
 
 from ..formats import Format
 from .inputs import _chunk_size, _chunks
-from .odd import _float64_to_float32_odd
+from .odd import _float64_to_float32_alike
 from .kernel import _encode_generic, _is_fp32_prefix
 from .options import STOCHASTIC_WITH_BITS, _Options
+from .scratch import scratch
 from .specials import _raise_nan
 from .top_half import _encode_top_half, _top_half_plan
+
+
+# float16/float64 elements made float32 and then encoded at a time: the float32 chunk stays in the cache
+_WIDE_CHUNK = 1 << 17
+# Elements a chunk of the light kernels (table lookup, bf16/tf32 bit rounding): as
+# top_half._PIECE, large enough that the per-call cost of NumPy is spread thin
+_LIGHT_CHUNK = 1 << 17
 
 
 def _table_path_ok(fmt: Format, opts: _Options) -> bool:
@@ -75,8 +88,8 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
     low, high = _halves(u)
     out = np.empty(u.size, dtype=table.dtype)
-    idx = np.empty(min(_chunk_size(), u.size), dtype=np.uint32)
-    sticky = np.empty(idx.size, dtype=bool)
+    idx = scratch("lookup.index", min(_chunk_size(_LIGHT_CHUNK), u.size), np.uint32)
+    sticky = scratch("lookup.sticky", idx.size, bool)
     for part in _chunks(u.size, max(idx.size, 1)):
         n = part.stop - part.start
         np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
@@ -87,15 +100,8 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
 
 
 def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray | None = None) -> np.ndarray:
-    if x.dtype == np.float64:
-        huge = np.abs(x) >= 2.0**128  # no float32 holds them: the generic kernel decides them
-        x32 = _float64_to_float32_odd(x)
-        codes = _encode_by_table(x32, fmt, opts)
-        if huge.any():
-            codes[huge] = _encode_generic(x[huge], fmt, opts).astype(codes.dtype)
-        return codes
     if x.dtype != np.float32:
-        x = x.astype(np.float32)
+        return _encode_wide_by_table(x, fmt, opts, out)
     if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
         _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
     u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
@@ -107,6 +113,27 @@ def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray
     if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
         _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
     return codes
+
+
+def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray | None) -> np.ndarray:
+    """The table path for float16 and float64 input: each chunk made float32 (float16
+    widened, exactly; float64 narrowed to values that round alike,
+    :func:`.odd._float64_to_float32_alike`: the table's formats have 2 bits fewer than float32
+    wherever they have values), then encoded as float32 while it is still in the cache."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    table = _encode_table(fmt, opts)
+    codes = out.reshape(-1) if out is not None and out.dtype == table.dtype else np.empty(flat.size, table.dtype)
+    for part in _chunks(flat.size, _chunk_size(_WIDE_CHUNK)):
+        specials: list = []
+        narrow = _as_float32(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
+        got = _encode_by_table(narrow, fmt, opts, codes[part])
+        if not np.may_share_memory(got, codes):  # (the plain table lookup writes a new array)
+            codes[part] = got
+        where = specials[0] if specials else ()
+        huge = where[np.abs(flat[part][where]) >= 2.0**128] if len(where) else ()
+        if len(huge):  # no float32 holds them: the generic kernel decides them
+            codes[part][huge] = _encode_generic(flat[part][huge], fmt, opts).astype(codes.dtype)
+    return codes.reshape(x.shape)
 
 
 # Formats numpy casts to natively with IEEE round-to-nearest-even (a correctly rounded cast).
@@ -139,25 +166,56 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
     even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
     A NaN becomes the canonical quiet NaN with its sign.
     """
-    flat = np.asarray(x, order="C").reshape(-1)
-    u = flat.view(np.uint32)
+    source = np.asarray(x, order="C").reshape(-1)
     bf16 = fmt.mantissa_bits == 7 and not fmt.container_bits
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
-    out = np.empty(u.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = _chunk_size()
-    scratch = [np.empty(min(size, u.size), dtype=t) for t in (np.uint32, np.uint32, bool)]
-    for part in _chunks(u.size, size):
+    out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
+    size = _chunk_size(_LIGHT_CHUNK)
+    buffers = [scratch(f"prefix.{i}", min(size, source.size), t) for i, t in enumerate((np.uint32, np.uint32, bool))]
+    for part in _chunks(source.size, size):
         n = part.stop - part.start
-        work = [s[:n] for s in scratch]
+        work = [b[:n] for b in buffers]
+        flat = source[part] if source.dtype == np.float32 else \
+            _as_float32(source[part], fmt, None, scratch("prefix.float32", n, np.float32))  # (chunk by chunk: in cache)
+        u = flat.view(np.uint32)
         if bf16:
-            _bf16_rne(u[part], out[part], work[0].view(np.uint16)[:n], work[1].view(np.uint16)[:n], work[2])
+            _bf16_rne(u, out[part], work[0].view(np.uint16)[:n], work[1].view(np.uint16)[:n], work[2])
         else:
-            _prefix_rne(u[part], 23 - fmt.mantissa_bits, out[part], work[0], work[1])
-        nan = np.isnan(flat[part], out=work[2])
+            _prefix_rne(u, 23 - fmt.mantissa_bits, out[part], work[0], work[1])
+        nan = np.isnan(flat, out=work[2])
         if nan.any():
-            sign = (u[part][nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
+            sign = (u[nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
             out[part][nan] = sign | fmt.nan_code
     return out.reshape(x.shape)
+
+
+# Input dtypes of the prefix path: float32, and those it narrows to float32 so that one
+# rounding follows (float16 exactly; float64 to odd, exact for at most 22 significant bits).
+_PREFIX_INPUTS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _as_float32(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray) -> np.ndarray:
+    """A flat float16/float64 array as float32 (into out) that rounds to the same codes into
+    fmt, a format of at most 22 significant bits: float16 widened, float64 narrowed to values
+    that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as
+    the input does; ``specials`` gets the positions to check for such values)."""
+    if flat.dtype == np.float64:
+        return _float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out)
+    np.copyto(out, flat, casting="safe")
+    return out
+
+
+def _decision_zero_bits(fmt: Format) -> int:
+    """The trailing zero bits of every float32 pattern that is a decision point of fmt (a
+    value, or a midpoint, spaced 2**(e - M - 1) in binade e, above 2**(emin - M - 1)), for a
+    format of at most 22 significant bits whose range lies within float32's: 22 - M in
+    float32's normal range, ``emin - M - 1`` + 149 in its subnormal range.
+
+    >>> from ..formats import get_format
+    >>> _decision_zero_bits(get_format("bf16")), _decision_zero_bits(get_format("e4m3"))
+    (15, 19)
+    """
+    return min(22 - fmt.mantissa_bits, fmt.emin - fmt.mantissa_bits + 148)
 
 
 def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, lsb: np.ndarray, r: np.ndarray) -> None:
@@ -189,7 +247,8 @@ def _path(fmt: Format, opts: _Options, dtype: np.dtype) -> str:
     if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
             and (dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
         return "native"
-    if dtype == np.float32 and _is_fp32_prefix(fmt) and fmt.mantissa_bits < 23 \
+    if dtype in _PREFIX_INPUTS and _is_fp32_prefix(fmt) \
+            and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
             and opts == _Options("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix"
     return "generic"
@@ -203,7 +262,7 @@ def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits,
     there directly)."""
     path = _path(fmt, opts, x.dtype)
     if path == "table":
-        codes = _encode_by_table(x, fmt, opts, out if x.dtype == np.float32 else None)
+        codes = _encode_by_table(x, fmt, opts, out)
     elif path == "native":
         codes = _encode_numpy_native(x, fmt, opts)
     elif path == "prefix":

@@ -3,6 +3,7 @@ round by floating-point arithmetic (tested against the generic kernel)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,14 +20,15 @@ from .foreign import as_numpy
 from .kernel import _decode_generic, _encode_generic, _raise_nan
 from .returns import check_returns, deliver_values
 from ..arguments import option_name
-from .options import ROUNDING_MODES, _check_random, _Options, _options
+from .options import ROUNDING_MODES, Conversion, _check_random, _Options
 
 
 def quantize(
     x: Any,
     fmt: str | Format,
     *,
-    rounding: str = "nearest_even",
+    conversion: Conversion | Mapping | None = None,
+    rounding: str | None = None,
     overflow: str | None = None,
     nan: str | None = None,
     rng: int | np.random.Generator | None = None,
@@ -37,8 +39,9 @@ def quantize(
     workers: int | None = None,
     returns: str = "numpy",
 ) -> np.ndarray:
-    """Round x to the values of ``fmt`` (per the options of :func:`encode`), as floats, in the
-    array type ``returns`` asks for (``"numpy"``, ``"input"``, ``"torch"``, ``"ml_dtypes"``).
+    """Round x to the values of ``fmt`` (per the options of :func:`encode`: a ``conversion``
+    and/or the keywords), as floats, in the array type ``returns`` asks for (``"numpy"``,
+    ``"input"``, ``"torch"``, ``"ml_dtypes"``).
 
     Exact input (Fractions, Decimals, decimal strings: see :func:`encode`) is rounded once
     from its exact value. The result has x's float dtype (float64 for integer and exact
@@ -49,39 +52,41 @@ def quantize(
     array([1.015625e-01, 4.480000e+02])
     >>> quantize([1 + 2**-8 + 2**-30], "bf16", via="fp32")  # rounded twice, as ml_dtypes 0.6 does
     array([1.])
+    >>> quantize([1000.0], "e4m3", conversion=Conversion(overflow="saturate"))
+    array([448.])
     """
     fmt = get_format(fmt)
     returns = check_returns(returns, x)
+    conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
     # the fast paths below never reach encode: the options are checked here, once, first
-    _check_random(_options(fmt, rounding, overflow, nan, sr_bits, directed_overflow).rounding, rng, random_bits)
-    values = _quantize(as_numpy(x), fmt, rounding, overflow, nan, rng, sr_bits, random_bits, directed_overflow,
-                       workers, check_via(via))
+    _check_random(conv.resolved(fmt).rounding, rng, conv.random_bits)
+    values = _quantize(as_numpy(x), fmt, conv.replace(via=check_via(conv.via)), rng, workers)
     return deliver_values(values, returns, x)
 
 
-def _quantize(x: Any, fmt: Format, rounding: str, overflow: str | None, nan: str | None, rng: Any,
-              sr_bits: int | None, random_bits: Any, directed_overflow: str | None,
-              workers: int | None, via: str | None = None) -> np.ndarray:
+def _quantize(x: Any, fmt: Format, conv: Conversion, rng: Any, workers: int | None) -> np.ndarray:
     """quantize of a NumPy or Dask array."""
     arr = x if is_dask(x) else _as_real_array(x)
     dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)  # (exact input: float64)
+    via = conv.via
     if via is not None and arr.dtype.kind in "OU":
         arr = exact_to_float32(arr)  # once, from the exact value
     if via is not None:  # the values come back in x's dtype, rounded twice as asked
-        values = _quantize(arr.map_blocks(narrow, via, dtype=np.float32) if is_dask(arr) else narrow(arr, via), fmt, rounding, overflow,
-                           nan, rng, sr_bits, random_bits, directed_overflow, workers)
+        narrowed = arr.map_blocks(narrow, via, dtype=np.float32) if is_dask(arr) else narrow(arr, via)
+        values = _quantize(narrowed, fmt, conv.replace(via=None), rng, workers)
         return values.astype(np.promote_types(dtype, values.dtype))
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
         if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
             dtype = wider
             break
-    fast = sr_bits is None and random_bits is None and directed_overflow is None and not is_dask(arr)
-    if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, rounding):
-        return _in_pieces(_quantize_float32_magic, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
-    if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, rounding):
-        return _in_pieces(_quantize_float64_scaled, arr, fmt, _options(fmt, rounding, overflow, nan), workers)
-    codes = encode(arr, fmt, rounding=rounding, overflow=overflow, nan=nan, rng=rng, sr_bits=sr_bits,
-                   random_bits=random_bits, directed_overflow=directed_overflow, workers=workers)
+    opts = conv.resolved(fmt)
+    fast = opts.sr_bits is None and conv.random_bits is None and opts.directed_overflow is None and not is_dask(arr)
+    if fast and arr.dtype == np.float32 and _magic_path_ok(fmt, opts.rounding):
+        return _in_pieces(_quantize_float32_magic, arr, fmt, opts, workers)
+    if fast and arr.dtype == np.float64 and _scaled_path_ok(fmt, opts.rounding):
+        return _in_pieces(_quantize_float64_scaled, arr, fmt, opts, workers)
+    codes = encode(arr, fmt, conversion=conv, rng=rng, workers=workers)
     if dtype == np.float16:  # (a Dask array too: encode and decode take them)
         return decode(codes, fmt, dtype=np.float32, workers=workers).astype(np.float16)
     return decode(codes, fmt, dtype=dtype, workers=workers)

@@ -9,7 +9,10 @@ interim report v4.0, section 4.7.4, defines them, with nu the dropped fraction:
 * A: floor(nu * 2**N) + R >= 2**N (add R below the last place and keep the carry: PTX
   ``cvt.rs``, gfloat's StochasticFastest);
 * B: floor(nu * 2**(N+1)) + 2R + 1 >= 2**(N+1) (gfloat's StochasticFast);
-* C: round_ties_even(nu * 2**N) + R >= 2**N (gfloat's Stochastic).
+* C: round_ties_even(nu * 2**N) + R >= 2**N (gfloat's Stochastic);
+
+and gfloat's ``RoundMode.StochasticOdd`` (not a P3109 mode), C with ties to odd:
+round_ties_odd(nu * 2**N) + R >= 2**N (gfloat 0.5 ``round_float``: ``_rnito(delta * 2**N)``).
 
 >>> u = np.uint64
 >>> _sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(0)])).tolist()
@@ -75,26 +78,35 @@ def _top_bits(rem, shift_full, n: int) -> np.ndarray:
     return np.where(d >= 0, right, left)
 
 
-def _nearest_even_bits(rem, shift_full, n: int) -> np.ndarray:
-    """round_ties_even(nu * 2**n) for nu = rem / 2**shift_full, exactly."""
+def _nearest_bits(rem, shift_full, n: int, ties_odd: bool = False) -> np.ndarray:
+    """nu * 2**n rounded to the nearest integer, ties to even (or to odd), for nu = rem /
+    2**shift_full, exactly.
+
+    >>> u = np.array([1, 3], dtype=np.uint64)  # 0.5 and 1.5 (nu = rem / 4, n = 1)
+    >>> _nearest_bits(u, np.array([2, 2]), 1).tolist(), _nearest_bits(u, np.array([2, 2]), 1, True).tolist()
+    ([0, 2], [1, 1])
+    """
     d = np.asarray(shift_full, dtype=np.int64) - n
     dd = np.clip(d, 1, 60).astype(np.uint64)
     q = rem >> dd
     r = rem & ((_U64(1) << dd) - _U64(1))
     half = _U64(1) << (dd - _U64(1))
-    rounded = q + ((r > half) | ((r == half) & ((q & _U64(1)) == 1)))
+    # a tie goes up where that makes the result even (q odd) or, for ties to odd, odd (q even)
+    tie_up = ((q & _U64(1)) == 1) != ties_odd
+    rounded = q + ((r > half) | ((r == half) & tie_up))
     return np.where(d >= 1, rounded, _top_bits(rem, shift_full, n))
 
 
 def _sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
-    """P3109's stochastic rounding with N = n random bits r (uint64, 0 <= r < 2**n)."""
+    """P3109's stochastic rounding (and gfloat's StochasticOdd) with N = n random bits r
+    (uint64, 0 <= r < 2**n)."""
     one = _U64(1)
     if mode == "stochastic_a":
         return _top_bits(rem, shift_full, n) + r >= (one << _U64(n))
     if mode == "stochastic_b":
         return _top_bits(rem, shift_full, n + 1) + (r << one) + one >= (one << _U64(n + 1))
-    if mode == "stochastic_c":
-        return _nearest_even_bits(rem, shift_full, n) + r >= (one << _U64(n))
+    if mode in ("stochastic_c", "stochastic_odd"):
+        return _nearest_bits(rem, shift_full, n, mode == "stochastic_odd") + r >= (one << _U64(n))
     raise AssertionError(mode)
 
 

@@ -16,13 +16,10 @@ checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the sear
 :mod:`fpemu.probe`, whose ``fpemu probe`` runs them: probe imports fit, never the reverse);
 :func:`fake_device` lives in :mod:`fpemu.backends`.
 
-Staged models (issue 18: FP8 inputs with fp16 output, which no ``Accumulator`` expresses):
-``staged`` (the fit-only model description and the named hypotheses), ``staged_kernel`` (its
-vectorized arithmetic), ``spaces`` (search spaces as data), ``staged_search`` (one model for
-the columns of several dumps, ranked; residual rows), ``staged_report`` (``fpemu fit --space``),
-``fp8_probes``, ``fp8_devices``, ``fp8_judge`` and ``fp8_run`` (``fpemu probe --experiment
-fp8-fp16``: the experiment rows, the GPU paths and fake devices, the verdicts and records, the
-run).
+The FP8 fp16-output campaign of issue 18 (staged models, which no ``Accumulator`` expresses,
+and the probes that pinned them) is research, not library: ``research/fp8_fp16/`` at the
+repository root (``python -m research.fp8_fp16 probe|fit``). Its result is the h100/b200
+presets' fp16 model in :mod:`fpemu.isa`; ``moved`` makes the old paths name the new ones.
 """
 
 from ..backends import fake_device
@@ -40,5 +37,18 @@ from .dumps import infer_inputs  # noqa: F401
 from .kernel import _batch_matches, _model_matches  # noqa: F401
 from .reporting import describe_model, report, summarize_models  # noqa: F401
 from .search import _used_fraction_bits, candidate_models  # noqa: F401
+
+# The FP8 fp16-output campaign's old paths (fpemu.fit.staged, ...) fail naming the new ones.
+from .moved import MOVED_MODULES, install_finder
+
+install_finder()
+
+
+def __getattr__(name: str):
+    if name in MOVED_MODULES:
+        raise AttributeError(f"fpemu.fit.{name} moved out of the library: research.fp8_fp16.{name} "
+                             "(from a checkout of the fpemu repository)")  # fmt: skip
+    raise AttributeError(f"module 'fpemu.fit' has no attribute {name!r}")
+
 
 __all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device"]

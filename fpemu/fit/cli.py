@@ -1,5 +1,6 @@
-"""``fpemu fit``: every output column of a dump fitted and reported; with ``--space``, one
-staged model searched for the columns of several dumps at once."""
+"""``fpemu fit``: every output column of a dump fitted and reported. (``--space`` other than
+``block``, the FP8 fp16-output campaign's staged search, moved to ``research/fp8_fp16``: the
+option stays so that the error can name the new command.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..formats import get_format
 from ..outputs import json_number
 from ..progress import progress
 from .dumps import DumpError, load_dump
+from .moved import moved_command
 from .reporting import report
 from .search import fit
 
@@ -30,11 +32,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     reproduces makes the run fail (exit status 1) after the report."""
     from ..errors import RunError
 
+    if args.space != "block":
+        raise ValueError(moved_command("fit"))
     if args.inputs is not None:
         get_format(args.inputs)  # an unknown name is a usage error, before the file is read
     paths = args.dump if isinstance(args.dump, list) else [args.dump]
-    if args.space != "block":
-        return _cmd_space(args, paths)
     unfit, records = [], []
     dumps = [_load(path, args.inputs) for path in paths]
     for path, dump in zip(paths, dumps):
@@ -50,7 +52,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             else:
                 print(("\n" if n else "") + report(result), flush=True)
                 if not result.fits and out == "fp16" and dump.inputs in ("e4m3", "e5m2"):
-                    print(f"hint: FP8 with fp16 output runs in stages: fpemu fit {path} --space fp8-fp16", flush=True)
+                    print(f"hint: FP8 with fp16 output runs in stages: python -m research.fp8_fp16 fit {path} "
+                          "(from the root of a checkout of the fpemu repository)", flush=True)  # fmt: skip
             if not result.fits:
                 unfit.append((path, f"d_{out}"))
     if args.json:
@@ -63,33 +66,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
         else:
             where = f"no model in the search space reproduces every row of {where}"
         raise RunError(where)
-    return 0
-
-
-def _cmd_space(args: argparse.Namespace, paths: list) -> int:
-    """--space: one staged model for the columns of every dump, ranked, with residual rows."""
-    from ..errors import RunError
-    from .spaces import load_space
-    from .staged_report import space_report
-    from .staged_search import search_space
-
-    spec = load_space(args.space)  # a usage error before any file is read
-    if args.top < 1 or args.residuals < 0:
-        raise ValueError("--top must be >= 1 and --residuals >= 0")
-    dumps = [_load(p, args.inputs) for p in paths]
-    with progress(1, f"fit --space {args.space}", enabled=None if not args.quiet else False) as step:
-        result = search_space(dumps, args.space, args.out or spec["out"], top=args.top)
-        step()
-    if args.json:
-        print(json.dumps({"space": args.space, "columns": result.columns, "K": result.K, "fits": result.fits,
-                          "searched": result.searched, "seconds": json_number(result.seconds),
-                          "ranked": [{"model": c.model.as_dict(), "rows": c.rows} for c in result.ranked]},
-                         indent=1))
-    else:
-        print(space_report(result, dumps, args.residuals), flush=True)
-    if not result.fits:
-        raise RunError(f"no model of the search space {args.space} reproduces every row of "
-                       + ", ".join(result.columns))  # fmt: skip
     return 0
 
 
@@ -106,16 +82,17 @@ def register_cli(subparsers) -> None:
     """Add ``fit``."""
     p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs")
     p.add_argument("dump", nargs="+", help="an .npz in the hwdata layout (uint32 bit patterns a, b, c, d_fp32 and/or "
-                                           "d_fp16), or a file of fpemu vectors --accumulator; several: each in turn, "
-                                           "or (--space) all together")  # fmt: skip
+                                           "d_fp16), or a file of fpemu vectors --accumulator; several: each in turn")
     p.add_argument("--inputs", default=None, help="input format (default: the file's metadata, else its name)")
     p.add_argument("--out", default=None, type=option_name, choices=("fp32", "fp16"),
                    help="output column (default: every one present)")
+    # --space fp8-fp16|FILE.json, --top and --residuals were the staged search's: kept so that
+    # the old spelling is told the new one (python -m research.fp8_fp16 fit) instead of "unknown option".
     p.add_argument("--space", default="block",
-                   help="search space: 'block' (Accumulator block models, the default), 'fp8-fp16' (staged models of "
-                        "FP8 products with fp16 output, one model for every dump given), or a .json file of axes")  # fmt: skip
-    p.add_argument("--top", type=int, default=10, help="--space: candidates listed (default 10)")
-    p.add_argument("--residuals", type=int, default=5, help="--space: missed rows decoded per column (default 5)")
+                   help="search space: 'block' (Accumulator block models; the staged spaces moved to "
+                        "python -m research.fp8_fp16 fit)")  # fmt: skip
+    p.add_argument("--top", type=int, default=10, help=argparse.SUPPRESS)
+    p.add_argument("--residuals", type=int, default=5, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the fits as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_fit)

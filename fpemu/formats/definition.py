@@ -10,6 +10,7 @@ low bits zero, exactly as CUTLASS stores ``tfloat32_t``. Codes are unsigned inte
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -215,7 +216,7 @@ class Format:
             return self.emin - self.mantissa_bits - 1
         return int(np.frexp(self.max)[1]) - 1
 
-    @property
+    @functools.cached_property  # the codec reads it several times a call: computed once
     def max(self) -> float:
         """Largest finite value.
 

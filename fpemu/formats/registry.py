@@ -27,7 +27,8 @@ def p3109(k: int, p: int | None = None, *, signed: bool = True, domain: str = "e
     bits and bias 2**(K-P-1), unsigned ones K - P + 1 and 2**(K-P). One zero, no -0, one NaN:
     signed 2**(K-1) (the code of -0), unsigned 2**K - 1 (the top code). The extended domain
     adds Inf: signed +-Inf on the top codes 2**(K-1) - 1 and 2**K - 1, unsigned +Inf just
-    below the NaN. K >= 3 is normative; K = 2 (annex C) is allowed too. ``p3109(P)`` with one
+    below the NaN. K >= 3 is normative; K = 2 (annex C) is allowed too. Signed formats need
+    P < K (section 3.1), so gfloat's signed ``format_info_p3109(K, K)`` has no fpemu twin. ``p3109(P)`` with one
     argument is the 8-bit signed extended binary8pP (the form of earlier fpemu versions).
 
     >>> f = p3109(8, 3); f.name, f.max, f.bias
@@ -45,10 +46,15 @@ def p3109(k: int, p: int | None = None, *, signed: bool = True, domain: str = "e
     k, p = int(k), int(p)
     if domain not in ("extended", "finite"):
         raise ValueError(f"P3109 domain must be 'extended' or 'finite', got {domain!r}")
+    # Interim report v4.0 (26 June 2026), section 3.1: "P shall be strictly less than K (0 < P
+    # < K) for signed formats, and less than or equal to K (0 < P <= K) for unsigned formats";
+    # its value tables (annex C, tables 4-7) list signed P = 1 .. K-1 only. A signed P = K
+    # would leave no exponent bits and a bias of 1/2 (gfloat floors it to 0).
     top = k - 1 if signed else k
     if k < 2 or not 1 <= p <= top:
         kind = "signed formats: 1 <= P < K" if signed else "unsigned formats: 1 <= P <= K"
-        raise ValueError(f"P3109 defines K >= 2 and, for {kind}; got K={k}, P={p}")
+        raise ValueError(f"P3109 defines K >= 2 and, for {kind} (interim report v4.0, section 3.1); "
+                         f"got K={k}, P={p}")
     extended = domain == "extended"
     name = f"binary{k}p{p}{'s' if signed else 'u'}{'e' if extended else 'f'}"
     if signed:

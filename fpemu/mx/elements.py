@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import decode, encode
-from ..codec.encoder import _encode_array
-from ..codec.options import _options
+from ..codec import Conversion, decode, encode
+from ..codec.encoder import encode_keyed
 from ..formats import Format
 from .formats import BlockFormat
 
@@ -83,12 +82,11 @@ def _encode_elements(
         if to_integer is not None:  # the codec's codes, at numpy's speed
             y *= y.dtype.type(2.0**bf.int_shift)  # exact: a power of two, |y| <= max
             return _fixed_point_codes(to_integer(y), fmt)
-    nan = "zero" if not fmt.has_nan else None
+    conversion = Conversion(rounding=rounding, overflow="saturate", nan="zero" if not fmt.has_nan else None)
     if key is None:
-        return encode(y, fmt, rounding=rounding, overflow="saturate", nan=nan)
+        return encode(y, fmt, conversion=conversion)
     # Stochastic: the bits of each element follow its position in the input (see inputs.py).
-    opts = _options(fmt, rounding, "saturate", nan)
-    return _encode_array(y, fmt, opts, workers=1, index=positions, key=key)
+    return encode_keyed(y, fmt, conversion, key=key, positions=positions)
 
 
 def _nan_fill(bf: BlockFormat) -> int:

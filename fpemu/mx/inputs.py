@@ -8,13 +8,12 @@ import numpy as np
 
 from ..arguments import option_name
 from ..codec import ROUNDING_MODES, integers_to_float64
+from ..codec.options import STOCHASTIC_WITH_BITS
 from ..codec.rounding import _sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
-#: random bits (P3109 stochastic A/B/C) and the E8M0-only one.
-ELEMENT_ROUNDINGS = tuple(sorted(
-    set(ROUNDING_MODES.values()) - {"stochastic_a", "stochastic_b", "stochastic_c", "ml_dtypes_e8m0"}
-))
+#: random bits (P3109 stochastic A/B/C, gfloat's odd one) and the E8M0-only one.
+ELEMENT_ROUNDINGS = tuple(sorted(set(ROUNDING_MODES.values()) - set(STOCHASTIC_WITH_BITS) - {"ml_dtypes_e8m0"}))
 
 
 def _canonical_rounding(rounding: Any) -> str:

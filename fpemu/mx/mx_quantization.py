@@ -3,10 +3,14 @@ region, chunk by chunk."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from ..codec.options import _Options, _options
+from ..codec.paths import _encode_flat
+from ..formats import Format
 from ..parallel import run_each
 from .conventions import MXRule
 from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
@@ -56,12 +60,34 @@ def _quantize_mx_rows(
     if rounding in _TINY_MATTERS:
         _restore_underflow(y, rows)
     nan_elements = np.isnan(y) if rule.nan == "ignore" else None
-    out[...] = _encode_elements(y, bf, rounding, key, positions)
+    _encode_into(y, bf, rounding, key, positions, out)
     if nan_elements is not None:
         out[nan_elements] = _CUDA_NAN
     if nan_blocks.any():
         out[nan_blocks] = _nan_fill(bf)
     return scales
+
+
+def _encode_into(y: np.ndarray, bf: BlockFormat, rounding: str, key: Any, positions: np.ndarray | None,
+                 out: np.ndarray) -> None:
+    """Element codes of the scaled rows y into out. Deterministic roundings into a floating
+    point element go straight to the codec's path for a flat array (what encode does for a
+    chunk this size, on one thread, without its argument checks), writing into out where it
+    is contiguous; the rest through :func:`.elements._encode_elements`."""
+    fmt = bf.element
+    flat_out = out.reshape(-1) if out.flags.c_contiguous else None
+    if key is not None or fmt.twos_complement or flat_out is None or not y.flags.c_contiguous:
+        out[...] = _encode_elements(y, bf, rounding, key, positions)
+        return
+    opts = _element_options(fmt, rounding)
+    _encode_flat(y.reshape(-1), fmt, opts, None, 0, None, out=flat_out)
+
+
+@lru_cache(maxsize=64)
+def _element_options(fmt: Format, rounding: str) -> _Options:
+    """The codec options of MX elements: saturating, NaN to 0 where the format has none (as
+    :func:`.elements._encode_elements` asks of encode)."""
+    return _options(fmt, rounding, "saturate", None if fmt.has_nan else "zero")
 
 
 def _quantize_mx(

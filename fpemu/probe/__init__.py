@@ -2,8 +2,8 @@
 
 The feature tests (:func:`probe`, :class:`ProbeResult`, :func:`probe_report`: what their
 answers say) live in :mod:`fpemu.fit.feature_tests`, below this package: the command here
-(``cli``, ``fpemu probe``) runs them and fit's FP8 experiments, and fit imports nothing from
-here.
+(``cli``, ``fpemu probe``) runs them, and fit imports nothing from here. (The FP8 fp16-output
+experiment that ran here too is research now: ``python -m research.fp8_fp16 probe``.)
 
 >>> found = probe(fake_device("v100"), "fp16")
 >>> (found.model.block, found.model.frac_bits, found.model.out_rounding), found.nearest

@@ -22,21 +22,24 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import decode, encode, quantize
-from ..codec.exact import exact_decimal, fraction_float
+from ..codec.exact import decimal_text, exact_decimal, fraction_float
 from ..codec.explainer import explain_facts
+from ..codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN
 from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
 from .blocks import BLOCK_NAMES, SCALE_RULES
-from .rules import number_text, parse_exact, rounding_rules
+from .rules import number_text, parse_exact
 from .values import smallest_subnormal
 
 __all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
-           "ROUNDINGS", "OVERFLOWS", "number_text"]
+           "ROUNDINGS", "OVERFLOWS", "NANS", "number_text"]
 
-#: The rounding modes the explorer offers (the deterministic ones).
-ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd")
+#: The rounding modes the explorer offers (stochastic with a seed, so that a link replays it).
+ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd", "stochastic")
 #: The overflow rules it offers ("default": the format's own).
 OVERFLOWS = ("default", "saturate", "saturate_propagate", "inf", "nan", "sat_none")
+#: What a NaN result becomes ("default": NaN's code where the format has one, else refused).
+NANS = ("default",) + tuple(_NAN_POLICIES_WITH_NAN) + tuple(_NAN_POLICIES_WITHOUT_NAN)
 _FIELDS = ("exponent_bits", "mantissa_bits", "bias", "signed", "inf", "nan", "subnormals")
 
 
@@ -84,7 +87,8 @@ def formats_payload() -> dict[str, Any]:
     blocks = [{"name": n, "block_size": get_block_format(n).block_size, "nvfp4": get_block_format(n).is_nvfp4}
               for n in BLOCK_NAMES]
     return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),
-            "overflows": list(OVERFLOWS), "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
+            "overflows": list(OVERFLOWS), "nans": list(NANS), "nans_without_nan": list(_NAN_POLICIES_WITHOUT_NAN),
+            "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
 
 
 def _code_from(fmt: Format, code: Any) -> int:
@@ -132,12 +136,13 @@ def _bits(fmt: Format, code: int) -> str:
 
 
 def describe_code(fmt: Any, code: Any) -> dict[str, Any]:
-    """One code of ``fmt`` read field by field: its bits, the fields, the class, the value
-    (:func:`fpemu.decode`), the formula and the two neighbouring finite values.
+    """One code of ``fmt`` read field by field: its bits, the code as hex and as an integer
+    (as :func:`fpemu.encode` returns it), the fields, the class, the value (:func:`fpemu.decode`;
+    ``value_exact``: its whole decimal), the formula and the two neighbouring finite values.
 
     >>> d = describe_code("fp16", "0x0001")
-    >>> d["class"], d["value"], d["formula"], d["down"]["value"]
-    ('subnormal', '5.960464477539063e-08', '+2^-14 × (0 + 1/1024)', '0.0')
+    >>> d["class"], d["value"], d["value_exact"], d["formula"], d["down"]["value"], d["integer"]
+    ('subnormal', '5.960464477539063e-08', '5.9604644775390625e-08', '+2^-14 × (0 + 1/1024)', '0.0', '1')
     """
     fmt = format_from_spec(fmt)
     code = _code_from(fmt, code)
@@ -158,9 +163,9 @@ def describe_code(fmt: Any, code: Any) -> dict[str, Any]:
         formula = _formula(fmt, raw, efield, frac, negative, cls)
     else:
         formula = {"nan": "NaN: not a number", "inf": "infinity", "zero": "zero"}[cls]
-    return {"format": format_fields(fmt), "code": _hex(fmt, code), "bits": bits, "fields": fields,
-            "sign": "-" if negative else "+", "exponent_field": efield, "class": cls,
-            "value": number_text(value), "formula": formula, "down": _neighbour(fmt, value, up=False),
+    return {"format": format_fields(fmt), "code": _hex(fmt, code), "integer": str(code), "bits": bits,
+            "fields": fields, "sign": "-" if negative else "+", "exponent_field": efield, "class": cls,
+            "value": number_text(value), "value_exact": _exact(value), "formula": formula, "down": _neighbour(fmt, value, up=False),
             "up": _neighbour(fmt, value, up=True)}
 
 
@@ -190,7 +195,12 @@ def _meaning(fmt: Format, name: str, field: int, cls: str) -> str:
     if fmt.twos_complement:
         return f"{field}: with the sign bit, the two's complement integer"
     lead = 0 if cls in ("zero", "subnormal", "fixed") else 1
-    return f"{lead} + {field}/{1 << M} = {lead + field / (1 << M)!r}"
+    return f"{lead} + {field}/{1 << M} = {exact_decimal(lead + field / (1 << M))}"  # (exact: M <= 52)
+
+
+def _exact(value: float) -> str:
+    """A value's whole decimal, or inf, -inf, nan (as :func:`number_text`)."""
+    return exact_decimal(value) if np.isfinite(value) else number_text(value)
 
 
 def _formula(fmt: Format, raw: int, efield: int, frac: int, negative: bool, cls: str) -> str:
@@ -207,34 +217,46 @@ def _formula(fmt: Format, raw: int, efield: int, frac: int, negative: bool, cls:
     return f"{sign}2^{efield - fmt.bias} × (1 + {frac}/{1 << M})"
 
 
-def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow: str = "default") -> dict[str, Any]:
+def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow: str = "default",
+                  nan: str = "default", seed: Any = 0) -> dict[str, Any]:
     """Round the number ``text`` into ``fmt``, once, from its exact value (``"0.1"`` is one
     tenth, not the float64 nearest it): the code's description (:func:`describe_code`) with
-    the input (as typed, and ``input_value``, the float64 nearest it), the value's exact
-    decimal, the error (value - input, exactly, shown as the float64 nearest it; relative:
-    divided by |input|; as :func:`fpemu.explain` gives them) and the rules that fired.
+    the input (as typed, and ``input_value``, the float64 nearest it), the error (value -
+    input, exactly: ``error_exact``, and ``error``, the float64 nearest it; relative: divided
+    by |input|) and the rules that fired: all of it :func:`fpemu.codec.explainer.explain_facts`,
+    the facts ``fpemu show`` prints. ``nan``: what a NaN result becomes; ``seed``: stochastic
+    rounding's seed (a whole number, so that the same link gives the same draw).
 
     >>> e = encode_number("e2m1", "2.5")
     >>> e["value"], e["error"], [r["rule"] for r in e["rules"]]
     ('2.0', '-0.5', ['tie'])
     >>> e = encode_number("fp64", "0.1")
-    >>> e["value"], e["error"], e["relative_error"], [r["rule"] for r in e["rules"]]
-    ('0.1', '5.551115123125783e-18', '5.551115123125783e-17', ['rounded'])
+    >>> e["value"], e["error_exact"], e["relative_error"], [r["rule"] for r in e["rules"]]
+    ('0.1', '+5.5511151231257827021181583404541015625e-18', '5.551115123125783e-17', ['rounded'])
     """
     fmt = format_from_spec(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"unknown rounding {rounding!r}; the explorer offers {', '.join(ROUNDINGS)}")
     if overflow not in OVERFLOWS:
         raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOWS)}")
+    if nan not in NANS:
+        raise ValueError(f"unknown NaN rule {nan!r}; choose one of {', '.join(NANS)}")
+    if not is_whole(seed) or not 0 <= int(seed) < 2**63:
+        raise ValueError(f"the seed of stochastic rounding is a whole number 0 .. 2^63-1, got {seed!r}")
     x = parse_exact(text)
-    shown = text.strip() if isinstance(text, str) else number_text(text)
-    ovf = None if overflow == "default" else overflow
-    facts = explain_facts(x, fmt, rounding=rounding, overflow=ovf)  # the error as show gives it
+    if isinstance(x, float) and np.isnan(x) and not fmt.has_nan and nan == "default":
+        raise ValueError(f"{fmt.name} has no NaN: choose what a NaN becomes under 'NaN results' "
+                         f"({', '.join(_NAN_POLICIES_WITHOUT_NAN[1:])})")
+    typed = text.strip().replace("−", "-") if isinstance(text, str) else x  # (read exactly by explain_facts)
+    facts = explain_facts(typed, fmt, rounding=rounding, overflow=None if overflow == "default" else overflow,
+                          nan=None if nan == "default" else nan,
+                          rng=int(seed) if rounding == "stochastic" else None)
     out = describe_code(fmt, facts["code"])
-    value = facts["value"]
     err, rel = facts["error"], facts["relative_error"]
-    out.update(input=shown, input_value=number_text(fraction_float(x)), value_exact=exact_decimal(value),
-               rounding=rounding, overflow=overflow, rules=rounding_rules(x, fmt, rounding, ovf, value, shown),
+    out.update(input=text.strip() if isinstance(text, str) else number_text(text), input_value=number_text(fraction_float(x)), rounding=rounding, overflow=overflow,
+               nan=nan, seed=int(seed), rules=facts["rules"],
                error=None if err is None else number_text(fraction_float(err)),
-               relative_error=None if rel is None else number_text(fraction_float(rel)))
+               error_exact=None if err is None else decimal_text(err, max_digits=60),
+               relative_error=None if rel is None else number_text(fraction_float(rel)),
+               relative_error_exact=None if rel is None else decimal_text(rel, max_digits=60))
     return out

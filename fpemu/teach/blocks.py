@@ -1,11 +1,15 @@
 """The explorer's second view: one MX or NVFP4 block, its inputs, the shared scale and each
 element's code, all from :func:`fpemu.mx.quantize`.
 
+Every value is shown exactly (its whole decimal), every error is value - input as typed,
+exactly; an element that became zero (flushed: below half the block's smallest step) or was
+clipped to the largest element (saturated) is marked and counted, and a NaN scale says why.
+
 >>> b = describe_block("mxfp4", [7.0, 3.0, 0.4, -1.2])
 >>> b["scale"]["code"], b["scale"]["value"], [e["code"] for e in b["elements"]]
 ('0x7F', '1.0', ['0x7', '0x5', '0x1', '0xA'])
->>> [e["value"] for e in b["elements"]]
-['6.0', '3.0', '0.5', '-1.0']
+>>> [e["value"] for e in b["elements"]], [e["flag"] for e in b["elements"]], b["summary"]
+(['6.0', '3.0', '0.5', '-1.0'], ['saturated', '', '', ''], '1 of 4 elements saturated')
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..arguments import is_whole
 from ..codec import decode
+from ..codec.exact import decimal_text, exact_decimal
 from ..formats import Format, get_format
 from ..mx import BlockFormat, get_block_format, quantize
-from .rules import number_text, parse_number
+from .rules import number_text, parse_exact
+from .values import finite_values
 
 __all__ = ["BLOCK_NAMES", "SCALE_RULES", "describe_block"]
 
@@ -40,16 +47,20 @@ def _element(block: BlockFormat) -> Format:
 
 
 def describe_block(fmt: str, values: Sequence[Any], scale_rounding: str = "floor",
-                   rounding: str = "nearest_even") -> dict[str, Any]:
+                   rounding: str = "nearest_even", seed: Any = 0) -> dict[str, Any]:
     """Quantize one block of ``values`` (1 .. block size numbers, as text or numbers) into the
-    block format ``fmt``: the shared scale (code, bits, value), and for each element its input,
-    code, bits, element value, represented value (scale x element) and error.
+    block format ``fmt``: the shared scale (code, bits, value; ``why`` where it is NaN), NVFP4's
+    tensor scale, and for each element its input, code, bits, element value, represented value
+    (scale x element, exact), error and ``flag`` (``flushed``, ``saturated``, ``nan`` or '',
+    with ``why``); ``summary`` counts the flags. Inputs are read exactly, then rounded to the
+    float64 (NVFP4: float32) that :func:`fpemu.mx.quantize` computes in; ``seed``: stochastic
+    rounding's seed.
 
     >>> b = describe_block("nvfp4", ["1", "-6", "0.25"])
     >>> b["block_size"], b["scale"]["code"], b["global_scale"], [e["value"] for e in b["elements"]]
-    (16, '0x7E', '0.0022321429569274187', ['1.0', '-6.0', '0.0'])
-    >>> b["elements"][2]["error"]  # 0.25 is halfway between 0 and 0.5: ties to even, 0
-    '-0.25'
+    (16, '0x7E', '0.00223214295692741870880126953125', ['1.0', '-6.0', '0.0'])
+    >>> b["elements"][2]["error"], b["elements"][2]["flag"]  # 0.25: halfway between 0 and 0.5, to even 0
+    ('-0.25', 'flushed')
     """
     block = get_block_format(fmt)
     if block.name not in BLOCK_NAMES:
@@ -58,15 +69,21 @@ def describe_block(fmt: str, values: Sequence[Any], scale_rounding: str = "floor
         raise TypeError("values must be a list of numbers")
     if not 1 <= len(values) <= block.block_size:
         raise ValueError(f"one {block.name} block holds 1 to {block.block_size} values, got {len(values)}")
-    x = np.array([parse_number(v) for v in values], dtype=np.float64)
+    if not is_whole(seed) or not 0 <= int(seed) < 2**63:
+        raise ValueError(f"the seed of stochastic rounding is a whole number 0 .. 2^63-1, got {seed!r}")
+    exact = [parse_exact(v.replace("−", "-") if isinstance(v, str) else v) for v in values]
+    x = np.array([float(v) if isinstance(v, float) else _nearest(v) for v in exact], dtype=np.float64)
+    if block.is_nvfp4:
+        x = x.astype(np.float32).astype(np.float64)  # (NVFP4 computes in float32, as its recipes do)
+    options = {"rounding": rounding, "rng": int(seed)} if rounding.startswith("stochastic") else {"rounding": rounding}
     if block.is_nvfp4:
         if scale_rounding != "floor":
             raise ValueError("NVFP4 computes its scales its own way: scale_rounding is for MX formats")
-        q = quantize(x, block, rounding=rounding)
+        q = quantize(x, block, **options)
     else:
         if scale_rounding not in SCALE_RULES:
             raise ValueError(f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_RULES)}")
-        q = quantize(x, block, scale_rounding=scale_rounding, rounding=rounding)
+        q = quantize(x, block, scale_rounding=scale_rounding, **options)
     elem, scale_fmt = _element(block), block.scale
     codes = np.asarray(q.codes).astype(np.int64)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -74,26 +91,88 @@ def describe_block(fmt: str, values: Sequence[Any], scale_rounding: str = "floor
         represented = np.asarray(q.dequantize(np.float64), dtype=np.float64)
     scale_code = int(q.scales[0])
     scale_value = float(decode(np.array([scale_code], dtype=np.uint8), scale_fmt)[0])
+    # value = element x factor (NVFP4: up to float32's rounding of the product)
+    factor = scale_value * (float(q.global_scale) if block.is_nvfp4 else 1.0)
     width = (block.bits + 3) // 4
     elements = []
-    for xi, c, ev, rv in zip(x.tolist(), codes.tolist(), elem_values.tolist(), represented.tolist()):
-        err = number_text(float(Fraction(rv) - Fraction(xi))) if np.isfinite([xi, rv]).all() else None
-        elements.append({"input": number_text(xi), "code": f"0x{c & 0xFF:0{width}X}",
+    for typed, xi, xe, c, ev, rv in zip(values, x.tolist(), exact, codes.tolist(), elem_values.tolist(),
+                                        represented.tolist()):
+        finite = bool(np.isfinite(rv)) and (isinstance(xe, Fraction) or xe == 0)  # (xe: a Fraction, or a float 0, inf, nan)
+        flag, why = _flag(xe, xi, ev, rv, elem, factor, block.is_nvfp4)
+        elements.append({"input": typed.strip() if isinstance(typed, str) else number_text(typed),
+                         "input_value": number_text(xi), "code": f"0x{c & 0xFF:0{width}X}",
                          "bits": format(c & ((1 << block.bits) - 1), f"0{block.bits}b"),
-                         "element": number_text(ev), "value": number_text(rv), "error": err})
+                         "element": _exact(ev), "value": _exact(rv), "flag": flag, "why": why,
+                         "error": decimal_text(Fraction(rv) - Fraction(xe), 60) if finite else None})
     amax = float(np.max(np.abs(x)))
     out = {
         "format": block.name, "element_format": elem.name, "scale_format": scale_fmt.name,
-        "block_size": block.block_size, "element_max": number_text(elem.max), "amax": number_text(amax),
+        "block_size": block.block_size, "element_max": number_text(elem.max), "amax": _exact(amax),
         "scale": {"code": f"0x{scale_code:02X}", "bits": format(scale_code, f"0{scale_fmt.bits}b"),
-                  "value": number_text(scale_value)},
-        "elements": elements, "global_scale": None,
+                  "value": _exact(scale_value), "why": _nan_scale(block, x, scale_value)},
+        "elements": elements, "global_scale": None, "summary": _summary(elements),
     }
     if block.is_nvfp4:
-        out["global_scale"] = number_text(float(q.global_scale))
-        out["rule"] = ("NVFP4 (TransformerEngine): a per-tensor FP32 scale maps amax to 448 x 6, "
-                       "each block of 16 a UE4M3 scale; value = element x block scale x tensor scale")
+        out["global_scale"] = _exact(float(q.global_scale))
+        out["rule"] = ("NVFP4 (TransformerEngine): a per-tensor FP32 scale amax / (448 x 6) and for each "
+                       "block of 16 a UE4M3 scale; value = element x block scale x tensor scale, in float32 "
+                       "as TransformerEngine computes it (docs/mx.md)")
     else:
         out["scale_rounding"] = scale_rounding
         out["rule"] = SCALE_RULES[scale_rounding] + "; value = element x scale"
     return out
+
+
+def _nearest(q: Fraction) -> float:
+    """The float64 nearest an exact input, +-inf beyond float64's range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return float("inf") if q > 0 else float("-inf")
+
+
+def _exact(value: float) -> str:
+    return exact_decimal(value) if np.isfinite(value) else number_text(value)
+
+
+def _flag(exact: Fraction | float, x: float, element: float, value: float, elem: Format,
+          factor: float, approx: bool) -> tuple[str, str]:
+    """What happened to one element: flushed to zero, saturated at the largest element (its
+    input beyond the value it got), a NaN (from the scale or the input), or '' (rounded as
+    usual). ``factor``: the block's value of element 1 (NVFP4: ``approx``, up to float32's
+    rounding)."""
+    if np.isnan(value):
+        return "nan", "the block's scale is NaN, so every element reads as NaN" if not np.isnan(x) else "NaN in"
+    if exact and value == 0 and np.isfinite(x):
+        smallest = float(finite_values(elem)[finite_values(elem) > 0][0])
+        step = exact_decimal(float(Fraction(smallest) * Fraction(factor)))
+        return "flushed", (f"|x| is below the block's smallest step {'≈' if approx else ''}{step} "
+                           f"(scale x smallest element {_exact(smallest)}) and rounded to zero")
+    if abs(element) == elem.max and np.isfinite(value) and abs(Fraction(x)) > abs(Fraction(value)):
+        return "saturated", (f"|x| is above the block's largest value {_exact(abs(value))} "
+                             f"(scale x element max {_exact(elem.max)}): clipped to it")
+    return "", ""
+
+
+def _nan_scale(block: BlockFormat, x: np.ndarray, scale_value: float) -> str | None:
+    """Why the shared scale is NaN (None where it is not)."""
+    if not np.isnan(scale_value):
+        return None
+    what = "NaN" if np.isnan(x).any() else "an infinity"
+    where = [str(i) for i in np.flatnonzero(~np.isfinite(x))]
+    if block.is_nvfp4:
+        return (f"x{', x'.join(where)} is {what}: the block's amax is not finite, and its UE4M3 scale "
+                f"becomes NaN (0x7F); every element reads as NaN")
+    return (f"x{', x'.join(where)} is {what}: the OCP MX spec gives a block holding NaN or Inf the NaN "
+            f"scale (E8M0 0xFF), and every element of the block reads as NaN")
+
+
+def _summary(elements: list[dict[str, Any]]) -> str:
+    """'15 of 32 elements flushed to zero, 1 saturated', or 'every element rounded as usual'."""
+    counts = {f: sum(e["flag"] == f for e in elements) for f in ("flushed", "saturated", "nan")}
+    words = {"flushed": "flushed to zero", "saturated": "saturated", "nan": "NaN"}
+    parts = [f"{n} {words[f]}" for f, n in counts.items() if n]
+    if not parts:
+        return f"all {len(elements)} elements rounded within range (none flushed to zero or saturated)"
+    return f"{parts[0].split()[0]} of {len(elements)} elements " + " ".join(parts[0].split()[1:]) + \
+        "".join(", " + p for p in parts[1:])

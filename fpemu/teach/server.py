@@ -38,12 +38,12 @@ def _code(body: dict[str, Any]) -> dict[str, Any]:
 
 def _encode(body: dict[str, Any]) -> dict[str, Any]:
     return encode_number(body.get("format"), body.get("value"), body.get("rounding", "nearest_even"),
-                         body.get("overflow", "default"))
+                         body.get("overflow", "default"), body.get("nan", "default"), body.get("seed", 0))
 
 
 def _block(body: dict[str, Any]) -> dict[str, Any]:
     return describe_block(body.get("format"), body.get("values"), body.get("scale_rounding", "floor"),
-                          body.get("rounding", "nearest_even"))
+                          body.get("rounding", "nearest_even"), body.get("seed", 0))
 
 
 _POST: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

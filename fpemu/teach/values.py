@@ -16,6 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..codec import decode
+from ..codec.rules import (
+    next_step_above_max,
+    overflow_inclusive,
+    overflow_threshold,
+    overflow_words,
+)
 from ..formats import Format, get_format
 
 __all__ = ["MAX_LISTED_BITS", "all_codes", "finite_values", "value_classes", "overflow_threshold",
@@ -80,55 +86,6 @@ def value_classes(values: np.ndarray, fmt: str | Format) -> np.ndarray:
     out = np.where(np.abs(values) < fmt.min_normal, "subnormal", "normal").astype("<U9")
     out[values == 0] = "zero"
     return out
-
-
-def next_step_above_max(fmt: str | Format) -> float:
-    """The value one step above the largest finite value, on the format's grid continued
-    upwards (the code after max, read as a number even where it is Inf or NaN or absent).
-
-    >>> next_step_above_max("e4m3"), next_step_above_max("fp16"), next_step_above_max("int8")
-    (480.0, 65536.0, 2.0)
-    """
-    fmt = get_format(fmt)
-    return fmt.magnitude(fmt.max_code + 1)
-
-
-def overflow_threshold(fmt: str | Format) -> float:
-    """Where overflow begins under round-to-nearest: halfway between the largest finite value
-    and the next step above it. A magnitude beyond it rounds past max (to Inf, NaN or, under
-    a saturating rule, back to max); one exactly on it is a tie, which overflows when max has
-    an odd code (nearest_even) and always under nearest_away.
-
-    >>> overflow_threshold("fp16"), overflow_threshold("e2m1"), overflow_threshold("bf16") == 2.0**128 - 2.0**119
-    (65520.0, 7.0, True)
-    """
-    fmt = get_format(fmt)
-    return fmt.max + (next_step_above_max(fmt) - fmt.max) / 2
-
-
-def overflow_inclusive(fmt: str | Format, rounding: str = "nearest_even") -> bool:
-    """Whether the tie at :func:`overflow_threshold` itself rounds past max under ``rounding``
-    (``nearest_even`` or ``nearest_away``): always away from zero under nearest_away; under
-    nearest_even when max's code is odd, as the even neighbour is then the one above it.
-
-    >>> overflow_inclusive("fp16"), overflow_inclusive("e4m3"), overflow_inclusive("e4m3", "nearest_away")
-    (True, False, True)
-    """
-    if rounding not in ("nearest_even", "nearest_away"):
-        raise ValueError(f"the overflow threshold is a round-to-nearest notion, not {rounding!r}'s")
-    return rounding == "nearest_away" or bool(get_format(fmt).max_code & 1)
-
-
-def overflow_words(fmt: str | Format, rounding: str = "nearest_even") -> str:
-    """Where magnitudes round past max, in words: ``"from X on"`` where the tie X does too,
-    ``"beyond X"`` where it stays at max.
-
-    >>> overflow_words("fp16"), overflow_words("e4m3")
-    ('from 65520 on', 'beyond 464')
-    """
-    t = overflow_threshold(fmt)
-    text = str(int(t)) if t.is_integer() else repr(t)  # exact: a float64's integer value
-    return f"from {text} on" if overflow_inclusive(fmt, rounding) else f"beyond {text}"
 
 
 def smallest_subnormal(fmt: str | Format) -> float | None:

@@ -11,7 +11,8 @@ in NumPy. Every matrix multiply can run in an emulated precision:
   2018, "Mixed Precision Training").
 * ``"fp8"``: TransformerEngine's HYBRID recipe: E4M3 for the forward operands, E5M2 for the
   gradients, each tensor with its own scale from delayed scaling (an amax history) or current
-  scaling; casts saturate; GEMM outputs stay FP32.
+  scaling, or every scale 1 (``"unscaled"``, the control); casts saturate; GEMM outputs stay
+  FP32.
 * ``"mxfp8"``, ``"nvfp4"``: block-scaled GEMM operands through :mod:`fpemu.mx`.
 
 :mod:`fpemu.train.gpt` trains a small decoder-only transformer the same way, with NVIDIA's
@@ -47,7 +48,8 @@ The package, in the order data flows (each module imports only those above it):
 * ``history``, ``blas``: what a run records; OpenBLAS on one thread.
 * ``loop``: :func:`run` and :func:`compare`.
 * ``gpt``: the transformer task (its own subpackage).
-* ``report``, ``lesson``, ``plots``: the table with its one-line verdicts, the figures.
+* ``report``, ``lesson``, ``plots``: the table (its title, the measured lesson, a verdict and a
+  sentence per run, the legend), the figures.
 * ``files``, ``cli``: output files; the ``fpemu train`` and ``fpemu infer`` commands.
 """
 
@@ -60,7 +62,7 @@ from .gpt import GPTConfig, GPTTask, NVFP4Recipe, compare_gpt, make_gpt_task, ru
 from .history import History
 from .loop import compare, run
 from .policies import PRECISIONS
-from .recipes import CurrentScaling, DelayedScaling, current_scale, delayed_scale
+from .recipes import CurrentScaling, DelayedScaling, NoScaling, current_scale, delayed_scale
 from .report import summary_table
 from .scalers import LOSS_SCALES, GradScaler, StaticLossScaler, unscale_grads
 from .task import Task, make_task
@@ -85,6 +87,7 @@ __all__ = [
     "unscale_grads",
     "DelayedScaling",
     "CurrentScaling",
+    "NoScaling",
     "delayed_scale",
     "current_scale",
     "Task",

@@ -16,12 +16,12 @@ from ..progress import wanted
 from .blas import single_threaded_blas
 from .files import _check_json_file, _finite_or_null
 from .gpt.cli import gpt_setups, register_infer
-from .gpt.loop import DEFAULT_GPT_STEPS
+from .gpt.loop import CLI_GPT_STEPS
 from .gpt.loop import _train as train_gpt_setup
 from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _setup, _train
 from .plots import PLOT_FILES, _plot_directory, _pyplot, plot
 from .policies import PRECISIONS
-from .report import summary_table
+from .report import summary_table, title_line
 from .scalers import LOSS_SCALES
 
 DEFAULT_GROWTH_INTERVAL = 2000  # GradScaler's
@@ -76,13 +76,21 @@ def cmd_train(args: argparse.Namespace) -> int:
                    "runs": [h.to_dict() for h in histories]}
         # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
         text = json.dumps(_finite_or_null(payload), indent=1, allow_nan=False)
-    print(text if args.json else summary_table(histories))
+    print(text if args.json else summary_table(histories, _title(args, setups)))
     if args.json_file:
         _write_text(args.json_file, text)
     if args.plot:
         for path in plot(histories, args.plot):
             print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _title(args: argparse.Namespace, setups: list) -> str | None:
+    """The table's first line: the task the runs trained on, the steps and the seed."""
+    description = getattr(setups[0].task, "description", "")
+    if not description:
+        return None
+    return title_line(description, setups[0].steps, args.seed)
 
 
 def _write_text(path: str, text: str) -> None:
@@ -128,9 +136,10 @@ def _inapplicable(args: argparse.Namespace) -> str | None:
     one applies). The options it reads default to None, so a value given is told from none."""
     p = args.precision
     if p is None:  # the comparison: each option applies to some of its runs, but for one
-        if args.task == "gpt" and args.fp8_recipe is not None:
-            return ("--fp8-recipe does not apply to the gpt comparison, which runs fp8 with both recipes: "
-                    "give --precision fp8 too")  # fmt: skip
+        if args.fp8_recipe is not None:
+            runs = ("with both recipes" if args.task == "gpt"
+                    else "with delayed scaling and without per-tensor scaling")  # fmt: skip
+            return f"--fp8-recipe does not apply to the {args.task} comparison, which runs fp8 {runs}: give --precision fp8 too"
         return None
     if p == "fp32" and args.loss_scale not in (None, "none"):
         return f"--loss-scale {args.loss_scale} does not apply to --precision fp32: the fp32 baseline is never loss-scaled"
@@ -190,7 +199,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
         help="train a small network in emulated mixed precision (default: compare policies)",
         description="Train a deep narrow MLP (--task mlp, the default) or a small transformer "
         "(--task gpt) on a generated task with emulated precision. Without --precision the MLP "
-        "compares fp32, fp16 without and with dynamic loss scaling, bf16 and fp8; the transformer "
+        "compares fp32, fp16 without and with dynamic loss scaling, bf16, and fp8 with and without per-tensor scaling; the transformer "
         "fp32, fp16 (dynamic scaling), bf16, fp8 (delayed and current scaling), mxfp8 and nvfp4 "
         "(with and without NVIDIA's recipe).",
     )
@@ -200,15 +209,16 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--loss-scale", type=option_name, choices=LOSS_SCALES, default=None,
                    help="loss scaling of a single run (default: dynamic for fp16, else none)")
     p.add_argument("--steps", type=int, default=None,
-                   help=f"training steps (default {DEFAULT_STEPS} for mlp, {DEFAULT_GPT_STEPS} for gpt)")
+                   help=f"training steps (default {DEFAULT_STEPS} for mlp, {CLI_GPT_STEPS} for gpt; "
+                   "docs/training.md's transformer runs take 300)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data, initialisation and batches")
     p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
     p.add_argument("--init-scale", type=float, default=None,
                    help="static loss scale (default 1024) or initial dynamic scale (default 65536)")
     p.add_argument("--growth-interval", type=int, default=None,
                    help="GradScaler growth interval of --loss-scale dynamic (default 2000)")
-    p.add_argument("--fp8-recipe", type=option_name, choices=("delayed", "current"), default=None,
-                   help="fp8 per-tensor scaling recipe (default delayed)")
+    p.add_argument("--fp8-recipe", type=option_name, choices=("delayed", "current", "unscaled"), default=None,
+                   help="fp8 per-tensor scaling recipe (default delayed; unscaled: every scale 1)")
     p.add_argument("--nvfp4-recipe", default=None, metavar="ELEMENTS",
                    help="gpt: NVIDIA's NVFP4 recipe elements, 'all' (default), 'none' or a comma list of "
                    "2d (16x16 weight tiles), sr (stochastic rounding of gradients), rht (random Hadamard "

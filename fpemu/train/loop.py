@@ -19,7 +19,7 @@ from .recipes import CurrentScaling, DelayedScaling
 from .scalers import LOSS_SCALES, GradScaler, _make_scaler
 from .task import _EVAL_ROWS, Task, make_task
 
-DEFAULT_STEPS = 600
+DEFAULT_STEPS = 300
 
 
 MAX_STEPS = 10**6  # a run records 5 numbers per step; a million steps is hours of training
@@ -149,6 +149,7 @@ def _train_loop(setup: _RunSetup) -> History:
     test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
     return rec.history(
         precision=policy.name,
+        variant=getattr(policy, "variant", None),
         loss_scale=setup.loss_scale,
         accumulator=setup.accumulator,
         seed=seed,
@@ -160,12 +161,16 @@ def _train_loop(setup: _RunSetup) -> History:
     )
 
 
-COMPARE_RUNS: tuple[tuple[str, str], ...] = (
+# The default comparison: (precision, loss scaling) or (precision, loss scaling, fp8 recipe).
+# Each row tests one claim of the lesson: fp16 needs loss scaling, bf16 does not, fp8 needs its
+# per-tensor scales.
+COMPARE_RUNS: tuple[tuple[str, ...], ...] = (
     ("fp32", "none"),
     ("fp16", "none"),
     ("fp16", "dynamic"),
     ("bf16", "none"),
-    ("fp8", "none"),
+    ("fp8", "none", "delayed"),
+    ("fp8", "none", "unscaled"),
 )
 
 
@@ -173,13 +178,14 @@ def compare(
     steps: int = DEFAULT_STEPS,
     seed: int = 0,
     accumulator: str | None = None,
-    runs: Sequence[tuple[str, str]] = COMPARE_RUNS,
+    runs: Sequence[tuple[str, ...]] = COMPARE_RUNS,
     progress: Callable[[str, int, int], None] | None = None,
     **kw,
 ) -> list[History]:
     """Run several (precision, loss scaling) pairs on the same task, same seed.
 
-    ``kw`` goes to :func:`run` (``task=`` replaces the default task). Every run is checked
+    A run may name its FP8 recipe third (``("fp8", "none", "unscaled")``); it then takes the
+    place of ``fp8_recipe``. ``kw`` goes to :func:`run` (``task=`` replaces the default task). Every run is checked
     before the first one trains, so a bad pair fails at once, not after the others' training.
     """
     setups = _compare_setups(steps, seed, accumulator, runs, progress, **kw)
@@ -195,18 +201,21 @@ def _compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_Run
     if task is None:
         task = make_task(seed)
     setups = []
-    for precision, ls in runs:
-        cb = None if progress is None else (lambda i, n, _l=f"{precision}+{ls}": progress(_l, i, n))
+    for precision, ls, *recipe in runs:
+        name = precision + (f"[{recipe[0]}]" if recipe and recipe[0] != "delayed" else "")
+        cb = None if progress is None else (lambda i, n, _l=f"{name}+{ls}": progress(_l, i, n))
         acc = accumulator if precision.strip().lower() != "fp32" else None
-        setups.append(_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **kw))
+        run_kw = {**kw, "fp8_recipe": recipe[0]} if recipe else kw
+        setups.append(_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **run_kw))
     return setups
 
 
-def _check_runs(runs: object) -> list[tuple[str, str]]:
-    """A non-empty list of (precision, loss scaling) pairs of names."""
+def _check_runs(runs: object) -> list[tuple[str, ...]]:
+    """A non-empty list of (precision, loss scaling[, fp8 recipe]) tuples of names."""
     pairs = list(runs) if isinstance(runs, (list, tuple)) else None
     if not pairs or not all(
-        isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(v, str) for v in r) for r in pairs
+        isinstance(r, (list, tuple)) and len(r) in (2, 3) and all(isinstance(v, str) for v in r) for r in pairs
     ):
-        raise TypeError(f"runs must be a non-empty list of (precision, loss scaling) pairs, got {runs!r}")
+        raise TypeError(f"runs must be a non-empty list of (precision, loss scaling) pairs (with an fp8 recipe "
+                        f"third where wanted), got {runs!r}")
     return [tuple(r) for r in pairs]

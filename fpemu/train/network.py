@@ -85,7 +85,7 @@ def _backward(params, cache, sig, y, loss_scale, policy, stats):
         # format as they enter the backward GEMMs; the GEMMs write the parameter gradients.
         qd, sd = policy.cast_grad(dz, ("dy", l), stats, "loss" if l == n_layers - 1 else "act")
         grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats, "weight")
-        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(qd, sd), stats, "bias")
+        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(dz, qd, sd), stats, "bias")
         if l > 0:
             dz = policy.gemm(qd, sd, qw.T, sw)
     return grads

@@ -10,7 +10,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .accumulate import accumulator_matmul
 from .checks import _check_int
-from .recipes import CurrentScaling, DelayedScaling, TensorScale, _fp8_recipe, fp8_cast
+from .recipes import CurrentScaling, DelayedScaling, NoScaling, TensorScale, _fp8_recipe, fp8_cast, recipe_name
 from .rounders import _rounder
 from .stats import _CastStats
 
@@ -44,7 +44,9 @@ class _FP32Policy:
     def gemm(self, a: np.ndarray, sa, b: np.ndarray, sb) -> np.ndarray:
         return self.matmul(a, b)
 
-    def bias_grad(self, qd: np.ndarray, sd) -> np.ndarray:
+    def bias_grad(self, g: np.ndarray, qd: np.ndarray, sd) -> np.ndarray:
+        """The bias gradient from the gradient ``g`` before its cast and ``qd``, ``sd`` after
+        it: here the sum of the cast copy (autocast's ``addmm`` sums the FP16 dY)."""
         return qd.sum(axis=0)
 
     def cast_bias(self, b: np.ndarray) -> np.ndarray:
@@ -97,9 +99,11 @@ class _LowPolicy(_FP32Policy):
 class _FP8Policy(_FP32Policy):
     """TransformerEngine-style FP8: scaled, saturating casts of GEMM inputs; FP32 outputs."""
 
-    def __init__(self, recipe: DelayedScaling | CurrentScaling, accumulator: str | None = None) -> None:
+    def __init__(self, recipe: DelayedScaling | CurrentScaling | NoScaling, accumulator: str | None = None) -> None:
         self.name = "fp8"
         self.recipe = recipe
+        # The run's label names the recipe where it is not the default (delayed scaling).
+        self.variant = None if isinstance(recipe, DelayedScaling) else recipe_name(recipe)
         self.fwd = get_format(recipe.fwd_format)
         self.bwd = get_format(recipe.bwd_format)
         self.low = self.bwd  # the format gradients are cast to
@@ -128,8 +132,12 @@ class _FP8Policy(_FP32Policy):
         # Dequantize the FP32 accumulator with both inverse scales, as the cuBLASLt FP8 GEMM does.
         return self.matmul(a, b, sa[1], sb[1]) * sa[0] * sb[0]
 
-    def bias_grad(self, qd, sd):
-        return qd.sum(axis=0) * sd[0]
+    def bias_grad(self, g, qd, sd):
+        # From the unquantized dY, as TransformerEngine's Linear computes it (bgrad_quantize,
+        # transformer_engine/pytorch/csrc/extensions/bias.cpp: dbias summed from the
+        # high-precision grad_output by the kernel that casts it to FP8), and as
+        # gpt/linears.py's LinearFP8 does.
+        return g.sum(axis=0)
 
     def end_step(self) -> None:
         for state in self.states.values():

@@ -141,19 +141,52 @@ class CurrentScaling:
         _check_fp8_formats(self)
 
 
-def _fp8_recipe(recipe: object) -> DelayedScaling | CurrentScaling:
-    """A recipe object from ``"delayed"``, ``"current"``, None (delayed) or a recipe object."""
-    if isinstance(recipe, (DelayedScaling, CurrentScaling)):
+@dataclass(frozen=True)
+class NoScaling:
+    """FP8 casts without per-tensor scaling: every scale is 1 (what FP8 does without a recipe).
+
+    Not a TransformerEngine recipe: the control that shows what the recipes are for. Values
+    below the format's smallest subnormal flush to zero, values beyond its largest saturate.
+
+    >>> float(TensorScale(57344.0, NoScaling()).scale_for(np.float32([1e-9])))
+    1.0
+    """
+
+    fwd_format: str = "e4m3"
+    bwd_format: str = "e5m2"
+
+    def __post_init__(self) -> None:
+        _check_fp8_formats(self)
+
+
+FP8Recipe = DelayedScaling | CurrentScaling | NoScaling
+_RECIPE_NAMES = {"delayed": DelayedScaling, "current": CurrentScaling, "unscaled": NoScaling}
+
+
+def _fp8_recipe(recipe: object) -> FP8Recipe:
+    """A recipe object from ``"delayed"``, ``"current"``, ``"unscaled"``, None (delayed) or a
+    recipe object."""
+    if isinstance(recipe, (DelayedScaling, CurrentScaling, NoScaling)):
         return recipe
-    if recipe is None or recipe == "delayed":
+    if recipe is None:
         return DelayedScaling()
-    if recipe == "current":
-        return CurrentScaling()
     if isinstance(recipe, str):
-        raise ValueError(f"fp8_recipe must be 'delayed' or 'current', got {recipe!r}")
+        if recipe not in _RECIPE_NAMES:
+            raise ValueError(f"fp8_recipe must be 'delayed', 'current' or 'unscaled', got {recipe!r}")
+        return _RECIPE_NAMES[recipe]()
     raise TypeError(
-        f"fp8_recipe must be 'delayed', 'current', a DelayedScaling or a CurrentScaling, got {recipe!r}"
+        f"fp8_recipe must be 'delayed', 'current', 'unscaled', a DelayedScaling, a CurrentScaling or a "
+        f"NoScaling, got {recipe!r}"
     )
+
+
+def recipe_name(recipe: FP8Recipe) -> str:
+    """The short name of a recipe object (``"delayed"``, ``"current"`` or ``"unscaled"``).
+
+    >>> recipe_name(NoScaling()), recipe_name(DelayedScaling(margin=1))
+    ('unscaled', 'delayed')
+    """
+    return next(name for name, cls in _RECIPE_NAMES.items() if isinstance(recipe, cls))
 
 
 class TensorScale:
@@ -176,8 +209,8 @@ class TensorScale:
     _FIRST_HISTORY = 16  # entries allocated at first; doubled as the steps fill them
 
     def __init__(self, fp8_max: float, recipe: DelayedScaling | CurrentScaling) -> None:
-        if not isinstance(recipe, (DelayedScaling, CurrentScaling)):
-            raise TypeError(f"recipe must be a DelayedScaling or a CurrentScaling, got {recipe!r}")
+        if not isinstance(recipe, (DelayedScaling, CurrentScaling, NoScaling)):
+            raise TypeError(f"recipe must be a DelayedScaling, a CurrentScaling or a NoScaling, got {recipe!r}")
         self.fp8_max = float(_check_fp8_max(fp8_max))
         self.recipe = recipe
         self.scale = np.float32(1.0)
@@ -188,6 +221,8 @@ class TensorScale:
 
     def scale_for(self, x: np.ndarray, record: bool = True) -> np.float32:
         """The scale to cast ``x`` with now; with ``record`` its amax enters the history."""
+        if isinstance(self.recipe, NoScaling):
+            return self.scale
         x = np.asarray(x)
         amax = _as_float32("amax", np.max(np.abs(x))) if x.size else np.float32(0.0)
         if isinstance(self.recipe, CurrentScaling):
@@ -204,7 +239,7 @@ class TensorScale:
 
     def update(self) -> None:
         """End of step: derive the next scale from the history and advance the window."""
-        if isinstance(self.recipe, CurrentScaling) or not self._pending:
+        if isinstance(self.recipe, (CurrentScaling, NoScaling)) or not self._pending:
             return
         if self.recipe.amax_compute_algo == "max":
             amax = np.max(self.history)  # NaN propagates, so a NaN keeps the old scale

@@ -227,9 +227,12 @@ def _verify(v: dict[str, Any]) -> tuple[int, int]:
         from ..codec import ROUNDING_MODES
 
         x = v["input_bits"].view(_FLOAT[meta["source"]])
-        opts = dict(overflow=meta["overflow"], nan=meta["nan"])
+        opts = dict(overflow=meta["overflow"], nan=meta["nan"], directed_overflow=meta.get("directed_overflow"),
+                    via=meta.get("via"))
         stochastic = ROUNDING_MODES.get(str(meta["rounding"]).lower(), "").startswith("stochastic")
-        same = encode(x, meta["format"], rounding=meta["rounding"], rng=meta["seed"] if stochastic else None, **opts) == v["code"]
+        bits = dict(sr_bits=meta["sr_bits"], random_bits=v["random_bits"]) if "sr_bits" in meta else {}
+        rng = meta["seed"] if stochastic and not bits else None
+        same = encode(x, meta["format"], rounding=meta["rounding"], rng=rng, **bits, **opts) == v["code"]
         for key, mode in (("code_down", "down"), ("code_up", "up")):
             if key in v:
                 same &= encode(x, meta["format"], rounding=mode, **opts) == v[key]

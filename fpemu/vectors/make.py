@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arguments import is_whole, option_name
 from ..cases import edge_cases, matmul_inputs, random_cases
-from ..codec import decode, encode
+from ..codec import Conversion, decode, encode
 from ..formats import get_format
 from ..parallel import gathered, on_cluster, rows_on_cluster
 from ..version import __version__
@@ -52,7 +52,8 @@ def cast_vectors(
     kind: str = "edge",
     n: int = 10000,
     *,
-    rounding: str = "nearest_even",
+    conversion: Conversion | None = None,
+    rounding: str | None = None,
     overflow: str | None = None,
     nan: str | None = None,
     source: str = "f32",
@@ -65,17 +66,25 @@ def cast_vectors(
     (``n`` random bit patterns and values, from ``seed``) or ``exhaustive``
     (:func:`exhaustive_inputs`: every input class a deterministic rounding can tell apart;
     formats of at most 16 bits). NaN inputs are left out when the options make fpemu raise on
-    them.
+    them. The cast is a :class:`~fpemu.Conversion` (``conversion=``, e.g. :func:`~fpemu.like`'s,
+    with ``directed_overflow``, ``via``, ``sr_bits``) or the keywords ``rounding``, ``overflow``,
+    ``nan``; the metadata records every option it fixes.
 
     Stochastic rounding (``rounding="sr"``) draws from ``seed`` too, so the file can be
     re-checked; as no kernel shares fpemu's random bits, such files also hold ``code_down``
-    and ``code_up`` (rounding down and up): every stochastic code is one of the two.
+    and ``code_up`` (rounding down and up): every stochastic code is one of the two. P3109's
+    stochastic roundings with ``sr_bits`` N (and gfloat's ``stochastic_odd``) take their N bits
+    per value from the file: ``random_bits`` (the conversion's, broadcast to the inputs, or
+    drawn from ``seed``), so a kernel fed the same bits must give every code.
 
     >>> v = cast_vectors("e2m1", "edge")
     >>> v["meta"]["format"], v["code"].dtype, len(v["code"]) == len(v["value"])
     ('e2m1', dtype('uint8'), True)
+    >>> v = cast_vectors("e4m3", "random", 8, conversion=Conversion(rounding="sra", sr_bits=3, overflow="saturate"))
+    >>> v["meta"]["sr_bits"], v["random_bits"].dtype, bool((v["random_bits"] < 8).all())
+    (3, dtype('uint32'), True)
     """
-    from ..codec import ROUNDING_MODES
+    from ..codec.options import STOCHASTIC_WITH_BITS
 
     f = get_format(fmt)
     if kind not in _KINDS:
@@ -83,8 +92,11 @@ def cast_vectors(
     if source not in _FLOAT:
         raise ValueError(f"source must be 'f32' or 'f64', got {source!r}")
     _check_seed(seed)
-    stochastic = isinstance(rounding, str) and ROUNDING_MODES.get(option_name(rounding), "").startswith("stochastic")
-    encode(np.zeros(1), f, rounding=rounding, overflow=overflow, nan=nan)  # bad options fail before any work
+    conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan)
+    canonical = conv.resolved(f).rounding  # bad options fail before any work
+    stochastic = canonical.startswith("stochastic")
+    given_bits = canonical in STOCHASTIC_WITH_BITS
+    encode(np.zeros(1), f, conversion=conv.replace(random_bits=None))
     if kind == "exhaustive":
         if stochastic:
             raise ValueError("stochastic rounding depends on every input bit below the kept ones, so no input set "
@@ -95,20 +107,31 @@ def cast_vectors(
     else:
         n = _positive_count("n", n, MAX_VALUES, what="cast inputs per file")
         x, _ = random_cases(f, _FLOAT[source], n, seed)
-    if not f.has_nan and nan in (None, "raise"):
+    if not f.has_nan and option_name(conv.nan) in (None, "raise"):
         x = x[~np.isnan(x)]  # fpemu raises on these by default: no expected code to give
-    def cast(mode: str, rng: int | None = None) -> np.ndarray:  # on `fpemu vectors --scheduler`'s Dask, if any
-        return gathered(encode(on_cluster(x), f, rounding=mode, overflow=overflow, nan=nan, rng=rng))
+    bits = None
+    if given_bits:  # the file carries the N bits of each value: a kernel can be fed the same
+        bits = (np.random.default_rng(seed).integers(0, 1 << conv.sr_bits, x.size) if conv.random_bits is None
+                else np.broadcast_to(conv.random_bits, x.shape)).astype(np.uint32)
+        conv = conv.replace(random_bits=bits)
 
-    codes = cast(rounding, seed if stochastic else None)  # the seed draws stochastic rounding's bits
+    def cast(c: Conversion, rng: int | None = None) -> np.ndarray:  # on `fpemu vectors --scheduler`'s Dask, if any
+        return gathered(encode(on_cluster(x), f, conversion=c, rng=rng))
+
+    codes = cast(conv, seed if stochastic and not given_bits else None)  # the seed draws stochastic rounding's bits
     values = decode(codes, f)
-    meta = dict(type="cast", format=f.name, kind=kind, rounding=rounding, overflow=overflow, nan=nan,
-                source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
+    meta = dict(type="cast", format=f.name, kind=kind, rounding=conv.rounding or "nearest_even", overflow=conv.overflow,
+                nan=conv.nan, source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
+    meta.update({k: conv[k] for k in ("sr_bits", "directed_overflow", "via") if k in conv})
     out = {"meta": meta, "input_bits": x.view(_UINT[source]), "code": codes, "value": values}
+    if bits is not None:
+        out["random_bits"] = bits
     if stochastic:
-        meta["stochastic"] = "code: one draw of fpemu's stochastic rounding from seed; code_down/code_up: its two choices"
-        out["code_down"] = cast("down")
-        out["code_up"] = cast("up")
+        meta["stochastic"] = ("code: fpemu's stochastic rounding with random_bits" if given_bits else
+                              "code: one draw of fpemu's stochastic rounding from seed") + "; code_down/code_up: its two choices"
+        plain = conv.replace(sr_bits=None, random_bits=None)
+        out["code_down"] = cast(plain.replace(rounding="down"))
+        out["code_up"] = cast(plain.replace(rounding="up"))
     return out
 
 

@@ -13,6 +13,7 @@ from ...progress import progress, wanted
 from ..blas import single_threaded_blas
 from .infer import INFER_FORMATS, inference_table, quantized_inference
 from .loop import (
+    CLI_GPT_STEPS,
     DEFAULT_GPT_STEPS,
     GPT_RUNS,
     GPTSetup,
@@ -24,7 +25,7 @@ from .loop import (
 
 def gpt_setups(args: argparse.Namespace, progress: Callable[[str, int, int], None] | None) -> list[GPTSetup]:
     """The checked transformer runs ``fpemu train --task gpt`` asks for."""
-    steps = DEFAULT_GPT_STEPS if args.steps is None else args.steps
+    steps = CLI_GPT_STEPS if args.steps is None else args.steps
     kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, accumulator=args.accumulator,
               promote=args.promote)
     if args.precision is None:

@@ -19,7 +19,10 @@ from .model import forward, loss_and_grads
 from .precision import GPTPrecision, make_gpt_precision
 from .task import AdamW, GPTTask, batch, eval_windows, lr_at, make_gpt_task
 
-DEFAULT_GPT_STEPS = 300
+DEFAULT_GPT_STEPS = 300  # run_gpt's and fpemu infer's; the runs docs/training.md reports
+# `fpemu train --task gpt`'s default: the comparison's 8 runs in under 2 minutes on 2 cores
+# (benchmarks/bench_train.py --cli); --steps 300 is the longer, documented run.
+CLI_GPT_STEPS = 150
 # The default comparison: (precision, fp8 recipe, NVFP4 recipe).
 GPT_RUNS: tuple[tuple[str, str, str], ...] = (
     ("fp32", "delayed", "all"),

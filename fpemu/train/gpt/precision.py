@@ -25,7 +25,7 @@ import numpy as np
 from ...formats import Format, get_format
 from ..accumulate import accumulator_matmul
 from ..checks import _check_int
-from ..recipes import CurrentScaling, DelayedScaling, _fp8_recipe
+from ..recipes import CurrentScaling, DelayedScaling, _fp8_recipe, recipe_name
 from ..rounders import _rounder
 from .blocks import LinearBlock, NVFP4Recipe, parse_recipe
 from .linears import LinearFP8, LinearFP32, LinearLow
@@ -106,7 +106,7 @@ def make_gpt_precision(
     high = p in ("fp8", "mxfp8", "nvfp4")
     head = LinearLow("bf16") if high else make(-1)
     attn_fmt = "bf16" if high else (None if p == "fp32" else p)
-    variant = {"fp8": "current" if isinstance(recipe, CurrentScaling) else "delayed",
+    variant = {"fp8": recipe_name(recipe),
                "nvfp4": nv.label}.get(p)
     if p in ("fp16", "bf16", "fp8") and accumulator:
         variant = ((variant + ",") if variant else "") + accumulator + (f"+promote{promote}" if promote else "")

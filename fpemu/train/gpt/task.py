@@ -26,6 +26,17 @@ class GPTTask:
     clip: float = 1.0
     n_eval: int = 128  # validation windows of `context` tokens
 
+    @property
+    def description(self) -> str:
+        """The task in words, for the comparison table's title.
+
+        >>> make_gpt_task(0, n_train=2000, n_val=500).description
+        'a 3-block transformer of width 64 predicts the next character of a generated corpus (AdamW, lr 0.01, batch 8 x 32 tokens)'
+        """
+        c = self.config
+        return (f"a {c.n_layer}-block transformer of width {c.d_model} predicts the next character of a generated "
+                f"corpus (AdamW, lr {self.lr:g}, batch {self.batch_size} x {c.context} tokens)")
+
 
 def make_gpt_task(
     seed: int = 0, *, batch_size: int = 8, lr: float = 1e-2, warmup: int = 20, weight_decay: float = 0.1,

@@ -1,10 +1,11 @@
-"""What ``fpemu fit --space ...`` prints: the best staged candidates with their rows per
-column, the named hypotheses' scores, and the residual rows of the best candidate that misses
+"""What ``python -m research.fp8_fp16 fit ...`` prints: the best staged candidates with their
+rows per column, the named hypotheses' scores, and the residual rows of the best candidate that misses
 some (counts, fp16 steps, dependence on the exponent spread and on c, first rows decoded)."""
 
 from __future__ import annotations
 
-from .dumps import Dump
+from fpemu.fit.dumps import Dump
+
 from .spaces import name_of
 from .staged import NAMED, describe
 from .staged_kernel import evaluate, fp16_bits_as_fp32, prepare
@@ -48,7 +49,7 @@ def residual_text(res: Residuals, limit: int = 5) -> list[str]:
 
 
 def space_report(fit: SpaceFit, dumps: list[Dump], first: int = 5) -> str:
-    """The text of ``fpemu fit --space``."""
+    """The text of ``python -m research.fp8_fp16 fit``."""
     cols = fit.columns
     lines = [
         f"search space {fit.space}: {len(cols)} column(s), K = {fit.K}: "

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arith import exponent
-from .dumps import Dump
+from fpemu.arith import exponent
+from fpemu.fit.dumps import Dump
+
 from .spaces import candidates, load_space
 from .staged import Staged
 from .staged_kernel import Operands, evaluate, evaluate_many, fp16_bits_as_fp32, prepare

@@ -1,10 +1,11 @@
-"""Search spaces of staged models (:class:`~fpemu.fit.staged.Staged`) as data: each axis a
-list of values, every combination one candidate (choices that cannot matter for K products
-folded away, the named hypotheses of :data:`~fpemu.fit.staged.NAMED` always included).
+"""Search spaces of staged models (:class:`~research.fp8_fp16.staged.Staged`) as data: each
+axis a list of values, every combination one candidate (choices that cannot matter for K
+products folded away, the named hypotheses of :data:`~research.fp8_fp16.staged.NAMED` always
+included).
 
-``fpemu fit --space fp8-fp16`` searches :data:`SPACES` ``["fp8-fp16"]``; ``--space FILE.json``
-reads a space in the same shape (``{"axes": {"stage": [16, 32], ...}}``; an axis left out
-keeps the default of :class:`~fpemu.fit.staged.Staged`).
+``python -m research.fp8_fp16 fit --space fp8-fp16`` searches :data:`SPACES` ``["fp8-fp16"]``;
+``--space FILE.json`` reads a space in the same shape (``{"axes": {"stage": [16, 32], ...}}``;
+an axis left out keeps the default of :class:`~research.fp8_fp16.staged.Staged`).
 
 >>> len(candidates("fp8-fp16", 32)) > 10000
 True
@@ -45,7 +46,8 @@ def load_space(name: str) -> dict:
     if name in SPACES:
         return SPACES[name]
     if not name.endswith(".json"):
-        raise ValueError(f"unknown search space {name!r}: {', '.join(SPACES)}, 'block', or a .json file of axes")
+        raise ValueError(f"unknown search space {name!r}: {', '.join(SPACES)} or a .json file of axes "
+                         "(the block models: fpemu fit)")  # fmt: skip
     try:
         space = json.loads(Path(name).read_text())
     except json.JSONDecodeError as exc:
@@ -79,5 +81,5 @@ def candidates(space: str | dict, K: int) -> list[Staged]:
 
 
 def name_of(m: Staged, K: int) -> str | None:
-    """The name of a model among :data:`~fpemu.fit.staged.NAMED` (same key), else None."""
+    """The name of a model among :data:`~research.fp8_fp16.staged.NAMED` (same key), else None."""
     return next((n for n, x in NAMED.items() if x.key(K) == m.key(K)), None)

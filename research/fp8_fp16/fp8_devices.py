@@ -1,4 +1,4 @@
-"""Where ``fpemu probe --experiment fp8-fp16`` sends its rows: ``run(a, b, c, inputs)`` returns
+"""Where ``python -m research.fp8_fp16 probe`` sends its rows: ``run(a, b, c, inputs)`` returns
 the fp16 results of ``sum_k a[:, k] * b[:, k] + c`` (float64 values), one per row.
 
 * :func:`scaled_mm_device`: ``torch._scaled_mm`` (cuBLASLt's FP8 GEMM on a GPU) with fp16
@@ -54,7 +54,7 @@ def e4m3_partners(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     >>> a2[0].tolist(), b2[0].tolist(), ok.tolist()
     ([0.0234375, 0.5], [0.015625, 1.0], [True, False])
     """
-    from ..codec import quantize
+    from fpemu.codec import quantize
 
     a2, b2 = a.astype(np.float64).copy(), b.astype(np.float64).copy()
     ok = np.ones(a.shape, dtype=bool)
@@ -88,7 +88,7 @@ def scaled_mm_device(device: str = "cuda", fast_accum: bool = False) -> RunFp16:
     import torch
 
     def run(a: np.ndarray, b: np.ndarray, c: np.ndarray, inputs: str) -> np.ndarray:
-        from ..codec import quantize
+        from fpemu.codec import quantize
 
         R, K = a.shape
         Rp = -(-R // 16) * 16

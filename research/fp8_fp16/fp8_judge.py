@@ -1,7 +1,8 @@
-"""Reading the answers of ``fpemu probe --experiment fp8-fp16``: which named hypotheses agree
+"""Reading the answers of ``python -m research.fp8_fp16 probe``: which named hypotheses agree
 with a device on every row (per family), which products the device sums before a rounding
 (the ``lanes`` rows, read without any model), the staged models of a space that fit best, and
-the raw results recorded in the hwdata layout (``fpemu fit FILE --space fp8-fp16`` reads them).
+the raw results recorded in the hwdata layout (``python -m research.fp8_fp16 fit FILE`` reads
+them).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..version import __version__
-from .dumps import Dump
-from .fp8_probes import FAMILIES, K, Experiments
+from fpemu.fit.dumps import Dump
+from fpemu.version import __version__
+
+from .fp8_probes import FAMILIES, Experiments, K
 from .staged import NAMED, describe
 from .staged_kernel import fp16_bits_as_fp32, staged_dot
 
@@ -109,7 +111,8 @@ def verdict_report(v: Verdict) -> str:
 
 
 def as_dump(ex: Experiments, got: np.ndarray, name: str) -> Dump:
-    """The answers as a :class:`Dump` (fp16 column), for :func:`~fpemu.fit.staged_search.search_space`."""
+    """The answers as a :class:`Dump` (fp16 column), for
+    :func:`~research.fp8_fp16.staged_search.search_space`."""
     return Dump(name, ex.inputs, ex.a, ex.b, ex.c, {"fp16": fp16_bits_as_fp32(got)})
 
 

@@ -1,6 +1,7 @@
-"""``fpemu probe --experiment fp8-fp16``: the experiment set run through every path of a device
+"""``python -m research.fp8_fp16 probe``: the experiment set run through every path of a device
 in one go, each path judged against the named hypotheses (and, unless ``--no-search``, the
-staged models of ``fpemu fit --space fp8-fp16``), the raw results recorded with ``--record``.
+staged models of ``python -m research.fp8_fp16 fit --space fp8-fp16``), the raw results
+recorded with ``--record``.
 
 Devices: ``cuda`` (``torch._scaled_mm`` with and without fast accumulation, and the
 ``mma.sync`` instruction through NVRTC), ``cpu`` (torch's CPU FP8 GEMM: checks the plumbing),
@@ -43,7 +44,7 @@ def run_fp8_fp16(device: str, inputs: list[str], record_dir: str | None = None, 
                  random_rows: int = 256) -> list:  # fmt: skip
     """Run, judge and print; returns the verdicts. A path that cannot run is reported and
     skipped; a device with no path that runs is a RunError."""
-    from ..errors import RunError
+    from fpemu.errors import RunError
 
     bad = [i for i in inputs if i not in FP8_INPUTS]
     if bad:
@@ -60,7 +61,7 @@ def run_fp8_fp16(device: str, inputs: list[str], record_dir: str | None = None, 
         if note is not None:
             note.parent.mkdir(parents=True, exist_ok=True)
             head = [f"{k}: {v}" for k, v in info.items()]
-            note.write_text("\n".join(["fpemu probe --experiment fp8-fp16", *head, "", *notes]) + "\n")
+            note.write_text("\n".join(["python -m research.fp8_fp16 probe", *head, "", *notes]) + "\n")
 
     for path_name, make in paths.items():
         for fmt in inputs:

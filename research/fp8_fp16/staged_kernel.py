@@ -1,11 +1,11 @@
-"""The arithmetic of a :class:`~fpemu.fit.staged.Staged` model, vectorized over rows.
+"""The arithmetic of a :class:`~research.fp8_fp16.staged.Staged` model, vectorized over rows.
 
 Everything is exact in float64: products of inputs of at most 24 bits, power-of-two scalings,
 truncation to integers (int64) and sums of at most a few dozen terms of at most 42 bits. An
 "exact" stage keeps :data:`EXACT_BITS` fraction bits below its largest term, more than any FP8
 or fp16 experiment spans. Results are fp16 values as float64 (a zero result is +0).
 
->>> from fpemu.fit.staged import NAMED
+>>> from research.fp8_fp16.staged import NAMED
 >>> a = b = np.array([[1.0, 0, 2.0**-6, 0]])        # products 1 and 2^-12; c = 2^-11
 >>> staged_dot(NAMED["exact-rne"], a, b, [2.0**-11], "e4m3").tolist()   # 1 + 3 * 2^-12: up
 [1.0009765625]
@@ -19,15 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arith import NO_EXPONENT, aligned_sum, exponent
-from ..formats import get_format
+from fpemu.arith import NO_EXPONENT, aligned_sum, exponent
+from fpemu.formats import get_format
+
 from .staged import MIDS, Staged, order_of
 
 EXACT_BITS = 40
 
 
 def round_to(v: np.ndarray, mid: str, mode: str) -> np.ndarray:
-    """v rounded to a format of :data:`~fpemu.fit.staged.MIDS` ("rne" or "rz"), IEEE overflow
+    """v rounded to a format of :data:`~research.fp8_fp16.staged.MIDS` ("rne" or "rz"), IEEE overflow
     (RNE to +-Inf, RZ to the largest finite value); "exact" leaves v as it is.
 
     >>> round_to(np.array([1 + 2.0**-11, 1 + 3 * 2.0**-11, 65520.0]), "fp16", "rne").tolist()

@@ -1,7 +1,7 @@
-"""The experiment set of ``fpemu probe --experiment fp8-fp16``: rows of one K = 32 instruction
+"""The experiment set of ``python -m research.fp8_fp16 probe``: rows of one K = 32 instruction
 (FP8 products, an fp16 ``c``, fp16 output) chosen so that the named hypotheses of
-:data:`~fpemu.fit.staged.NAMED` (and the stage structure, kept bits and rounding of any staged
-model) give different answers.
+:data:`~research.fp8_fp16.staged.NAMED` (and the stage structure, kept bits and rounding of
+any staged model) give different answers.
 
 Families (each row says which, and what it asks):
 
@@ -26,13 +26,13 @@ True
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from ..codec import quantize
-from ..formats import get_format
+from fpemu.codec import quantize
+from fpemu.formats import get_format
 
 K = 32
 FAMILIES = ("single", "lanes", "alignment", "ties", "random")

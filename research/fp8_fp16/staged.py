@@ -1,7 +1,8 @@
-"""The search space of ``fpemu fit --space``: one matrix instruction whose sum runs in ordered
-*stages*, with more choices than :class:`fpemu.accumulator.Accumulator` has (where c enters,
-intermediate formats, epilogues), so that hypotheses can be scored before one becomes a
-preset (issue 18: FP8 inputs, fp16 output, now the Hopper/Blackwell presets' fp16 model).
+"""The search space of ``python -m research.fp8_fp16 fit``: one matrix instruction whose sum
+runs in ordered *stages*, with more choices than :class:`fpemu.accumulator.Accumulator` has
+(where c enters, intermediate formats, epilogues), so that hypotheses can be scored before one
+becomes a preset (issue 18: FP8 inputs, fp16 output, now the Hopper/Blackwell presets' fp16
+model).
 
 The K products of an instruction are put in an order (``order``), cut into stages of
 ``stage`` products, and each stage is one fused sum: its products and the running
@@ -30,7 +31,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ..arguments import is_whole
+from fpemu.arguments import is_whole
 
 #: Intermediate formats a stage result may be rounded to: (significand bits with the hidden
 #: one, smallest normal exponent, largest finite value).
@@ -138,7 +139,7 @@ def describe(m: Staged, K: int = 32) -> str:
 
 
 #: Named candidates: the model found, and the hypotheses it was chosen over (the probe set of
-#: ``fpemu probe --experiment fp8-fp16`` is built to tell every pair of them apart).
+#: ``python -m research.fp8_fp16 probe`` is built to tell every pair of them apart).
 NAMED = {
     # Found (issue 18): 5000/5000 on h100/b200 e4m3/e5m2 fp16 columns.
     "hopper-fp8-fp16": Staged(order="bit1", stage=16, frac_bits=25, mid="fp16", c_at="after"),

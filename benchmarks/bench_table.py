@@ -1,0 +1,186 @@
+"""Issue 25's table re-measured in one run: each path of fpemu against its peer (ml_dtypes,
+torchao, or fpemu's own float32 path), with the ratio and the goal of each row.
+
+    python benchmarks/bench_table.py [--n 4194304] [--repeat 3] [--rounds 5]
+
+Input: n standard-normal values (float32, or the row's dtype). Every row is timed best of
+``repeat`` calls, best over ``rounds`` rounds in which the contenders alternate (this machine
+is shared: a busy spell slows all of them alike). fpemu runs at ``workers=1`` and at its
+default; the peers on one thread (``torch.set_num_threads(1)``) and at torch's default.
+The one-core columns are timed in this thread's CPU time (``time.thread_time``: fpemu at
+workers=1, ml_dtypes and torch on one thread all run in the calling thread; ``--wall`` for
+wall time), the defaults in wall time. ``ratio 1`` compares one core with one core (fpemu workers=1 / peer on one thread), ``ratio
+all`` the defaults; a ratio > 1 means fpemu is faster. The goal applies to ``ratio 1``.
+Rows whose peer is not installed print ``-``. The codes of fpemu's encode are checked equal
+to ml_dtypes' before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fpemu  # noqa: E402
+from bench_codec import best_seconds  # noqa: E402
+from fpemu import mx  # noqa: E402
+from fpemu.parallel import resolve_workers  # noqa: E402
+
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+try:
+    import torch
+except ImportError:
+    torch = None
+try:  # torchao's MX/NVFP4 casts (CPU eager); absent or broken: its rows print "-"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)  # its CUDA-only extensions complain on import
+        from torchao.prototype.mx_formats.mx_tensor import to_mx
+        from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize
+        logging.disable(logging.NOTSET)
+except Exception:  # noqa: BLE001  (any import failure: the rows are skipped)
+    to_mx = nvfp4_quantize = None
+
+ML_NAMES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "bf16": "bfloat16", "e2m1": "float4_e2m1fn",
+            "fp16": "float16", "e3m2": "float6_e3m2fn"}
+
+
+def _data(n: int) -> dict:
+    rng = np.random.default_rng(0)
+    x64 = rng.standard_normal(n)
+    return {"float32": x64.astype(np.float32), "float64": x64, "float16": x64.astype(np.float16),
+            "int16": np.round(x64 * 1000).astype(np.int16)}
+
+
+def _encode_rows(data: dict) -> list:
+    """(label, fpemu(workers) callable, peer name, peer(threads) callable or None, goal)."""
+    rows = []
+    x32 = data["float32"]
+    for name, goal in (("e4m3", 2.0), ("e5m2", 2.0), ("bf16", 1.0), ("e2m1", 2.0)):
+        dtype = getattr(ml_dtypes, ML_NAMES[name]) if ml_dtypes is not None else None
+        if dtype is not None:
+            assert np.array_equal(x32.astype(dtype).view(f"u{np.dtype(dtype).itemsize}"), fpemu.encode(x32, name))
+        peer = None if dtype is None else (lambda threads, d=dtype: x32.astype(d))
+        rows.append((f"encode {name} from float32", lambda w, f=name: fpemu.encode(x32, f, workers=w),
+                     "ml_dtypes", peer, goal))
+    for name in ("e4m3", "e5m2", "bf16", "e2m1", "e3m2", "fp16"):
+        for source in ("float64", "float16", "int16"):
+            x = data[source]
+            rows.append((f"encode {name} from {source}", lambda w, f=name, x=x: fpemu.encode(x, f, workers=w),
+                         "fpemu float32", lambda threads, f=name: fpemu.encode(x32, f, workers=threads), 0.5))
+    for name in ("e4m3", "bf16"):
+        dtype = getattr(ml_dtypes, ML_NAMES[name]) if ml_dtypes is not None else None
+        x64 = data["float64"]
+        rows.append((f"encode {name} from float64 (vs ml_dtypes)",
+                     lambda w, f=name: fpemu.encode(x64, f, workers=w), "ml_dtypes",
+                     None if dtype is None else (lambda threads, d=dtype: x64.astype(d)), None))
+    for name in ("e4m3", "bf16", "e2m1"):
+        codes = fpemu.encode(x32, name)
+        dtype = getattr(ml_dtypes, ML_NAMES[name]) if ml_dtypes is not None else None
+        cast = None if dtype is None else codes.view(dtype)
+        rows.append((f"decode {name} to float32",
+                     lambda w, f=name, c=codes: fpemu.decode(c, f, dtype=np.float32, workers=w), "ml_dtypes",
+                     None if cast is None else (lambda threads, c=cast: c.astype(np.float32)), 1.0))
+    return rows
+
+
+def _mx_rows(data: dict) -> list:
+    x32 = data["float32"]
+    t = torch.from_numpy(x32) if torch is not None else None
+    peers = {"mxfp8_e4m3": (lambda: to_mx(t, torch.float8_e4m3fn, 32)) if to_mx else None,
+             "mxfp4": (lambda: to_mx(t, torch.float4_e2m1fn_x2, 32)) if to_mx else None,
+             "nvfp4": (lambda: nvfp4_quantize(t.reshape(-1, 1024), block_size=16)) if nvfp4_quantize else None}
+    goals = {"mxfp8_e4m3": 1.0, "mxfp4": 2.0, "nvfp4": 2.0}
+    return [(f"mx.quantize {name}", lambda w, f=name: mx.quantize(x32, f, workers=w), "torchao",
+             None if peer is None else (lambda threads, p=peer: p()), goals[name]) for name, peer in peers.items()]
+
+
+def _torch_rows(data: dict) -> list:
+    if torch is None:
+        return []
+    t = torch.from_numpy(data["float32"])
+    return [(f"torch Tensor.to {name} (reference)", None, "torch",
+             lambda threads, d=getattr(torch, dt): t.to(d), None)
+            for name, dt in (("e4m3", "float8_e4m3fn"), ("bf16", "bfloat16"), ("fp16", "float16"))]
+
+
+def _time(fn, repeat: int, threads: int | None, one_core: bool, wall: bool) -> float:
+    """Best seconds of fn: for one-core calls (they run in this thread alone) this thread's
+    CPU time, which the other processes of a shared machine disturb less, unless ``wall``;
+    wall time for the multi-threaded defaults."""
+    if torch is not None and threads is not None:
+        torch.set_num_threads(threads)
+    return best_seconds(fn, repeat, time.thread_time if one_core and not wall else time.perf_counter)
+
+
+def measure(rows: list, repeat: int, rounds: int, wall: bool = False) -> list:
+    """Best seconds per row: fpemu at 1 and all workers, the peer at 1 and all threads."""
+    every = resolve_workers(None)
+    best = [[float("inf")] * 4 for _ in rows]
+    for r in range(rounds):
+        for i, (_, mine, _, peer, _) in enumerate(rows):
+            calls = [(0, mine and (lambda m=mine: m(1)), None, True),
+                     (1, mine and (lambda m=mine: m(None)), None, False),
+                     (2, peer and (lambda p=peer: p(1)), 1, True),
+                     (3, peer and (lambda p=peer: p(None)), every, False)]
+            for slot, fn, threads, one_core in calls if r % 2 == 0 else calls[::-1]:
+                if fn is not None:
+                    if r == 0:
+                        fn()  # tables, plans and caches built outside the timing
+                    best[i][slot] = min(best[i][slot], _time(fn, repeat, threads, one_core, wall))
+    if torch is not None:
+        torch.set_num_threads(every)
+    return best
+
+
+def report(rows: list, best: list, n: int) -> None:
+    def rate(seconds: float) -> str:
+        return f"{n / seconds / 1e6:8.0f}" if np.isfinite(seconds) else f"{'-':>8}"
+
+    def ratio(a: float, b: float) -> str:
+        return f"{b / a:8.2f}" if np.isfinite(a) and np.isfinite(b) else f"{'-':>8}"
+
+    print(f"{'path':<40}{'fpemu 1':>8}{'fpemu':>8}{'peer':>15}{'peer 1':>8}{'peer':>8}"
+          f"{'ratio 1':>8}{'ratio':>8}{'goal':>7}  met")
+    for (label, _, peer_name, _, goal), (m1, ma, p1, pa) in zip(rows, best):
+        met = "" if goal is None or not (np.isfinite(m1) and np.isfinite(p1)) else \
+            ("yes" if p1 / m1 >= goal else "NO")
+        goal_text = f">={goal:g}x" if goal is not None else ""
+        print(f"{label:<40}{rate(m1)}{rate(ma)}{peer_name:>15}{rate(p1)}{rate(pa)}"
+              f"{ratio(m1, p1)}{ratio(ma, pa)}{goal_text:>7}  {met}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1 << 22)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--match", default=None, help="only rows whose label contains this")
+    parser.add_argument("--wall", action="store_true", help="wall time for the one-core columns too")
+    args = parser.parse_args()
+    data = _data(args.n)
+    rows = _encode_rows(data) + _mx_rows(data) + _torch_rows(data)
+    if args.match:
+        rows = [row for row in rows if args.match in row[0]]
+    versions = [f"numpy {np.__version__}"] + [f"{m.__name__} {m.__version__}" for m in (ml_dtypes, torch) if m]
+    clock = "wall" if args.wall else "thread CPU"
+    print(f"{args.n} standard-normal values; Melem/s, best of {args.repeat} x {args.rounds} alternating "
+          f"rounds (one-core columns: {clock} time); fpemu default = {resolve_workers(None)} workers, "
+          f"os.cpu_count() = {os.cpu_count()}; " + ", ".join(versions)
+          + ("" if to_mx else "; torchao not installed"))
+    report(rows, measure(rows, args.repeat, args.rounds, args.wall), args.n)
+
+
+if __name__ == "__main__":
+    main()

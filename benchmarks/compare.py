@@ -1,0 +1,210 @@
+"""A/B speed of the working tree against a git ref: the codec, MX and GEMM paths timed in both
+trees, alternately, in one run.
+
+    python benchmarks/compare.py --against deac082 [--n 4000000] [--rounds 5] [--suites codec,mx,gemm]
+
+The ref is checked out into a temporary detached worktree (``git worktree add --detach``;
+removed at the end; the main tree's branch, index and files are not touched). Each round runs
+one subprocess per tree (``sys.path`` set so that it imports *that* tree's fpemu), in
+alternating order, each timing every path best-of-``--repeat`` on one worker
+(``workers=1``, ``FPEMU_WORKERS=1``, one BLAS thread) by the thread's CPU time
+(``--wall``: wall time). The best over the rounds is kept per path and tree, so
+that a busy machine (this one is shared) slows both alike. Printed per path: Melem/s (or
+seconds) of each tree and ``ratio = ref time / working-tree time`` (> 1: the working tree is
+faster); a path more than 10% slower (ratio < 1/1.1) is flagged ``SLOWER``, and the exit
+status is 1 when any is.
+
+``--worker TREE`` is the subprocess's own entry point (prints one JSON line of seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SLOWER = 1 / 1.1  # a ratio below this is flagged
+
+# Path name -> its suite; the code that times each is in _path_functions.
+PATHS = {
+    "encode e4m3 f32": "codec", "encode e5m2 f32": "codec", "encode bf16 f32": "codec",
+    "encode e2m1 f32": "codec", "encode fp16 f32": "codec",
+    "encode e4m3 f64": "codec", "encode e5m2 f64": "codec", "encode bf16 f64": "codec",
+    "encode e2m1 f64": "codec", "encode e4m3 f16": "codec", "encode e4m3 int32": "codec",
+    "decode e4m3 f32": "codec", "decode bf16 f32": "codec", "decode e2m1 f32": "codec",
+    "mx.quantize mxfp8_e4m3": "mx", "mx.quantize mxfp4": "mx", "mx.quantize nvfp4": "mx",
+    "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
+    "gemm a100 fp16 128^3": "gemm", "gemm h100 e4m3 128x128x1024": "gemm",
+    "mx.matmul b200 mxfp8 128x128x1024": "gemm",
+}  # fmt: skip
+
+
+def _path_functions(n: int) -> dict:
+    """Path name -> (zero-argument callable, elements it handles); built inside a worker,
+    after the tree's fpemu is importable."""
+    import numpy as np
+
+    import fpemu
+    from fpemu import mx
+
+    rng = np.random.default_rng(0)
+    x64 = rng.standard_normal(n)
+    x32 = x64.astype(np.float32)
+    inputs = {"f32": x32, "f64": x64, "f16": x32.astype(np.float16),
+              "int32": (x64 * 100).astype(np.int32)}
+    fns: dict = {}
+    for name in PATHS:
+        words = name.split()
+        if words[0] == "encode":
+            x = inputs[words[2]]
+            fns[name] = ((lambda x=x, f=words[1]: fpemu.encode(x, f, workers=1)), n)
+        elif words[0] == "decode":
+            codes = fpemu.encode(x32, words[1], workers=1)
+            fns[name] = ((lambda c=codes, f=words[1]: fpemu.decode(c, f, dtype=np.float32, workers=1)), n)
+        elif words[0] == "mx.quantize":
+            fns[name] = ((lambda f=words[1]: mx.quantize(x32, f)), n)
+        elif words[0] == "mx.dequantize":
+            q = mx.quantize(x32, words[1])
+            fns[name] = ((lambda q=q: q.dequantize()), n)
+    g = np.random.default_rng(1)
+    a16 = fpemu.quantize(g.standard_normal((128, 128)), "fp16")
+    fns["gemm a100 fp16 128^3"] = (lambda: fpemu.gemm(a16, a16, inputs="fp16", accumulator="a100"), 128**3)
+    a8 = fpemu.quantize(g.standard_normal((128, 1024)), "e4m3")
+    b8 = fpemu.quantize(g.standard_normal((1024, 128)), "e4m3")
+    fns["gemm h100 e4m3 128x128x1024"] = (lambda: fpemu.gemm(a8, b8, inputs="e4m3", accumulator="h100"),
+                                          128 * 128 * 1024)
+    qa = mx.quantize(g.standard_normal((128, 1024), dtype=np.float32), "mxfp8_e4m3")
+    qb = mx.quantize(g.standard_normal((1024, 128), dtype=np.float32), "mxfp8_e4m3", axis=0)
+    fns["mx.matmul b200 mxfp8 128x128x1024"] = (lambda: mx.matmul(qa, qb, accumulator="b200"), 128 * 128 * 1024)
+    return fns
+
+
+def worker(tree: str, names: list[str], n: int, repeat: int, wall: bool = False) -> None:
+    """Time each named path with the fpemu of ``tree``; print {name: [seconds, elements]
+    or null}.
+    Everything runs in this one thread (workers=1, one BLAS thread), so its CPU time
+    (``time.thread_time``) measures it, less disturbed by other processes than wall time."""
+    clock = time.perf_counter if wall else time.thread_time
+    sys.path.insert(0, tree)  # ahead of the editable install's finder
+    os.environ["FPEMU_WORKERS"] = "1"
+    import fpemu
+
+    assert Path(fpemu.__file__).resolve().is_relative_to(Path(tree).resolve()), fpemu.__file__
+    fns = _path_functions(n)
+    result = {}
+    for name in names:
+        fn, count = fns[name]
+        try:
+            fn()  # tables, plans and caches built outside the timing
+        except Exception as err:  # a path the ref does not have
+            result[name] = None
+            print(f"{name}: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
+        best = float("inf")
+        for _ in range(repeat):
+            start = clock()
+            fn()
+            best = min(best, clock() - start)
+        result[name] = [best, count]
+    print(json.dumps(result))
+
+
+def _run_worker(tree: Path, names: list[str], n: int, repeat: int, wall: bool) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(tree), "--n", str(n),
+           "--repeat", str(repeat), "--paths", json.dumps(names)] + (["--wall"] if wall else [])
+    one = {name: "1" for name in ("FPEMU_WORKERS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {**os.environ, **one, "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+    if done.returncode:
+        raise SystemExit(f"fpemu: error: the benchmark failed in {tree}:\n{done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _worktree(ref: str, where: Path) -> None:
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(where), ref],
+                   check=True, capture_output=True, text=True)
+
+
+def _remove_worktree(where: Path) -> None:
+    subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)],
+                   capture_output=True, text=True)
+
+
+def compare(ref: str, names: list[str], n: int, rounds: int, repeat: int, wall: bool = False) -> int:
+    """Run the A/B and print its table; the number of paths flagged slower."""
+    with tempfile.TemporaryDirectory(prefix="fpemu-compare-") as tmp:
+        where = Path(tmp) / "ref"
+        try:
+            _worktree(ref, where)
+        except subprocess.CalledProcessError as err:
+            raise SystemExit(f"fpemu: error: cannot check out {ref!r}: {err.stderr.strip()}") from None
+        try:
+            trees = {"work": REPO, "ref": where}
+            best = {side: {name: float("inf") for name in names} for side in trees}
+            sizes: dict = {}
+            for r in range(rounds):
+                order = ["work", "ref"] if r % 2 == 0 else ["ref", "work"]
+                for side in order:
+                    for name, timed in _run_worker(trees[side], names, n, repeat, wall).items():
+                        seconds = float("nan") if timed is None else timed[0]
+                        best[side][name] = min(best[side][name], seconds)
+                        sizes[name] = sizes.get(name) or (timed and timed[1])
+        finally:
+            _remove_worktree(where)
+    return _report(ref, best, sizes, n, rounds, repeat, wall)
+
+
+def _report(ref: str, best: dict, sizes: dict, n: int, rounds: int, repeat: int, wall: bool) -> int:
+    print(f"working tree vs {ref}: {n} elements (GEMMs: their products), workers=1, best of {repeat} "
+          f"x {rounds} alternating rounds of {'wall' if wall else 'thread CPU'} time; "
+          "M/s = million elements (products) per second")
+    print(f"{'path':<36}{'work M/s':>10}{'ref M/s':>10}{'ratio':>8}")
+    flagged = 0
+    for name in best["work"]:
+        work, old = best["work"][name], best["ref"][name]
+        ratio = old / work
+        slow = ratio < SLOWER
+        flagged += slow
+        size = sizes.get(name) or float("nan")
+        print(f"{name:<36}{size / work / 1e6:>10.1f}{size / old / 1e6:>10.1f}{ratio:>8.2f}"
+              + ("  SLOWER" if slow else ""))
+    print(f"{flagged} path(s) more than 10% slower than {ref}" if flagged else
+          f"no path more than 10% slower than {ref}")
+    return flagged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REF", help="a git ref: commit, tag or branch")
+    parser.add_argument("--n", type=int, default=4_000_000, help="elements of the codec and MX paths")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (best kept)")
+    parser.add_argument("--repeat", type=int, default=3, help="calls per path in a round (best kept)")
+    parser.add_argument("--suites", default="codec,mx,gemm", help="comma-separated: codec, mx, gemm")
+    parser.add_argument("--match", default=None, help="only paths whose name contains this")
+    parser.add_argument("--wall", action="store_true", help="wall time instead of the thread's CPU time")
+    parser.add_argument("--worker", metavar="TREE", help=argparse.SUPPRESS)
+    parser.add_argument("--paths", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker, json.loads(args.paths), args.n, args.repeat, args.wall)
+        return 0
+    if not args.against:
+        parser.error("--against REF is required")
+    suites = set(args.suites.split(","))
+    unknown = suites - set(PATHS.values())
+    if unknown:
+        parser.error(f"unknown suite(s) {sorted(unknown)}; choose from codec, mx, gemm")
+    names = [name for name, suite in PATHS.items() if suite in suites and (args.match or "") in name]
+    if not names:
+        parser.error("no path matches")
+    return 1 if compare(args.against, names, args.n, args.rounds, args.repeat, args.wall) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

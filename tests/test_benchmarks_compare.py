@@ -1,0 +1,36 @@
+"""benchmarks/compare.py's A/B report: the ratio per path and the 10% flag (issue 25)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("fpemu_bench_compare", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_report_flags_only_paths_more_than_ten_percent_slower(capsys):
+    compare = load()
+    best = {"work": {"a": 1.0, "b": 1.0, "c": 1.0}, "ref": {"a": 0.95, "b": 0.85, "c": 2.0}}
+    flagged = compare._report("REF", best, {"a": 10**6, "b": 10**6, "c": 10**6}, 10**6, 1, 1, False)
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line[:2] in ("a ", "b ", "c ")}
+    assert flagged == 1
+    assert "SLOWER" in lines["b"] and "SLOWER" not in lines["a"] and "SLOWER" not in lines["c"]
+    assert lines["c"].split()[1:4] == ["1.0", "0.5", "2.00"]  # M/s of each tree, ref time / work time
+
+
+def test_every_path_has_a_known_suite_and_the_cli_refuses_bad_arguments():
+    compare = load()
+    assert set(compare.PATHS.values()) == {"codec", "mx", "gemm"}
+    with pytest.raises(SystemExit):
+        compare.main([])  # --against is required
+    with pytest.raises(SystemExit):
+        compare.main(["--against", "HEAD", "--suites", "nope"])
