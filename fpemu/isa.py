@@ -57,7 +57,7 @@ def _nv(block: int, frac_bits: int, out_frac_bits: int = 23, source: str = _KM) 
 # each rounded to fp16 (RNE), from a zero accumulator; c added after them, rounded once (RNE).
 # Assumed: an instruction's result is the next one's c (the dumps are single instructions).
 _FP8_FP16 = dict(kind="block", block=16, frac_bits=25, instruction_k=32, lane_order="bit1", c_after=True,
-                 source="fpemu fit --space fp8-fp16 on the h100/b200 FP8 fp16 dumps (5000/5000 each); "
+                 source="research/fp8_fp16 (python -m research.fp8_fp16 fit) on the h100/b200 FP8 fp16 dumps (5000/5000 each); "
                         "chaining over instructions assumed")  # fmt: skip
 
 # Blackwell kind::f8f6f4. The B200 FP8 dumps: an (almost) exact sum of the 32 products, then RNE
