@@ -33,7 +33,7 @@ def test_show_explains_fields_and_error(capsys):
     assert code == 0
     assert "0x2A = 0 0101 010" in out
     assert "value     0.3125" in out
-    assert "relative +4.17%" in out
+    assert "relative ≈+4.17%" in out
 
 
 def test_show_overflow_options(capsys):
