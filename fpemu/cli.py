@@ -213,27 +213,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace, prog: str = "fpemu") -> int:
+    """Run a parsed command (``args.func``) and turn what it raises into one line
+    ``PROG: error: ...`` and an exit status: 2 for bad input (ValueError, TypeError), 1 for a
+    run that cannot finish (RunError, OSError, an unexpected error), 130 for Ctrl-C. Shared by
+    every command line of the repository (``research.fp8_fp16`` too)."""
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
-        return _fail(str(exc), 2)
+        return _fail(str(exc), 2, prog)
     except RunError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), 1, prog)
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        return _fail(_os_error_text(exc), 1)
+        return _fail(_os_error_text(exc), 1, prog)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _fail("interrupted", 130, prog)
     except Exception as exc:  # a bug: still one line, with the way to see the whole story
         if os.environ.get("FPEMU_TRACEBACK"):
             raise
         return _fail(f"internal error ({type(exc).__name__}: {exc}); please report it, "
-                     "FPEMU_TRACEBACK=1 shows the traceback", 1)
+                     "FPEMU_TRACEBACK=1 shows the traceback", 1, prog)
 
 
-def _fail(message: str, status: int) -> int:
+def _fail(message: str, status: int, prog: str = "fpemu") -> int:
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    print(f"fpemu: error: {first}", file=sys.stderr)
+    print(f"{prog}: error: {first}", file=sys.stderr)
     return status
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import NoReturn, Sequence
 
 from fpemu.arguments import option_name
+from fpemu.cli import run_command
 from fpemu.errors import RunError
 from fpemu.fit.dumps import DumpError, load_dump
 from fpemu.formats import get_format
@@ -127,26 +127,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    try:
-        return int(args.func(args) or 0)
-    except (ValueError, TypeError) as exc:
-        return _fail(str(exc), 2)
-    except RunError as exc:
-        return _fail(str(exc), 1)
-    except BrokenPipeError:
-        return 0
-    except OSError as exc:
-        where = f": {exc.filename}" if exc.filename is not None else ""
-        return _fail(f"{exc.strerror or exc}{where}", 1)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 130)
-    except Exception as exc:  # a bug: still one line, with the way to see the whole story
-        if os.environ.get("FPEMU_TRACEBACK"):
-            raise
-        return _fail(f"internal error ({type(exc).__name__}: {exc}); FPEMU_TRACEBACK=1 shows the traceback", 1)
-
-
-def _fail(message: str, status: int) -> int:
-    first = message.strip().splitlines()[0] if message.strip() else "failed"
-    print(f"{PROG}: error: {first}", file=sys.stderr)
-    return status
+    return run_command(args, PROG)
