@@ -31,3 +31,16 @@ def default_runs(default_task):
     from fpemu import train as T
 
     return [T.run(p, ls, DEFAULT_STEPS, DEFAULT_SEED, task=default_task) for p, ls in DEFAULT_RUNS]
+
+
+@pytest.fixture
+def plt():
+    """matplotlib.pyplot on the Agg backend (skipped without matplotlib); figures closed after."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")

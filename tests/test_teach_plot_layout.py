@@ -28,18 +28,6 @@ def exact_value(name: str, code: int) -> Fraction:
     return (1 + Fraction(m, 1 << fmt.mantissa_bits)) * Fraction(2) ** (e - fmt.bias)
 
 
-@pytest.fixture
-def plt():
-    pytest.importorskip("matplotlib")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    yield plt
-    plt.close("all")
-
-
 # ---- the data: every gap, the last one included -----------------------------------------------
 @pytest.mark.parametrize("name, last_codes", [("e4m3", (0x7D, 0x7E)), ("e2m1", (0x6, 0x7)),
                                               ("e5m2", (0x7A, 0x7B)), ("fp16", (0x7BFE, 0x7BFF))])

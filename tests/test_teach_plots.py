@@ -32,18 +32,6 @@ def positive_values(name: str) -> np.ndarray:
     return np.unique(v[np.isfinite(v) & (v > 0)])
 
 
-@pytest.fixture
-def plt():
-    pytest.importorskip("matplotlib")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    yield plt
-    plt.close("all")
-
-
 # ---- the data -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "fp16", "bf16", "e8m0", "int8"])
 def test_number_line_is_every_positive_value(name):
