@@ -9,6 +9,9 @@ import pytest
 from fpemu import train as T
 from fpemu.train import report as R
 
+# the default runs are trained once per worker: keep both files that use them on one
+pytestmark = pytest.mark.xdist_group("default_runs")
+
 
 # ---- the default task's claims (fixed seed 0, 300 steps) --------------------------------------
 # ``default_runs`` (tests/conftest.py): fp32, fp16 unscaled, fp16 with dynamic scaling and bf16,

@@ -17,6 +17,9 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from torch_mlp_reference import train_torch  # noqa: E402
 
+# the default runs are trained once per worker: keep both files that use them on one
+pytestmark = pytest.mark.xdist_group("default_runs")
+
 
 @pytest.fixture(scope="module")
 def both(default_task, default_runs):

@@ -31,13 +31,13 @@ def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
     fmt = get_format(fmt)
     if fmt.name not in ML_DTYPES_NAMES:
         raise ValueError(f"ml_dtypes has no {fmt.name}; it has {', '.join(ML_DTYPES_NAMES)}")
+    arr = _integer_codes(codes, fmt, "to_ml_dtypes")  # bad codes are refused with or without ml_dtypes
     dtype = ml_dtypes_dtype(fmt)
     if dtype is None:
         import ml_dtypes
 
         raise ValueError(f"ml_dtypes {ml_dtypes.__version__} has no {ML_DTYPES_NAMES[fmt.name]} "
                          "(a later release added it)")
-    arr = _integer_codes(codes, fmt, "to_ml_dtypes")
     return arr.astype(f"u{dtype.itemsize}").view(dtype)
 
 
