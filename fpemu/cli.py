@@ -60,7 +60,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     the float64 nearest it first), with the error value - input and error / |input| and the
     rules that fired (tie, underflow, overflow ...: :func:`fpemu.explain`, as the page)."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
-    options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan)
+    options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan, sr_bits=args.sr_bits)
+    if args.seed is not None:
+        options["rng"] = args.seed
     text = codec.explain(args.value, args.format, color=color and not args.json, **options)
     if args.json:
         print(json.dumps(_show_record(args.value, args.format, options, text), indent=1))
@@ -149,6 +151,10 @@ def build_parser() -> ArgumentParser:
                    help=f"overflow rule: {', '.join(_OVERFLOWS)} (default: the format's)")
     p.add_argument("--nan", default=None, choices=_NANS, type=option_name, metavar="NAN",
                    help=f"the code of NaN results: {', '.join(_NANS)} (default: sign, or raise without NaN)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of stochastic rounding (-r stochastic...): the same seed, the same result")
+    p.add_argument("--sr-bits", type=int, default=None, metavar="N",
+                   help="random bits per value (1..32) that stochastic_a, _b, _c and _odd need")
     p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_show)

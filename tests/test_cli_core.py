@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +89,7 @@ def test_console_script_help_lists_subcommands():
 def test_formats_doc_is_fresh():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_formats_doc.py"), "--check"],
-        capture_output=True, text=True,
+        capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(ROOT)},  # uninstalled too
     )
     assert done.returncode == 0, done.stderr
 
@@ -120,3 +122,32 @@ def test_help_lists_the_choices(capsys):
     out = capsys.readouterr().out
     for name in ("nearest_away", "stochastic_a", "sat_none", "ones_with_sign", "ml_dtypes"):
         assert name in out
+
+
+def test_show_stochastic_seed_repeats_and_draws_both_neighbours(capsys):
+    """-r stochastic --seed N: one seed, one result (as fpemu.encode with rng=N); over seeds
+    0.3 in e4m3 goes to each of its neighbours 0.28125 and 0.3125 (probability 0.4 and 0.6)."""
+    import fpemu
+
+    values = set()
+    for seed in range(12):
+        code, out, _ = run(capsys, "show", "0.3", "-f", "e4m3", "-r", "stochastic", "--seed", str(seed), "--json")
+        assert code == 0
+        shown = json.loads(out)
+        again = json.loads(run(capsys, "show", "0.3", "-f", "e4m3", "-r", "stochastic", "--seed", str(seed),
+                               "--json")[1])
+        assert again["code"] == shown["code"] == int(fpemu.encode("0.3", "e4m3", rounding="stochastic", rng=seed))
+        values.add(shown["value"])
+    assert values == {0.28125, 0.3125}
+    code, out, _ = run(capsys, "show", "0.3", "-f", "e4m3", "-r", "stochastic_a", "--sr-bits", "2", "--seed", "1")
+    assert code == 0 and "stochastic_a takes 0.3125" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "3"], "rng applies to the stochastic roundings"),
+    (["-r", "stochastic", "--sr-bits", "4"], "sr_bits applies to stochastic_a"),
+    (["-r", "stochastic_a"], "needs sr_bits"),
+])
+def test_show_seed_and_sr_bits_refuse_what_does_not_apply(capsys, argv, message):
+    code, _, err = run(capsys, "show", "0.3", "-f", "e4m3", *argv)
+    assert code == 2 and err.startswith("fpemu: error: ") and message in err and err.count("\n") == 1

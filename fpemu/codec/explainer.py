@@ -93,6 +93,7 @@ def explain(
     overflow: str | None = None,
     nan: str | None = None,
     color: bool = False,
+    rng: Any = None,
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
@@ -102,7 +103,8 @@ def explain(
     (value - x, exactly; relative: divided by |x|, so its sign is the error's) and the rules
     that fired, the same sentences as the explorer's page (a result equal to x needs none). x: a
     float, an int, or an exact number (``Fraction``, ``Decimal``, a decimal string: read exactly,
-    not as the float64 nearest).
+    not as the float64 nearest). ``rng``: the seed (or Generator) of stochastic rounding, as
+    :func:`fpemu.encode` takes it; ``sr_bits``: how many random bits it compares.
 
     >>> print(explain("0.3", "e4m3"))
     0.3 in e4m3 (rounding nearest_even, overflow nan)
@@ -125,7 +127,7 @@ def explain(
       error     +0 (relative +0%)
     """
     facts = explain_facts(x, fmt, conversion=conversion, rounding=rounding, overflow=overflow, nan=nan,
-                          sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+                          rng=rng, sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow, via=via)
     fmt = get_format(fmt)
     code, value, cls = facts["code"], facts["value"], facts["class"]
     raw = code >> fmt.code_shift
