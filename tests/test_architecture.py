@@ -164,3 +164,19 @@ def test_the_checks_can_fail():
 def test_modules_are_short(name):
     lines = len(MODULES[name].read_text().splitlines())
     assert lines <= MAX_LINES, f"fpemu.{name} has {lines} lines; split it along its concepts"
+
+
+@pytest.mark.parametrize("package", ["fpemu.train", "fpemu.crosscheck", "fpemu.fit", "fpemu.vectors"])
+def test_names_no_longer_re_exported_say_where_they_live(package):
+    """A name a package re-exported in 0.1 fails naming the one module that defines it (and
+    that module does define it), instead of a bare AttributeError."""
+    import importlib
+
+    pkg = importlib.import_module(package)
+    assert pkg._MOVED
+    for name, where in pkg._MOVED.items():
+        target = where if where.startswith("fpemu.") else f"{package}.{where}"
+        assert hasattr(importlib.import_module(target), name), (name, target)
+        with pytest.raises(AttributeError, match=rf"{package}\.{name} is {target}\.{name} now"):
+            getattr(pkg, name)
+        assert name not in pkg.__all__

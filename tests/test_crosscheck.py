@@ -17,18 +17,8 @@ import pytest
 import fpemu
 from fpemu import cli, encode
 from fpemu.formats import get_format
-from fpemu.crosscheck import (
-    Backend,
-    MlDtypesBackend,
-    NumpyBackend,
-    Row,
-    TorchBackend,
-    compare_cast,
-    compare_decode,
-    edge_cases,
-    format_table,
-    run_crosscheck,
-)
+from fpemu.backends import Backend, MlDtypesBackend, NumpyBackend, TorchBackend
+from fpemu.crosscheck import Row, compare_cast, compare_decode, edge_cases, format_table, run_crosscheck
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -275,7 +265,7 @@ def test_a_backend_that_raises_gives_an_unsupported_row():
         def cast(self, x, fmt):
             raise RuntimeError("\"to_fp16\" not implemented for 'Float'\nmore detail")
 
-    from fpemu.crosscheck import backend_rows
+    from fpemu.crosscheck.run import backend_rows
 
     rows = backend_rows(Broken(), ["fp16"], n_random=10)
     assert [(r.operation, r.status) for r in rows] == [("decode", "identical"), ("cast f32", "unsupported"),

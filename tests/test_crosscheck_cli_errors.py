@@ -199,8 +199,8 @@ def test_vectors_output_that_cannot_be_written(capsys, files, tmp_path, where, s
 @pytest.mark.parametrize("call,says", [
     (lambda: __import__("fpemu.crosscheck").crosscheck.random_cases("e4m3", n=10**12), "n must be in 0..16,777,216"),
     (lambda: __import__("fpemu.crosscheck").crosscheck.random_cases("e4m3", n=-2), "got -2"),
-    (lambda: __import__("fpemu.crosscheck").crosscheck.matmul_inputs("fp16", 10**6, 10**6, 8), "m * k + k * n"),
-    (lambda: __import__("fpemu.crosscheck").crosscheck.compare_matmul(None, "h100", "fp16", k=16, m=10**5, n=10**5), "m * n"),
+    (lambda: __import__("fpemu.cases").cases.matmul_inputs("fp16", 10**6, 10**6, 8), "m * k + k * n"),
+    (lambda: __import__("fpemu.crosscheck.matmul").crosscheck.matmul.compare_matmul(None, "h100", "fp16", k=16, m=10**5, n=10**5), "m * n"),
     (lambda: __import__("fpemu.crosscheck").crosscheck.run_crosscheck(["numpy"], n_random=10**9), "n (random cases per cast)"),
     (lambda: __import__("fpemu.fit").fit.probe(None, "fp16", max_k=10**6), "max_k must be an integer in 8..1024"),
     (lambda: __import__("fpemu.vectors").vectors.cast_vectors("e4m3", "random", 10**12), "n = 1,000,000,000,000 is too large"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fpemu.accumulator import gemm
-from fpemu.crosscheck import compare_matmul
+from fpemu.crosscheck.matmul import compare_matmul
 
 
 # ---- GPU matmul plumbing, with fake devices --------------------------------------------------
@@ -27,7 +27,7 @@ def test_torch_cpu_matmul_rows_report_counts_not_verdicts():
     asserts only that (an AVX-512 machine matches the fp32 FMA loop on 4093 of 4096 fp16
     outputs at K = 16 where this one matches all)."""
     pytest.importorskip("torch")
-    from fpemu.crosscheck import cpu_matmul_rows
+    from fpemu.crosscheck.matmul import cpu_matmul_rows
 
     rows = cpu_matmul_rows(ks=(16,))
     assert [(r.format, r.operation) for r in rows] == [

@@ -11,18 +11,10 @@ import pytest
 
 from fpemu import cli
 from fpemu.accumulator import Accumulator
-from fpemu.fit import (
-    Dump,
-    DumpError,
-    _batch_matches,
-    _model_matches,
-    _used_fraction_bits,
-    candidate_models,
-    fit,
-    infer_inputs,
-    load_dump,
-    report,
-)
+from fpemu.fit import Dump, DumpError, fit, load_dump, report
+from fpemu.fit.dumps import infer_inputs
+from fpemu.fit.kernel import _batch_matches, _model_matches
+from fpemu.fit.search import _used_fraction_bits, candidate_models
 from fpemu.vectors import dot_vectors, write_vectors
 
 HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from fpemu import train as T
+from fpemu.train.blas import _openblas_thread_controls
 
 
 def test_single_threaded_blas_pins_every_openblas_and_restores():
-    controls = T._openblas_thread_controls()
+    controls = _openblas_thread_controls()
     if not controls:
         pytest.skip("no OpenBLAS loaded in this process: nothing to pin")
     before = [int(get()) for get, _ in controls]

@@ -8,6 +8,7 @@ import pytest
 
 import fpemu
 from fpemu import train as T
+from fpemu.train.stats import _CastStats
 
 F32 = np.float32
 
@@ -15,7 +16,7 @@ F32 = np.float32
 # ---- FP8 casts -------------------------------------------------------------------------------
 def test_fp8_cast_saturates_and_counts():
     pol = T.make_policy("fp8", fp8_recipe=T.CurrentScaling())
-    stats = T._CastStats()
+    stats = _CastStats()
     g = np.array([1.0, -3.0, 1e-30], F32)
     q, (inv, fmt) = pol.cast_grad(g, ("dy", 0), stats)
     assert fmt.name == "e5m2" and inv == F32(1.0) / T.current_scale(3.0, 57344.0)
@@ -24,7 +25,7 @@ def test_fp8_cast_saturates_and_counts():
     pol = T.make_policy("fp8")
     st = pol._state(("dy", 0), pol.bwd)
     st.scale = F32(2.0**20)
-    stats = T._CastStats()
+    stats = _CastStats()
     q, _ = pol.cast_grad(np.array([1.0, 1e-3], F32), ("dy", 0), stats)
     assert q.tolist() == [57344.0, 1024.0] and stats.overflow == 1
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import is_whole, option_name
+from ..arguments import option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 from .narrowing import check_via
 from .option_names import (  # noqa: F401  (the names every caller reads from here)

@@ -23,20 +23,10 @@ presets' fp16 model in :mod:`fpemu.isa`; ``moved`` makes the old paths name the 
 """
 
 from ..backends import fake_device
-from .cli import register_cli  # noqa: F401  (the command line's glue: reachable, not exported)
 from .dumps import Dump, DumpError, load_dump
 from .feature_tests import ProbeResult, probe
+from .reporting import report
 from .search import FitResult, fit
-
-# Still reachable as fpemu.fit.<name>, as in the single module this package replaces: its
-# other public names (the probe's among them), and the private helpers the tests import.
-from ..backends import RunDot, torch_device  # noqa: F401
-from .feature_tests import PROBE_INPUTS, probe_report  # noqa: F401
-from .cli import cmd_fit  # noqa: F401
-from .dumps import infer_inputs  # noqa: F401
-from .kernel import _batch_matches, _model_matches  # noqa: F401
-from .reporting import describe_model, report, summarize_models  # noqa: F401
-from .search import _used_fraction_bits, candidate_models  # noqa: F401
 
 # The FP8 fp16-output campaign's old paths (fpemu.fit.staged, ...) fail naming the new ones.
 from .moved import MOVED_MODULES, install_finder
@@ -44,11 +34,25 @@ from .moved import MOVED_MODULES, install_finder
 install_finder()
 
 
+# Names this package re-exported in 0.1 that live in one module only now: asking for them here
+# says where.
+_MOVED = {
+    "RunDot": "fpemu.backends", "torch_device": "fpemu.backends",
+    "PROBE_INPUTS": "fpemu.fit.feature_tests", "probe_report": "fpemu.fit.feature_tests",
+    "cmd_fit": "fpemu.fit.cli", "register_cli": "fpemu.fit.cli",
+    "infer_inputs": "fpemu.fit.dumps",
+    "describe_model": "fpemu.fit.reporting", "summarize_models": "fpemu.fit.reporting",
+    "candidate_models": "fpemu.fit.search",
+}
+
+
 def __getattr__(name: str):
+    if name in _MOVED:
+        raise AttributeError(f"fpemu.fit.{name} is {_MOVED[name]}.{name} now")
     if name in MOVED_MODULES:
         raise AttributeError(f"fpemu.fit.{name} moved out of the library: research.fp8_fp16.{name} "
                              "(from a checkout of the fpemu repository)")  # fmt: skip
     raise AttributeError(f"module 'fpemu.fit' has no attribute {name!r}")
 
 
-__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "ProbeResult", "probe", "fake_device"]
+__all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "report", "ProbeResult", "probe", "fake_device"]
