@@ -18,7 +18,8 @@ from fpemu.teach import (
     finite_values,
     handle_api,
 )
-from fpemu.teach.api import ROUNDINGS
+from fpemu.codec.options import STOCHASTIC_WITH_BITS
+from fpemu.teach.api import BLOCK_ROUNDINGS, ROUNDINGS, formats_payload
 
 SMALL = ["e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "ue4m3", "e8m0", "int8", "e4m3fnuz", "binary8p3se"]
 
@@ -121,12 +122,20 @@ def test_encode_agrees_with_the_codec(name, rounding):
     xs = np.concatenate([rng.standard_normal(12) * 10.0 ** rng.integers(-6, 6, 12), [0.0, 2.5, -1.0, 1e30]])
     if not fmt.signed:
         xs = np.abs(xs)
+    if rounding == "ml_dtypes_e8m0" and name != "e8m0":  # the codec's refusal, word for word
+        with pytest.raises(ValueError, match=r"^rounding='ml_dtypes_e8m0' is for formats like E8M0"):
+            encode_number(name, "1", rounding)
+        return
+    bits = {"sr_bits": 3} if rounding in STOCHASTIC_WITH_BITS else {}
     for x in xs:
-        e = encode_number(name, repr(float(x)), rounding)
-        if rounding == "stochastic":  # the page's seed (0) and the decimal typed, read exactly
-            code = int(fpemu.encode([repr(float(x))], fmt, rounding=rounding, rng=0)[0])
+        e = encode_number(name, repr(float(x)), rounding, **bits)
+        if rounding.startswith("stochastic"):  # the page's seed (0) and the decimal typed, read exactly
+            code = int(fpemu.encode([repr(float(x))], fmt, rounding=rounding, rng=0, **bits)[0])
             assert code in (ref_encode(float(x), fmt, rounding="up"), ref_encode(float(x), fmt, rounding="down"))
-            assert int(e["code"], 16) == code and e["seed"] == 0
+            assert int(e["code"], 16) == code and e["seed"] == 0 and e["sr_bits"] == bits.get("sr_bits")
+        elif rounding == "ml_dtypes_e8m0":
+            code = int(fpemu.encode(np.array([x]), fmt, rounding=rounding)[0])
+            assert int(e["code"], 16) == code
         else:
             code = int(fpemu.encode(np.array([x]), fmt, rounding=rounding)[0])
             assert int(e["code"], 16) == code == ref_encode(float(x), fmt, rounding=rounding)
@@ -188,7 +197,10 @@ def test_the_rules_of_other_formats():
 @pytest.mark.parametrize("args, says", [
     (("e4m3", "abc"), "cannot read 'abc'"),
     (("e4m3", "1/0"), "cannot read"),
-    (("e4m3", "1", "stochastic_a"), "the explorer offers"),
+    (("e4m3", "1", "sideways"), "the explorer offers"),
+    (("e4m3", "1", "stochastic_a"), "needs sr_bits"),  # the codec's message
+    (("e4m3", "1", "stochastic_odd", "default", "default", 0, 33), r"needs sr_bits.*1\.\.32.*got 33"),
+    (("e4m3", "1", "ml_dtypes_e8m0"), "is for formats like E8M0"),
     (("e4m3", "1", "stochastic", "default", "default", -1), "seed"),
     (("e4m3", "1", "nearest_even", "default", "quiet"), "unknown NaN rule"),
     (("e4m3", "1", "nearest_even", "inf"), "has no Inf"),
@@ -199,6 +211,33 @@ def test_the_rules_of_other_formats():
 def test_bad_numbers_and_options(args, says):
     with pytest.raises(ValueError, match=says):
         encode_number(*args)
+
+
+def test_every_rounding_mode_of_the_codec_is_offered():
+    assert sorted(ROUNDINGS) == sorted(set(fpemu.codec.ROUNDING_MODES.values())) and len(set(ROUNDINGS)) == len(ROUNDINGS)
+    payload = formats_payload()
+    assert payload["roundings"] == list(ROUNDINGS) and payload["sr_bits_roundings"] == list(STOCHASTIC_WITH_BITS)
+    # the block view: what fpemu.mx.quantize takes (no sr_bits, no ml_dtypes_e8m0)
+    assert payload["block_roundings"] == list(BLOCK_ROUNDINGS)
+    assert sorted(BLOCK_ROUNDINGS) == sorted(fpemu.mx.inputs.ELEMENT_ROUNDINGS)
+    with pytest.raises(ValueError, match="unknown element rounding"):
+        describe_block("mxfp4", ["1"], rounding="stochastic_a")
+
+
+@pytest.mark.parametrize("rounding", STOCHASTIC_WITH_BITS)
+def test_stochastic_with_random_bits_and_a_seed(rounding):
+    for bits in (1, 2, 8, 32):
+        for seed in range(6):
+            e = encode_number("e4m3", "1.3", rounding, seed=seed, sr_bits=bits)
+            code = int(fpemu.encode(np.array(["1.3"], dtype=object), "e4m3", rounding=rounding, sr_bits=bits,
+                                    rng=seed)[0])
+            assert int(e["code"], 16) == code and e["sr_bits"] == bits and e["seed"] == seed
+            assert rules(e) == ["stochastic"]
+    status, reply = handle_api("/api/encode", {"format": "e4m3", "value": "1.3", "rounding": rounding,
+                                               "seed": 4, "sr_bits": 2})
+    assert status == 200 and int(reply["code"], 16) == int(
+        fpemu.encode(np.array(["1.3"], dtype=object), "e4m3", rounding=rounding, sr_bits=2, rng=4)[0])
+    assert encode_number("e4m3", "1.3", "up", sr_bits=2)["sr_bits"] is None  # (ignored, as the seed is)
 
 
 # ---- one block --------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The explorer's controls in real Chromium (issue 26, item 2): hex and integer code entry, code
 and field stepping, the exact decimal, every field in sync live, the state in the URL (a link
 reopens it, the back button walks back), no sideways scroll at 390 px, errors that replace the
-result, the NaN rule, stochastic rounding with a seed, and the block view's marks, NaN scale and
+result, the NaN rule, stochastic rounding with a seed (and N random bits: every rounding mode of the
+codec is in the menu), and the block view's marks, NaN scale and
 NVFP4 tensor scale. Every value the page shows is held to fpemu.decode / encode / mx.quantize
 computed here, or to exact Fractions.
 """
@@ -262,3 +263,57 @@ def test_a_block_error_replaces_the_block(page):
     page.fill("#bx0", "0.82")
     settle(page, lambda: page.click("#block-run"))
     assert text(page, "#block-error") == "" and page.is_visible("#block-result")
+
+
+# ---- every rounding mode of the codec, N random bits ------------------------------------------
+def test_the_menu_lists_every_rounding_mode_of_the_codec(page):
+    menu = page.eval_on_selector_all("#rounding option", "os => os.map(o => o.value)")
+    assert sorted(menu) == sorted(set(fpemu.codec.ROUNDING_MODES.values())) and len(menu) == len(set(menu))
+    block = page.eval_on_selector_all("#block-rounding option", "os => os.map(o => o.value)")
+    assert sorted(block) == sorted(fpemu.mx.inputs.ELEMENT_ROUNDINGS)  # what fpemu.mx.quantize takes
+    for mode in menu:  # the seed for the stochastic modes, N random bits for those that take them
+        settle(page, lambda m=mode: page.select_option("#rounding", m))
+        assert page.is_visible("#seed") == mode.startswith("stochastic"), mode
+        assert page.is_visible("#srbits") == (mode in fpemu.codec.options.STOCHASTIC_WITH_BITS), mode
+
+
+def test_stochastic_a_with_random_bits_and_a_seed(browser, url, page):
+    settle(page, lambda: page.select_option("#rounding", "stochastic_a"))
+    assert page.is_visible("#seed") and page.is_visible("#srbits")
+    page.fill("#srbits", "2")
+    settle(page, lambda: page.dispatch_event("#srbits", "change"))
+    round_number(page, "1.3")
+    seen = set()
+    for seed in range(8):
+        code = encoded("1.3", "e4m3", rounding="stochastic_a", sr_bits=2, rng=seed)
+        page.fill("#seed", str(seed))
+        settle(page, lambda: page.dispatch_event("#seed", "change"))
+        # (leaving a field fires its own change, one more request: wait for the last answer)
+        page.wait_for_function(f"document.querySelector('#out-code').textContent.trim() === '0x{code:02X}' "
+                               "&& document.querySelector('#seed').value === '{seed}'".replace("{seed}", str(seed)))
+        shows_code(page, code, "e4m3")
+        assert text(page, "#error") == "" and rules_shown(page) == ["stochastic"]
+        seen.add(code)
+    assert seen == {encoded("1.3", "e4m3", rounding="down"), encoded("1.3", "e4m3", rounding="up")}
+    hash_ = page.evaluate("location.hash")
+    assert "rounding=stochastic_a" in hash_ and "srbits=2" in hash_ and "seed=7" in hash_
+    shared, problems = open_page(browser, url, hash_)  # a link replays the same draw
+    assert shared.input_value("#srbits") == "2" and shared.input_value("#seed") == "7"
+    shows_code(shared, encoded("1.3", "e4m3", rounding="stochastic_a", sr_bits=2, rng=7), "e4m3")
+    shared.context.close()
+    assert not problems, problems
+    page.fill("#srbits", "33")  # out of 1..32: the codec's message replaces the result
+    settle(page, lambda: page.dispatch_event("#srbits", "change"))
+    assert "needs sr_bits" in text(page, "#error") and "got 33" in text(page, "#error")
+    assert page.is_hidden("#result")
+
+
+def test_ml_dtypes_e8m0_is_for_e8m0(page):
+    settle(page, lambda: page.select_option("#rounding", "ml_dtypes_e8m0"))
+    with pytest.raises(ValueError) as refused:
+        encoded("0.3", "e4m3", rounding="ml_dtypes_e8m0")
+    assert text(page, "#error") == f"Error: {refused.value}" and page.is_hidden("#result")
+    settle(page, lambda: page.select_option("#format", "e8m0"))
+    round_number(page, "3")
+    assert text(page, "#error") == "" and page.is_visible("#result")
+    shows_code(page, encoded("3", "e8m0", rounding="ml_dtypes_e8m0"), "e8m0")

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fpemu
@@ -55,7 +55,8 @@ def test_every_step_is_the_gap_it_starts(name):
     edges = [Fraction(v) for v in s["edges"]]
     gaps = [b - a for a, b in itertools.pairwise(edges)]
     assert [Fraction(g) for g in s["step_spacing"][:-1]] == gaps
-    assert s["subnormal"].tolist() == [float(a) < fpemu.get_format(name).min_normal for a in edges[:-1]]
+    fmt = fpemu.get_format(name)  # fixed point (int8): no subnormal gaps, one even grid
+    assert s["subnormal"].tolist() == [float(a) < fmt.min_normal and fmt.exponent_bits > 0 for a in edges[:-1]]
 
 
 # ---- ticks ---------------------------------------------------------------------------------
@@ -70,20 +71,25 @@ def test_log2_ticks_are_round_exponents():
         log2_ticks(0.0, 1.0)
 
 
+ROUND_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)  # the docstring's list
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-300, 300), st.floats(0, 300), st.integers(2, 12))
+@example(a=0.0, width=4.0, most=2)  # step 5 gives one tick: the fallback, not a "step of 4"
 def test_log2_ticks_properties(a, width, most):
     lo, hi = 2.0**a, 2.0 ** (a + width)
     ticks = log2_ticks(lo, hi, most)
     assert len(ticks) >= 2 and ticks == sorted(set(ticks))
-    steps = set(np.diff(ticks).tolist())
     a, b = np.log2(lo), np.log2(hi)
-    if a <= ticks[0] and ticks[-1] <= b:  # a round step, every tick inside, at most `most`
-        assert len(steps) == 1 and len(ticks) <= most
-        step = steps.pop()
-        assert str(step).rstrip("0") in ("1", "2", "25", "5") and all(t % step == 0 for t in ticks)
+    # the smallest round step with at most `most` multiples inside [a, b]
+    step = next(s for s in ROUND_STEPS if np.floor(b / s) - np.ceil(a / s) + 1 <= most)
+    inside = [k * step for k in range(int(np.ceil(a / step)), int(np.floor(b / step)) + 1)]
+    if len(inside) >= 2:  # every multiple of that round step inside the range
+        assert ticks == inside
     else:  # too few round ticks inside: the two powers of 2 around the range
         assert len(ticks) == 2 and ticks[0] == np.floor(a) and ticks[1] >= b
+        assert ticks[1] == max(ticks[0] + 1, np.ceil(b))
 
 
 def tick_exponents(axis) -> list[float]:
@@ -182,16 +188,18 @@ def test_number_line_labels_stay_clear(plt, names):
 
 
 @pytest.mark.parametrize("names", [["fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4"],
-                                   ["e2m1"], ["nvfp4", "mxfp4", "mxfp8_e4m3"], ["e8m0", "int8"]])
+                                   ["e2m1"], ["nvfp4", "mxfp4", "mxfp8_e4m3"], ["e8m0", "int8"],
+                                   ["int8"], ["e8m0"], ["mxint8"]])
 def test_range_labels_stay_clear_and_the_legend_names_what_is_drawn(plt, names):
     from fpemu.teach import draw_ranges
 
     fig, ax = plt.subplots(figsize=(10, 0.55 * len(names) + 1.4), layout="constrained")
     drawn = draw_ranges(ax, names)
     assert_clear(fig, [ax])
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+    assert legend or ax.get_legend() is None  # no empty legend box
     has_sub = any(e["min_normal"] > e["min_positive"] for e in drawn)
-    assert ("subnormals" in legend) == has_sub or legend[0] == "subnormals"
+    assert ("subnormals" in legend) == has_sub
     assert ("one block, its scale at 1" in legend) == any("block_min" in e for e in drawn)
     assert ("its FP32 tensor scale slides the bar" in legend) == ("nvfp4" in names)
     assert "black" not in ax.get_xlabel() and "orange" not in ax.get_xlabel()
@@ -215,7 +223,8 @@ def test_nvfp4s_bar_shows_its_per_tensor_scale(plt):
 
 
 def test_label_numbers_are_exact_or_marked():
-    from fpemu.teach.plot_data import label_number, number_line
+    from fpemu.teach.plot_data import number_line
+    from fpemu.teach.plot_text import label_number
 
     assert label_number(1.984375) == "1.984375"  # int8's max, not 1.98438
     assert label_number(2.0**-126) == "2^-126" and label_number(65520.0) == "65520"
@@ -223,3 +232,48 @@ def test_label_numbers_are_exact_or_marked():
     assert number_line("e8m0")["overflow_label"] == "overflow beyond ≈2.552e+38"  # not 40 digits
     assert [number_line(n)["overflow_label"] for n in ("fp16", "e4m3", "int8", "e2m1")] == [
         "overflow from 65520 on", "overflow beyond 464", "saturates from 1.9921875 on", "saturates from 7 on"]
+
+
+# ---- fixed point has no subnormals: nothing of int8 orange ------------------------------------
+def orange_things(ax):
+    """The lines holding points and the bars of some width drawn in the subnormal colour."""
+    from matplotlib.colors import to_rgba
+
+    from fpemu.teach.plots import SUBNORMAL_COLOUR
+
+    orange = to_rgba(SUBNORMAL_COLOUR)[:3]
+    lines = [ln for ln in ax.lines if len(ln.get_xdata()) and to_rgba(ln.get_color())[:3] == orange]
+    bars = [p for p in ax.patches if p.get_width() > 0 and to_rgba(p.get_facecolor())[:3] == orange]
+    return lines, bars
+
+
+def test_fixed_point_values_are_ordinary_ticks_not_subnormals(plt):
+    from fpemu.teach import draw_number_line, number_line, spacing
+    from fpemu.teach.plots import format_colour
+
+    line = number_line("int8")
+    assert not line["subnormal"].any() and not spacing("int8")["subnormal"].any()
+    _fig, axes = plt.subplots(3, 1)
+    draw_number_line(axes, ["int8", "e2m1", "int8"])  # int8 twice: rows 0 and 2
+    for row in (0, 2):
+        assert orange_things(axes[row]) == ([], [])
+        ticks = [ln for ln in axes[row].lines if len(ln.get_xdata()) == 127]  # 1..127 * 2^-6
+        assert len(ticks) == 1 and ticks[0].get_color() == format_colour(row)
+        assert np.array_equal(ticks[0].get_xdata(), np.log2(np.arange(1, 128) * 2.0**-6))
+    assert len(orange_things(axes[1])[0]) == 1  # e2m1's 0.5 stays orange
+
+
+@pytest.mark.parametrize("names, orange_rows", [(["int8"], []), (["mxint8"], []), (["e8m0", "int8"], []),
+                                                (["int8", "fp16", "mxint8", "mxfp4"], [1, 3])])
+def test_fixed_point_range_bars_have_no_subnormal_part(plt, names, orange_rows):
+    from fpemu.teach import draw_ranges
+
+    _fig, ax = plt.subplots()
+    drawn = draw_ranges(ax, names)
+    for name, entry in zip(names, drawn):
+        if name in ("int8", "mxint8"):
+            assert entry["min_normal"] == entry["min_positive"], name
+    _, bars = orange_things(ax)
+    assert sorted(round(-b.get_y() - b.get_height() / 2) for b in bars) == orange_rows
+    legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+    assert ("subnormals" in legend) == bool(orange_rows)

@@ -11,7 +11,8 @@ import fpemu
 from fpemu.formats import Format, get_format
 from fpemu.teach import finite_values
 from fpemu.teach.api import encode_number
-from fpemu.teach.plot_data import line_title, number_line, spacing, spacing_title
+from fpemu.teach.plot_data import number_line, spacing
+from fpemu.teach.plot_text import line_title, spacing_title
 from fpemu.teach.values import (overflow_inclusive, overflow_threshold, overflow_words,
                                 smallest_subnormal, value_classes)
 
@@ -154,3 +155,71 @@ def test_the_page_summary_of_e8m0_names_no_subnormal():
 
     assert format_fields(get_format("e8m0"))["min_subnormal"] is None
     assert float(format_fields(get_format("fp16"))["min_subnormal"]) == 2.0**-24
+
+
+# ---- titles that follow the formats drawn: subnormals only where there are some ----------------
+def _drawn_titles(plt, names):
+    """The number line's title and the relative-error panel's, as drawn for ``names``."""
+    from fpemu.teach.plots import draw_number_line, draw_spacing
+
+    _fig, axes = plt.subplots(len(names) + 2, 1)
+    draw_number_line(axes[: len(names)], names)
+    draw_spacing(axes[-2], axes[-1], names)
+    return axes[0].get_title().replace("\n", " "), axes[-1].get_title().replace("\n", " ")
+
+
+@pytest.mark.parametrize("names, orange", [
+    (["int8"], False), (["e8m0"], False), (["e8m0", "int8"], False), (["binary8p1se"], False),
+    (["fp16", "bf16"], True), (["int8", "e2m1"], True), (["e8m0", "e4m3"], True),
+])
+def test_the_number_line_names_orange_ticks_only_where_a_format_has_subnormals(plt, names, orange):
+    title, _ = _drawn_titles(plt, names)
+    assert title.endswith("; orange ticks: subnormals") == orange
+    assert ("orange" in title) == orange and ("subnormal" in title) == orange
+
+
+SAWTOOTH = ("Largest relative error in each gap: a sawtooth under the flat bound 2^-(m+1) (dotted) "
+            "for normals, rising in the subnormals")
+
+
+@pytest.mark.parametrize("names", [["fp16", "bf16"], ["e4m3", "e5m2"], ["e2m1"]])
+def test_the_relative_error_title_of_floats_with_subnormals_is_the_sawtooth(plt, names):
+    _, title = _drawn_titles(plt, names)
+    assert title == SAWTOOTH  # the tutorial's figures keep their words
+
+
+def test_the_relative_error_of_fixed_point_falls_as_one_over_x(plt):
+    s = spacing("int8")
+    # uniform steps of 2^-6: the gap [k, k+1] * 2^-6 errs by at most 1/(2k+1), k = 1 .. 126
+    exact = [Fraction(b - a) / Fraction(a + b) for a, b in zip(s["lower"], s["upper"])]
+    assert exact == [Fraction(1, 2 * k + 1) for k in range(1, 127)]
+    assert np.all(np.diff(s["relative_bound"]) < 0)  # a falling staircase, no sawtooth
+    _, title = _drawn_titles(plt, ["int8"])
+    assert "int8 (fixed point)" in title and "falls as 1/|x|" in title and "from 1/3 to 1/253" in title
+    for wrong in ("sawtooth", "subnormal", "2^-(m+1)", "dotted"):
+        assert wrong not in title, wrong
+
+
+def test_the_relative_error_of_e8m0_is_flat_at_one_third(plt):
+    s = spacing("e8m0")
+    # every value a power of 2: each gap [2^k, 2^(k+1)], its midpoint 1.5 * 2^k errs by 2^k/2 / (1.5 * 2^k)
+    assert all(Fraction(b - a) / Fraction(a + b) == Fraction(1, 3) for a, b in zip(s["lower"], s["upper"]))
+    k = np.arange(-127, 127, dtype=np.float64)
+    mid = 1.5 * 2.0**k
+    with np.errstate(over="ignore"):
+        q = fpemu.quantize(mid, "e8m0")
+    assert set(np.abs(q - mid) / mid) == {1 / 3}  # the codec rounds every midpoint by exactly 1/3
+    x = np.geomspace(2.0**-120, 2.0**120, 100_001)
+    assert np.max(np.abs(fpemu.quantize(x, "e8m0") - x) / x) <= 1 / 3
+    _, title = _drawn_titles(plt, ["e8m0"])
+    assert "e8m0" in title and "flat at 1/3" in title and "2^-1 (dotted)" in title
+    for wrong in ("sawtooth", "subnormal", "2^-(m+1)"):
+        assert wrong not in title, wrong
+
+
+def test_the_relative_error_title_names_each_kind_drawn(plt):
+    _, title = _drawn_titles(plt, ["e2m1", "e8m0", "int8", "fp16"])
+    assert title.startswith(SAWTOOTH + "; ")
+    assert "e8m0" in title and "flat at 1/3" in title and "int8 (fixed point)" in title and "1/|x|" in title
+    _, title = _drawn_titles(plt, ["e8m0", "int8"])
+    assert "subnormal" not in title and "sawtooth" not in title

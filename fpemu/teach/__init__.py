@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from .api import describe_code, encode_number, format_from_spec
 from .blocks import describe_block
-from .cli import register_cli  # noqa: F401  (the command line's glue: reachable, not exported)
 from .plot_data import DEFAULT_RANGE_FORMATS, number_line, range_entry, ranges, spacing
 from .plots import draw_number_line, draw_ranges, draw_spacing, plot
 from .server import handle_api, make_server, serve_in_thread

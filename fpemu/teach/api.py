@@ -24,18 +24,27 @@ from ..arguments import is_whole
 from ..codec import decode, encode, quantize
 from ..codec.exact import decimal_text, exact_decimal, fraction_float
 from ..codec.explainer import explain_facts
-from ..codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN
+from ..codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS
 from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
+from ..mx.inputs import ELEMENT_ROUNDINGS
 from .blocks import BLOCK_NAMES, SCALE_RULES
 from .rules import number_text, parse_exact
 from .values import smallest_subnormal
 
 __all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
-           "ROUNDINGS", "OVERFLOWS", "NANS", "number_text"]
+           "ROUNDINGS", "BLOCK_ROUNDINGS", "OVERFLOWS", "NANS", "number_text"]
 
-#: The rounding modes the explorer offers (stochastic with a seed, so that a link replays it).
-ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd", "stochastic")
+#: The rounding modes the explorer offers for one number: every canonical mode of the codec
+#: (``fpemu.codec.ROUNDING_MODES``). The stochastic ones take a seed, so that a link replays
+#: the draw; P3109's stochastic A, B, C and gfloat's stochastic odd also take ``sr_bits``, the
+#: number of random bits per value; ``ml_dtypes_e8m0`` is for E8M0-like formats (the codec
+#: refuses it for others, and the page shows its message).
+ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd", "stochastic") + \
+    STOCHASTIC_WITH_BITS + ("ml_dtypes_e8m0",)
+#: The element roundings of the block view: what :func:`fpemu.mx.quantize` takes (no sr_bits,
+#: so not the modes with N random bits, nor the E8M0-only one), in the page's order.
+BLOCK_ROUNDINGS = tuple(r for r in ROUNDINGS if r in ELEMENT_ROUNDINGS)
 #: The overflow rules it offers ("default": the format's own).
 OVERFLOWS = ("default", "saturate", "saturate_propagate", "inf", "nan", "sat_none")
 #: What a NaN result becomes ("default": NaN's code where the format has one, else refused).
@@ -87,6 +96,8 @@ def formats_payload() -> dict[str, Any]:
     blocks = [{"name": n, "block_size": get_block_format(n).block_size, "nvfp4": get_block_format(n).is_nvfp4}
               for n in BLOCK_NAMES]
     return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),
+            "block_roundings": list(BLOCK_ROUNDINGS), "seeded_roundings": list(STOCHASTIC),
+            "sr_bits_roundings": list(STOCHASTIC_WITH_BITS),
             "overflows": list(OVERFLOWS), "nans": list(NANS), "nans_without_nan": list(_NAN_POLICIES_WITHOUT_NAN),
             "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
 
@@ -218,14 +229,16 @@ def _formula(fmt: Format, raw: int, efield: int, frac: int, negative: bool, cls:
 
 
 def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow: str = "default",
-                  nan: str = "default", seed: Any = 0) -> dict[str, Any]:
+                  nan: str = "default", seed: Any = 0, sr_bits: Any = None) -> dict[str, Any]:
     """Round the number ``text`` into ``fmt``, once, from its exact value (``"0.1"`` is one
     tenth, not the float64 nearest it): the code's description (:func:`describe_code`) with
     the input (as typed, and ``input_value``, the float64 nearest it), the error (value -
     input, exactly: ``error_exact``, and ``error``, the float64 nearest it; relative: divided
     by |input|) and the rules that fired: all of it :func:`fpemu.codec.explainer.explain_facts`,
     the facts ``fpemu show`` prints. ``nan``: what a NaN result becomes; ``seed``: stochastic
-    rounding's seed (a whole number, so that the same link gives the same draw).
+    rounding's seed (a whole number, so that the same link gives the same draw); ``sr_bits``:
+    the number of random bits per value (1..32) of stochastic_a, _b, _c and stochastic_odd,
+    which need it (ignored by the other modes, as the seed is; the codec checks it).
 
     >>> e = encode_number("e2m1", "2.5")
     >>> e["value"], e["error"], [r["rule"] for r in e["rules"]]
@@ -233,6 +246,9 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
     >>> e = encode_number("fp64", "0.1")
     >>> e["value"], e["error_exact"], e["relative_error"], [r["rule"] for r in e["rules"]]
     ('0.1', '+5.5511151231257827021181583404541015625e-18', '5.551115123125783e-17', ['rounded'])
+    >>> e = encode_number("e4m3", "1.3", "stochastic_a", seed=3, sr_bits=2)
+    >>> e["code"], e["sr_bits"], [r["rule"] for r in e["rules"]]
+    ('0x3A', 2, ['stochastic'])
     """
     fmt = format_from_spec(fmt)
     if rounding not in ROUNDINGS:
@@ -243,6 +259,7 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
         raise ValueError(f"unknown NaN rule {nan!r}; choose one of {', '.join(NANS)}")
     if not is_whole(seed) or not 0 <= int(seed) < 2**63:
         raise ValueError(f"the seed of stochastic rounding is a whole number 0 .. 2^63-1, got {seed!r}")
+    with_bits = rounding in STOCHASTIC_WITH_BITS
     x = parse_exact(text)
     if isinstance(x, float) and np.isnan(x) and not fmt.has_nan and nan == "default":
         raise ValueError(f"{fmt.name} has no NaN: choose what a NaN becomes under 'NaN results' "
@@ -250,11 +267,12 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
     typed = text.strip().replace("−", "-") if isinstance(text, str) else x  # (read exactly by explain_facts)
     facts = explain_facts(typed, fmt, rounding=rounding, overflow=None if overflow == "default" else overflow,
                           nan=None if nan == "default" else nan,
-                          rng=int(seed) if rounding == "stochastic" else None)
+                          rng=int(seed) if rounding in STOCHASTIC else None,
+                          sr_bits=sr_bits if with_bits else None)
     out = describe_code(fmt, facts["code"])
     err, rel = facts["error"], facts["relative_error"]
     out.update(input=text.strip() if isinstance(text, str) else number_text(text), input_value=number_text(fraction_float(x)), rounding=rounding, overflow=overflow,
-               nan=nan, seed=int(seed), rules=facts["rules"],
+               nan=nan, seed=int(seed), sr_bits=int(sr_bits) if with_bits else None, rules=facts["rules"],
                error=None if err is None else number_text(fraction_float(err)),
                error_exact=None if err is None else decimal_text(err, max_digits=60),
                relative_error=None if rel is None else number_text(fraction_float(rel)),

@@ -146,8 +146,8 @@ def _flag(exact: Fraction | float, x: float, element: float, value: float, elem:
     if exact and value == 0 and np.isfinite(x):
         smallest = float(finite_values(elem)[finite_values(elem) > 0][0])
         step = exact_decimal(float(Fraction(smallest) * Fraction(factor)))
-        return "flushed", (f"|x| is below the block's smallest step {'≈' if approx else ''}{step} "
-                           f"(scale x smallest element {_exact(smallest)}) and rounded to zero")
+        return "flushed", (f"|x| lies below the block's smallest nonzero value {'≈' if approx else ''}{step} "
+                           f"(scale x smallest element {_exact(smallest)}) and the rounding took it to 0")
     if abs(element) == elem.max and np.isfinite(value) and abs(Fraction(x)) > abs(Fraction(value)):
         return "saturated", (f"|x| is above the block's largest value {_exact(abs(value))} "
                              f"(scale x element max {_exact(elem.max)}): clipped to it")

@@ -22,13 +22,29 @@ import numpy as np
 
 from ..formats import Format, get_format
 from ..mx import BlockFormat, get_block_format
-from .values import finite_values, overflow_inclusive, overflow_threshold, overflow_words, value_classes
+from .plot_text import overflow_label
+from .values import finite_values, overflow_threshold, overflow_words, value_classes
 
-__all__ = ["number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS", "line_title",
-           "spacing_title", "log2_ticks", "shared_line_span", "label_number"]
+__all__ = ["number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS", "log2_ticks",
+           "shared_line_span"]
 
 #: The formats of the dynamic-range picture: the seeds' table, and FP4 with its MX scale.
 DEFAULT_RANGE_FORMATS = ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4")
+
+
+def _subnormal_mask(values: np.ndarray, fmt: Format) -> np.ndarray:
+    """Which of ``values`` a figure draws as subnormal: those below the smallest normal of a
+    floating-point format. A fixed-point format (no exponent field, INT8) has none: the codec
+    encodes its values like subnormals, but they are its ordinary values, one even grid.
+
+    >>> _subnormal_mask(np.array([0.5, 1.0]), get_format("e2m1")).tolist()
+    [True, False]
+    >>> bool(_subnormal_mask(finite_values("int8"), get_format("int8")).any())
+    False
+    """
+    if not fmt.exponent_bits:
+        return np.zeros(np.shape(values), dtype=bool)
+    return value_classes(values, fmt) == "subnormal"
 
 
 def number_line(fmt: str | Format) -> dict[str, Any]:
@@ -36,7 +52,7 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
 
     Keys: ``format``; ``values`` (positive finite values, ascending); ``log2`` (their base-2
     logarithms: the x positions drawn); ``subnormal`` (mask of the values below the smallest
-    normal); ``has_zero``; ``has_negatives``; ``negatives`` (``"mirror"``: exactly the
+    normal; none in a fixed-point format such as INT8); ``has_zero``; ``has_negatives``; ``negatives`` (``"mirror"``: exactly the
     negated positives, ``"none"``, or ``"lowest extra"``: the negated positives and one lower
     value, ``lowest``, as in two's complement); ``min_normal``, ``max``, ``lowest`` and
     ``overflow_threshold`` (floats); ``overflow_words`` (:func:`overflow_words`) and
@@ -54,39 +70,17 @@ def number_line(fmt: str | Format) -> dict[str, Any]:
         "format": fmt.name,
         "values": positive,
         "log2": np.log2(positive),
-        "subnormal": value_classes(positive, fmt) == "subnormal",
+        "subnormal": _subnormal_mask(positive, fmt),
         "has_zero": bool((values == 0).any()),
         "has_negatives": bool((values < 0).any()),
         "negatives": _negatives(values, positive),
         "lowest": float(values[0]),
         "overflow_words": overflow_words(fmt),
-        "overflow_label": _overflow_label(fmt),
+        "overflow_label": overflow_label(fmt),
         "min_normal": fmt.min_normal,
         "max": fmt.max,
         "overflow_threshold": overflow_threshold(fmt),
     }
-
-
-def _overflow_label(fmt: Format) -> str:
-    """``"overflow from 65520 on"``, ``"saturates from 7 on"``, ``"overflow beyond 464"``."""
-    verb = "overflow" if fmt.has_inf or fmt.has_nan else "saturates"
-    where = "from {} on" if overflow_inclusive(fmt) else "beyond {}"
-    return f"{verb} {where.format(label_number(overflow_threshold(fmt)))}"
-
-
-def label_number(value: float) -> str:
-    """A value as a figure's label shows it: exact where that is short (448, 65520, 1.9921875,
-    2^127), else to 4 digits, marked ≈.
-
-    >>> [label_number(v) for v in (448.0, 1.9921875, 2.0**127, 1.5 * 2.0**127)]
-    ['448', '1.9921875', '2^127', '≈2.552e+38']
-    """
-    if value.is_integer() and abs(value) < 1e7:
-        return str(int(value))
-    mantissa, exponent = np.frexp(value)
-    if mantissa == 0.5:
-        return f"2^{exponent - 1}"
-    return repr(value) if len(repr(value)) <= 10 else f"≈{value:.4g}"
 
 
 def _negatives(values: np.ndarray, positive: np.ndarray) -> str:
@@ -98,42 +92,6 @@ def _negatives(values: np.ndarray, positive: np.ndarray) -> str:
     if np.array_equal(negative[:-1], positive):
         return "lowest extra"
     raise ValueError("negative values that are not the positives mirrored")  # no format has them
-
-
-def line_title(lines: Sequence[dict[str, Any]]) -> str:
-    """The number line's title for these :func:`number_line` results: what the negative side
-    holds, which each format decides (mirrored, none: unsigned, or one more: two's complement).
-
-    >>> print(line_title([number_line("e4m3"), number_line("e8m0")]))
-    Every finite value on a log scale (one tick per positive value; the negatives of e4m3 mirror them; e8m0 is unsigned: no negatives)
-    """
-    mirror = [line["format"] for line in lines if line["negatives"] == "mirror"]
-    parts = [f"the negatives of {', '.join(mirror)} mirror them"] if mirror else []
-    if mirror and len(mirror) == len(lines):
-        parts = ["negatives mirror them"]
-    parts += [f"{line['format']} is unsigned: no negatives" for line in lines if line["negatives"] == "none"]
-    parts += [f"{line['format']} is two's complement: its negatives mirror them and go one step lower, "
-              f"to {line['lowest']:g}" for line in lines if line["negatives"] == "lowest extra"]
-    return f"Every finite value on a log scale (one tick per positive value; {'; '.join(parts)})"
-
-
-def spacing_title(data: Sequence[dict[str, Any]]) -> str:
-    """The spacing plot's title for these :func:`spacing` results: floating point spacing
-    doubles at each power of 2 above the smallest normal (the subnormals share the first
-    normal binade's spacing); fixed point (no exponent field) has one spacing throughout.
-
-    >>> print(spacing_title([spacing("int8")]))
-    Spacing: int8 (fixed point): uniform, 0.015625 everywhere
-    """
-    floats = [d for d in data if get_format(d["format"]).exponent_bits]
-    parts = []
-    if floats:
-        subs = any(get_format(d["format"]).subnormals and get_format(d["format"]).mantissa_bits for d in floats)
-        parts.append("Spacing grows with magnitude: constant in each binade, doubling at each power of 2 "
-                     "above the smallest normal" + (" (the subnormals share the first binade's spacing)" * subs))
-    parts += [f"{d['format']} (fixed point): uniform, {d['spacing'][0]:g} everywhere"
-              for d in data if not get_format(d["format"]).exponent_bits]
-    return "; ".join(parts) if floats else "Spacing: " + "; ".join(parts)
 
 
 def spacing(fmt: str | Format) -> dict[str, Any]:
@@ -149,7 +107,7 @@ def spacing(fmt: str | Format) -> dict[str, Any]:
     For a step plot that draws every gap as wide as it is, the last one included: ``edges``
     (every positive value: the gaps' ends), ``step_spacing`` and ``step_relative`` (one
     height per edge, the last gap's repeated at the top edge); ``subnormal`` marks the gaps
-    that start below the smallest normal.
+    that start below the smallest normal (none in a fixed-point format).
 
     >>> s = spacing("e4m3")
     >>> s["spacing"][:3].tolist(), float(s["relative_bound"].max()), s["unit_roundoff"]
@@ -173,7 +131,7 @@ def spacing(fmt: str | Format) -> dict[str, Any]:
         "edges": positive,
         "step_spacing": np.append(gap, gap[-1:]),  # a "post" step's last height spans no width
         "step_relative": np.append(relative, relative[-1:]),
-        "subnormal": value_classes(lower, fmt) == "subnormal",
+        "subnormal": _subnormal_mask(lower, fmt),
     }
 
 
@@ -229,7 +187,8 @@ def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
     """One bar of the dynamic-range picture: a format's or a block format's positive range.
 
     Keys: ``name``; ``min_positive`` (the smallest positive value), ``min_normal`` (where the
-    subnormals end; equal to ``min_positive`` without subnormals) and ``max``; ``binades``
+    subnormals end; equal to ``min_positive`` without subnormals, as in fixed point: INT8,
+    MXINT8's element) and ``max``; ``binades``
     (log2(max / min_positive)); for block formats also ``block_min`` and ``block_max``, the
     range one block spans with its scale at 1 (the element format's own), and ``scale``, the
     scale format; ``tensor_scale``, the format of a per-tensor scale on top (``"fp32"`` for
@@ -245,14 +204,26 @@ def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
     if block is None:
         fmt = get_format(name)
         lo = fmt.min_subnormal
-        return {"name": fmt.name, "min_positive": lo, "min_normal": min(fmt.min_normal, fmt.max),
+        return {"name": fmt.name, "min_positive": lo, "min_normal": _normal_start(fmt),
                 "max": fmt.max, "binades": float(np.log2(fmt.max / lo))}
     elem, scale = block.element, block.scale
     lo = elem.min_subnormal * scale.min_subnormal
     hi = elem.max * scale.max
-    return {"name": block.name, "min_positive": lo, "min_normal": min(elem.min_normal, elem.max) * scale.min_subnormal,
+    return {"name": block.name, "min_positive": lo, "min_normal": _normal_start(elem) * scale.min_subnormal,
             "max": hi, "binades": float(np.log2(hi / lo)), "block_min": elem.min_subnormal,
             "block_max": elem.max, "scale": scale.name, "tensor_scale": "fp32" if block.tensor_scale else None}
+
+
+def _normal_start(fmt: Format) -> float:
+    """Where a range bar's subnormal part ends: the smallest normal, or the smallest positive
+    value of a fixed-point format (no subnormal part).
+
+    >>> _normal_start(get_format("e2m1")), _normal_start(get_format("int8"))
+    (1.0, 0.015625)
+    """
+    if not fmt.exponent_bits:
+        return fmt.min_subnormal
+    return min(fmt.min_normal, fmt.max)
 
 
 def ranges(names: Sequence[str | Format | BlockFormat] = DEFAULT_RANGE_FORMATS) -> list[dict[str, Any]]:

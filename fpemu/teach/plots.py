@@ -17,17 +17,8 @@ import numpy as np
 from ..errors import RunError
 from ..formats import get_format
 from ..outputs import atomic_output, check_output_path
-from .plot_data import (
-    _block_format_or_none,
-    label_number,
-    line_title,
-    log2_ticks,
-    number_line,
-    range_entry,
-    shared_line_span,
-    spacing,
-    spacing_title,
-)
+from .plot_data import _block_format_or_none, log2_ticks, number_line, range_entry, shared_line_span, spacing
+from .plot_text import label_number, line_title, relative_title, spacing_title
 from .values import MAX_LISTED_BITS
 
 __all__ = ["KINDS", "plot", "draw_number_line", "draw_spacing", "draw_ranges", "check_plot_request",
@@ -99,10 +90,11 @@ def format_colour(index: int) -> str:
 
 def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[str, Any]]:
     """One axes per format, all on one shared log2 x range (:func:`shared_line_span`) so that
-    rows compare: a tick at log2(v) for every positive finite value v (normals in the format's
-    colour, subnormals in orange), a dot for zero (at one x left of every row), and the
-    smallest normal (below the ticks), the largest value and the overflow threshold (above,
-    right-aligned so that nothing leaves the frame) marked. Returns each format's
+    rows compare: a tick at log2(v) for every positive finite value v (normals, and every
+    value of a fixed-point format, in the format's colour; subnormals in orange), a dot for
+    zero (at one x left of every row), and the smallest normal (below the ticks), the largest
+    value and the overflow threshold (above, right-aligned so that nothing leaves the frame)
+    marked; the title names the orange ticks only where a row has some. Returns each format's
     :func:`number_line` with ``zero_x``, the x of the zero dot (None without zero), and
     ``xlim``, the shared x range."""
     lines = [number_line(name) for name in formats]
@@ -127,7 +119,8 @@ def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[s
         ax.set_xlim(*xlim)
         ax.grid(axis="x", alpha=0.3)
         if row == 0:
-            title = line_title(lines) + "; orange ticks: subnormals"
+            orange = any(bool(other["subnormal"].any()) for other in lines)
+            title = line_title(lines) + "; orange ticks: subnormals" * orange
             ax.set_title(textwrap.fill(title, 120), fontsize=10)
     for ax in axes[:-1]:
         ax.tick_params(labelbottom=False)  # one shared scale, numbered once
@@ -174,14 +167,14 @@ def draw_spacing(ax_gap: Any, ax_rel: Any, formats: Sequence[str]) -> list[dict[
     """Spacing (ulp) against magnitude on ``ax_gap`` and the largest relative error of
     round-to-nearest in each gap on ``ax_rel``, one step curve per format in its colour
     (dashed where the gaps are subnormal), every gap as wide as it is, the last one
-    included; the flat bound 2^-(m+1) dotted. Returns each :func:`spacing`."""
+    included; the flat bound 2^-(m+1) of each floating-point format dotted, and the title
+    (:func:`relative_title`) saying what the formats drawn show. Returns each :func:`spacing`."""
     out, dashed = [], False
     for i, name in enumerate(formats):
         data = spacing(name)
         colour = format_colour(i)
         edges = data["edges"]
-        # fixed point (no exponent field) is one even grid: nothing to tell apart there
-        sub = np.append(data["subnormal"], False) & bool(get_format(name).exponent_bits)
+        sub = np.append(data["subnormal"], False)  # none in fixed point: one even grid
         dashed |= bool(sub.any())
         for ax, heights in ((ax_gap, data["step_spacing"]), (ax_rel, data["step_relative"])):
             ax.step(edges, heights, where="post", color=colour, label=data["format"])
@@ -204,27 +197,30 @@ def draw_spacing(ax_gap: Any, ax_rel: Any, formats: Sequence[str]) -> list[dict[
     ax_gap.set_title(textwrap.fill(spacing_title(out) + "; dashed: subnormal gaps" * dashed, 120), fontsize=10)
     ax_rel.set_ylabel("max relative error\n(round to nearest)")
     ax_rel.set_xlabel("magnitude")
-    ax_rel.set_title("Largest relative error in each gap: a sawtooth under the flat bound 2^-(m+1) (dotted) "
-                     "for normals, rising in the subnormals", fontsize=10)
+    # 125: the floats' one sentence (123 characters) stays one line, as the figure has room for
+    ax_rel.set_title(textwrap.fill(relative_title(out), 125), fontsize=10)
     return out
 
 
 def draw_ranges(ax: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     """One horizontal bar per format from log2(smallest positive) to log2(max), in the
-    format's colour with the subnormal part orange; a block format also gets a black inner
-    bar, the range of one block with its scale at 1, and one with a per-tensor scale (NVFP4)
-    arrows saying that scale slides the whole bar. The legend names only what is drawn.
+    format's colour with the subnormal part orange (none where a format has no subnormals,
+    fixed point included); a block format also gets a black inner bar, the range of one
+    block with its scale at 1, and one with a per-tensor scale (NVFP4) arrows saying that
+    scale slides the whole bar. The legend names only what is drawn.
     Returns each :func:`range_entry` with ``x`` (log2 of its three landmarks)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    out, shown = [], {"subnormals": Patch(color=SUBNORMAL_COLOUR, alpha=0.6)}
+    out, shown = [], {}
     for row, name in enumerate(names):
         entry = range_entry(name)
         y = -row
         lo, mid, hi = np.log2([entry["min_positive"], entry["min_normal"], entry["max"]])
         entry["x"] = np.array([lo, mid, hi])
-        ax.barh(y, mid - lo, left=lo, height=0.6, color=SUBNORMAL_COLOUR, alpha=0.6)
+        if mid > lo:  # a subnormal part: orange, and named in the legend, first
+            ax.barh(y, mid - lo, left=lo, height=0.6, color=SUBNORMAL_COLOUR, alpha=0.6)
+            shown = {"subnormals": Patch(color=SUBNORMAL_COLOUR, alpha=0.6), **shown}
         ax.barh(y, hi - mid, left=mid, height=0.6, color=format_colour(row), alpha=0.75)
         if "block_min" in entry:
             b_lo, b_hi = np.log2([entry["block_min"], entry["block_max"]])
@@ -247,7 +243,8 @@ def draw_ranges(ax: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     ax.set_xlabel("log2 |value|")
     ax.set_title("Dynamic range: smallest positive value to largest finite value")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    if shown:  # nothing to name (no subnormals, no blocks): no empty legend box
+        ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     left, right = min(float(e["x"][0]) for e in out), max(float(e["x"][2]) for e in out)
     ax.set_xlim(left - 0.03 * (right - left) - 1 - 10 * any(e.get("tensor_scale") for e in out),
                 right + 0.3 * (right - left) + 8)

@@ -38,7 +38,8 @@ def _code(body: dict[str, Any]) -> dict[str, Any]:
 
 def _encode(body: dict[str, Any]) -> dict[str, Any]:
     return encode_number(body.get("format"), body.get("value"), body.get("rounding", "nearest_even"),
-                         body.get("overflow", "default"), body.get("nan", "default"), body.get("seed", 0))
+                         body.get("overflow", "default"), body.get("nan", "default"), body.get("seed", 0),
+                         body.get("sr_bits"))
 
 
 def _block(body: dict[str, Any]) -> dict[str, Any]:

@@ -12,13 +12,15 @@ const EXAMPLE = ["0.82", "-1.37", "0.051", "2.9", "-0.44", "12.5", "0.0013", "-2
   "4.1", "-0.27", "0.5", "-1.9", "0.033", "0.72", "-5.5", "0.11",
   "1.6", "-0.08", "0.25", "2.2", "-0.0042", "0.95", "-1.1", "0.4"];
 const DEFAULTS = { view: "number", format: "e4m3", x: "0.3", code: null, rounding: "nearest_even",
-  overflow: "default", nan: "default", seed: "0", block: "mxfp4", scale: "floor", brounding: "nearest_even",
+  overflow: "default", nan: "default", seed: "0", srbits: "8", block: "mxfp4", scale: "floor", brounding: "nearest_even",
   bseed: "0", values: null, custom: null };
 const CUSTOM_KEYS = { name: "cname", exponent_bits: "ce", mantissa_bits: "cm", bias: "cbias",
   signed: "csigned", subnormals: "csub", inf: "cinf", nan: "cnan" };
 const NOTES = { flushed: "flushed to zero", saturated: "saturated", nan: "NaN" };
 
 let st = Object.assign({}, DEFAULTS);      // what the page shows
+// Which roundings take a seed, and which also N random bits (from /api/formats).
+const modes = { seeded: ["stochastic"], withBits: [] };
 const page = { bits: "", blocks: [], formats: [], seq: 0, ticket: 0, hash: "", typing: null, timer: null };
 
 function done() {  // one request answered (tests wait on this counter)
@@ -48,7 +50,7 @@ function clear(node) { while (node.firstChild) node.removeChild(node.firstChild)
 // ---- the state in the URL ------------------------------------------------------------------
 function toHash(s) {
   const p = new URLSearchParams();
-  for (const key of ["view", "format", "rounding", "overflow", "nan", "seed", "block", "scale", "brounding", "bseed"]) {
+  for (const key of ["view", "format", "rounding", "overflow", "nan", "seed", "srbits", "block", "scale", "brounding", "bseed"]) {
     if (s[key] !== DEFAULTS[key]) p.set(key, s[key]);
   }
   if (s.code !== null) p.set("code", s.code); else p.set("x", s.x);
@@ -116,17 +118,31 @@ function showControls() {
     $("custom-option").textContent = st.custom.name + " (your own)";
   }
   for (const [id, key] of [["rounding", "rounding"], ["overflow", "overflow"], ["nan", "nan"], ["seed", "seed"],
+    ["srbits", "srbits"],
     ["block-format", "block"], ["scale-rounding", "scale"], ["block-rounding", "brounding"], ["block-seed", "bseed"]]) {
     $(id).value = st[key];
   }
   if (st.code === null && document.activeElement !== $("number")) $("number").value = st.x;
-  $("seed-box").hidden = st.rounding !== "stochastic";
+  showRandomControls(st.rounding);
   $("block-seed-box").hidden = st.brounding !== "stochastic";
   buildInputs();
   for (const v of ["number", "block"]) {
     $("view-" + v).hidden = v !== st.view;
     $("tab-" + v).setAttribute("aria-pressed", v === st.view ? "true" : "false");
   }
+}
+
+function showRandomControls(rounding) {  // the seed for the stochastic modes; N bits for A, B, C, odd
+  $("seed-box").hidden = !modes.seeded.includes(rounding);
+  $("srbits-box").hidden = !modes.withBits.includes(rounding);
+}
+
+// What /api/encode is asked besides the number: the options, the seed, N random bits where the
+// rounding takes them (as the field holds them: the codec says what it refuses).
+function encodeOptions() {
+  const o = { rounding: st.rounding, overflow: st.overflow, nan: st.nan, seed: Number(st.seed) };
+  if (modes.withBits.includes(st.rounding)) o.sr_bits = st.srbits.trim() === "" ? null : Number(st.srbits);
+  return o;
 }
 
 function formatSpec() { return st.format === "custom" ? st.custom : st.format; }
@@ -282,8 +298,7 @@ function renderNumber() {
     }, "result", "error");
   }
   return call(async (current) => {
-    const d = await api("/api/encode", { format: spec, value: st.x, rounding: st.rounding,
-      overflow: st.overflow, nan: st.nan, seed: Number(st.seed) });
+    const d = await api("/api/encode", Object.assign({ format: spec, value: st.x }, encodeOptions()));
     if (current()) renderCode(d, true);
   }, "result", "error");
 }
@@ -339,8 +354,7 @@ function useCustom(event) {
   event.preventDefault();
   const spec = customSpec();
   return call(async () => {
-    await api("/api/encode", { format: spec, value: $("number").value, rounding: st.rounding,
-      overflow: st.overflow, nan: st.nan, seed: Number(st.seed) });  // refused before it is kept
+    await api("/api/encode", Object.assign({ format: spec, value: $("number").value }, encodeOptions()));  // refused before it is kept
     $("custom-option").textContent = spec.name + " (your own)";
     $("format").value = "custom";
     await change({ format: "custom", custom: spec, code: null, x: $("number").value });
@@ -456,10 +470,11 @@ function wire() {
   $("code-down").addEventListener("click", () => stepCode(-1n));
   $("code-up").addEventListener("click", () => stepCode(1n));
   $("rounding").addEventListener("change", () => {
-    $("seed-box").hidden = $("rounding").value !== "stochastic";
+    showRandomControls($("rounding").value);
     change({ rounding: $("rounding").value, code: null, x: $("number").value });
   });
   $("seed").addEventListener("change", () => change({ seed: $("seed").value || "0", code: null, x: $("number").value }));
+  $("srbits").addEventListener("change", () => change({ srbits: $("srbits").value.trim(), code: null, x: $("number").value }));
   $("overflow").addEventListener("change", () => change({ overflow: $("overflow").value, code: null, x: $("number").value }));
   $("nan").addEventListener("change", () => change({ nan: $("nan").value, code: null, x: $("number").value }));
   $("custom-form").addEventListener("submit", useCustom);
@@ -499,7 +514,10 @@ async function init() {
   page.blocks = d.blocks;
   for (const f of d.formats) option($("format"), f.name, f.name + " (" + f.bits + " bits)");
   option($("format"), "custom", "your own format…").id = "custom-option";
-  for (const r of d.roundings) { option($("rounding"), r); option($("block-rounding"), r); }
+  for (const r of d.roundings) option($("rounding"), r);
+  for (const r of d.block_roundings) option($("block-rounding"), r);  // (fpemu.mx.quantize's: no N random bits)
+  modes.seeded = d.seeded_roundings;
+  modes.withBits = d.sr_bits_roundings;
   for (const o of d.overflows) option($("overflow"), o, o === "default" ? "the format's own" : o);
   for (const n of d.nans) option($("nan"), n, n === "default" ? "NaN (refused where there is none)" : n);
   for (const b of d.blocks) option($("block-format"), b.name, b.name + " (" + b.block_size + " per block)");
