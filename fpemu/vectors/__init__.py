@@ -38,12 +38,13 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 
 from ..outputs import atomic_output, check_output_path
 from .block_gemm import block_gemm_vectors
+from .cheader import MAX_HEADER_BYTES
 from .exhaustive import exhaustive_inputs
 from .files import VectorFileError, read_vectors, verify_vectors, write_vectors
 from .make import block_vectors, cast_vectors, dot_vectors
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "block_gemm_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
-           "verify_vectors", "VectorFileError", "atomic_output", "check_output_path"]  # fmt: skip
+           "verify_vectors", "VectorFileError", "atomic_output", "check_output_path", "MAX_HEADER_BYTES"]  # fmt: skip
 
 
 # Names this package re-exported in 0.1 that live in one module only now: asking for them here
@@ -52,7 +53,7 @@ _MOVED = {
     "cmd_vectors": "fpemu.vectors.cli", "register_cli": "fpemu.vectors.cli",
     "MAX_EXHAUSTIVE_BITS": "fpemu.vectors.exhaustive",
     "MAX_K": "fpemu.vectors.make", "MAX_VALUES": "fpemu.vectors.make",
-    "MAX_HEADER_BYTES": "fpemu.vectors.cheader",
+   
 }
 
 
