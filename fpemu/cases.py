@@ -29,10 +29,10 @@ __all__ = ["edge_cases", "random_cases", "matmul_inputs", "MAX_VALUES"]
 # ---------------------------------------------------------------------------------------------
 # Test values
 # ---------------------------------------------------------------------------------------------
-_UINT_OF = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+UINT_OF = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 
 
-def _magnitude_codes(fmt: Format) -> np.ndarray:
+def magnitude_codes(fmt: Format) -> np.ndarray:
     """Non-negative finite magnitude codes to build edge cases from (right-aligned).
 
     Every code for formats of up to 16 bits; for wider ones (fp32, tf32) the codes with the
@@ -51,7 +51,7 @@ def _magnitude_codes(fmt: Format) -> np.ndarray:
     return codes
 
 
-def _code_values(codes: np.ndarray, fmt: Format) -> np.ndarray:
+def code_values(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """float64 values of right-aligned magnitude codes."""
     container = (codes << fmt.code_shift).astype(fmt.code_dtype)
     return decode(container, fmt)
@@ -72,7 +72,7 @@ def _neighbours(v: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]
         return np.nextafter(x, dtype.type(-np.inf)), np.nextafter(x, dtype.type(np.inf))
 
 
-def _nan_patterns(dtype: np.dtype) -> np.ndarray:
+def nan_patterns(dtype: np.dtype) -> np.ndarray:
     """Quiet, signalling and payload NaNs of both signs, as values of dtype."""
     if dtype == np.float32:
         bits = np.array([0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x7FC00001, 0x7FA00000], dtype=np.uint32)
@@ -104,9 +104,9 @@ def edge_cases(fmt: str | Format, dtype: Any = np.float32) -> tuple[np.ndarray, 
     """
     fmt = get_format(fmt)
     dtype = np.dtype(dtype)
-    codes = _magnitude_codes(fmt)
-    vals = _code_values(codes, fmt)
-    nxt = _code_values(np.minimum(codes + 1, fmt.max_code), fmt)
+    codes = magnitude_codes(fmt)
+    vals = code_values(codes, fmt)
+    nxt = code_values(np.minimum(codes + 1, fmt.max_code), fmt)
     # Above the largest finite value, the next "value" is where the exponent would step on.
     ulp_max = np.ldexp(1.0, fmt.emax - fmt.mantissa_bits)
     with np.errstate(over="ignore"):  # binary64: the step past its largest value is Inf
@@ -135,11 +135,11 @@ def edge_cases(fmt: str | Format, dtype: Any = np.float32) -> tuple[np.ndarray, 
     x = np.concatenate([x, -x])
     tags = np.concatenate([tags, tags])
     specials = np.array([0.0, -0.0, np.inf, -np.inf], dtype=dtype)
-    nans = _nan_patterns(dtype)
+    nans = nan_patterns(dtype)
     x = np.concatenate([x, specials, nans])
     tags = np.concatenate([tags, np.array(["zero", "zero", "inf", "inf"], dtype=object), np.full(nans.size, "nan", dtype=object)])
     # Drop repeats (compare bit patterns so +0/-0 and NaN payloads stay distinct).
-    _, first = np.unique(x.view(_UINT_OF[dtype]), return_index=True)
+    _, first = np.unique(x.view(UINT_OF[dtype]), return_index=True)
     first.sort()
     return x[first], tags[first]
 
@@ -155,10 +155,10 @@ def random_cases(fmt: str | Format, dtype: Any = np.float32, n: int = 20000, see
     """
     fmt = get_format(fmt)
     dtype = np.dtype(dtype)
-    _check_size("n", n, 0)
+    check_size("n", n, 0)
     rng = np.random.default_rng(seed)
     n_bits = n // 2
-    uint = _UINT_OF[dtype]
+    uint = UINT_OF[dtype]
     bits = rng.integers(0, np.iinfo(uint).max, size=n_bits, dtype=uint, endpoint=True).view(dtype)
     lo = np.log2(fmt.min_subnormal) - 2
     hi = np.log2(fmt.max) + 2
@@ -176,7 +176,7 @@ def random_cases(fmt: str | Format, dtype: Any = np.float32, n: int = 20000, see
 MAX_VALUES = 1 << 24
 
 
-def _check_size(name: str, value: int, low: int) -> int:
+def check_size(name: str, value: int, low: int) -> int:
     if not is_whole(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if not low <= value <= MAX_VALUES:
@@ -198,8 +198,8 @@ def matmul_inputs(inputs: str, m: int, k: int, n: int, seed: int = 0) -> tuple[n
     from .codec import quantize
 
     for name, size in (("m", m), ("k", k), ("n", n)):
-        _check_size(name, size, 1)
-    _check_size("m * k + k * n", m * k + k * n, 1)  # the matrices drawn
+        check_size(name, size, 1)
+    check_size("m * k + k * n", m * k + k * n, 1)  # the matrices drawn
     rng = np.random.default_rng(seed)
     fmt = get_format(inputs)
     span = min(8, fmt.emax - 1)

@@ -23,7 +23,7 @@ from typing import Callable, NoReturn, Sequence
 
 from . import codec
 from .arguments import option_name
-from .codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
+from .codec.option_names import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
 from .errors import RunError
 from .outputs import json_number
 from .version import __version__
@@ -32,7 +32,7 @@ from .version import __version__
 # overflow rules with P3109's names).
 _ROUNDINGS = sorted(set(codec.ROUNDING_MODES.values()))
 _OVERFLOWS = list(OVERFLOW_MODES) + list(OVERFLOW_ALIASES)
-_NANS = list(_NAN_POLICIES_WITH_NAN) + list(_NAN_POLICIES_WITHOUT_NAN)
+_NANS = list(NAN_POLICIES_WITH_NAN) + list(NAN_POLICIES_WITHOUT_NAN)
 
 
 # ---- core commands (issue 2) ----------------------------------------------------------------

@@ -47,11 +47,26 @@ def module_names() -> dict[str, Path]:
 MODULES = module_names()
 
 
+def package_of(name: str, is_package: bool) -> list[str]:
+    """The package a module's relative imports start from, as a list of names."""
+    return [p for p in (name.split(".") if is_package else name.split(".")[:-1]) if p]
+
+
+def from_module(node: ast.ImportFrom, package: list[str]) -> str | None:
+    """The fpemu module (dotted, without 'fpemu.') that ``from X import ...`` reads from, or
+    None when X is outside fpemu."""
+    if node.level:
+        base = package[: len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+        return ".".join(base)
+    if node.module and (node.module == "fpemu" or node.module.startswith("fpemu.")):
+        return node.module.removeprefix("fpemu").removeprefix(".")
+    return None
+
+
 def imports_of(name: str) -> set[str]:
     """The fpemu modules ``name`` imports (``from X import y`` counts X.y when y is a module)."""
     path = MODULES[name]
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    package = [p for p in package if p]
+    package = package_of(name, path.name == "__init__.py")
     tree = ast.parse(path.read_text(), str(path))
     typing_only = {id(n) for top in tree.body if isinstance(top, ast.If) and "TYPE_CHECKING" in ast.unparse(top.test)
                    for n in ast.walk(top)}  # fmt: skip
@@ -63,14 +78,7 @@ def imports_of(name: str) -> set[str]:
             bases = [a.name for a in node.names]
             found |= {b.removeprefix("fpemu.") for b in bases if b == "fpemu" or b.startswith("fpemu.")}
             continue
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            base = package[: len(package) - (node.level - 1)] + ([node.module] if node.module else [])
-            prefix = ".".join(base)
-        elif node.module and (node.module == "fpemu" or node.module.startswith("fpemu.")):
-            prefix = node.module.removeprefix("fpemu").removeprefix(".")
-        else:
+        if not isinstance(node, ast.ImportFrom) or (prefix := from_module(node, package)) is None:
             continue
         for alias in node.names:
             sub = f"{prefix}.{alias.name}" if prefix else alias.name
@@ -158,6 +166,56 @@ def test_the_checks_can_fail():
     # Two packages that import each other through different modules are a circle.
     packages = package_graph({"a": set(), "a.x": {"b.y"}, "b": set(), "b.y": set(), "b.z": {"a"}, "": {"a"}})
     assert packages == {"a": {"b"}, "b": {"a"}} and import_circles(packages) == [["a", "b"]]
+    # A private name read from another module is flagged, relative or absolute, from a package's
+    # own __init__ too; public and dunder names, outside modules and the module itself are not.
+    source = "from .c import _x, y, __version__\nfrom fpemu.d import _z\nfrom numpy import _q\n"
+    assert private_imports_of("a.b", source, is_package=False) == {"fpemu.a.b -> fpemu.a.c._x", "fpemu.a.b -> fpemu.d._z"}
+    assert private_imports_of("a", "from .m import _p\nfrom . import _own\n", is_package=True) == {"fpemu.a -> fpemu.a.m._p"}
+    assert private_import_problems({"i -> m._a", "i -> m._b"}, frozenset({"i -> m._b", "i -> m._c"})) == [
+        "new: i -> m._a", "no longer occurs, drop it from ALLOWED_PRIVATE_IMPORTS: i -> m._c"]  # fmt: skip
+
+
+def dotted(name: str) -> str:
+    return f"fpemu.{name}" if name else "fpemu"
+
+
+def private_imports_of(name: str, source: str | None = None, is_package: bool | None = None) -> set[str]:
+    """Each ``from X import _y`` in module ``name`` that reads another fpemu module's private
+    name, as "importer -> X._y" (dunder names such as __version__ are not private). ``source``
+    and ``is_package`` stand in for the module's file, to try the check on made-up code."""
+    if source is None:
+        source, is_package = MODULES[name].read_text(), MODULES[name].name == "__init__.py"
+    package = package_of(name, bool(is_package))
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or (prefix := from_module(node, package)) is None:
+            continue
+        if prefix == name:  # a module reading its own names is no import of another's
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not (alias.name.startswith("__") and alias.name.endswith("__")):
+                found.add(f"{dotted(name)} -> {dotted(prefix)}.{alias.name}")
+    return found
+
+
+def private_import_problems(found: set[str], allowed: frozenset[str]) -> list[str]:
+    new = [f"new: {e}" for e in sorted(found - allowed)]
+    gone = [f"no longer occurs, drop it from ALLOWED_PRIVATE_IMPORTS: {e}" for e in sorted(allowed - found)]
+    return new + gone
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore belongs to its module: another module that needs it
+    imports a public name instead (make the helper public where it is shared, or import it
+    from the module that defines it). The names still read across modules are listed in
+    ALLOWED_PRIVATE_IMPORTS, which only shrinks."""
+    found = set().union(*(private_imports_of(name) for name in MODULES))
+    problems = private_import_problems(found, ALLOWED_PRIVATE_IMPORTS)
+    assert not problems, "\n".join(problems)
+    assign = next(n for n in ast.parse(Path(__file__).read_text()).body
+                  if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "ALLOWED_PRIVATE_IMPORTS")  # fmt: skip
+    listed = [ast.literal_eval(e) for e in assign.value.args[0].elts]
+    assert listed == sorted(listed), "keep ALLOWED_PRIVATE_IMPORTS sorted"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -180,3 +238,15 @@ def test_names_no_longer_re_exported_say_where_they_live(package):
         with pytest.raises(AttributeError, match=rf"{package}\.{name} is {target}\.{name} now"):
             getattr(pkg, name)
         assert name not in pkg.__all__
+
+
+# The private names one module still reads from another (test_no_module_imports_another_modules_private_names):
+# a list that only shrinks. Make a shared helper public, or import a name from the module
+# that defines it, and drop its line here.
+ALLOWED_PRIVATE_IMPORTS = frozenset({
+    "fpemu.backends -> fpemu.backends.devices._presets",
+    "fpemu.backends -> fpemu.backends.devices._torch_matmul",
+    "fpemu.crosscheck.matmul -> fpemu.backends._torch_matmul",
+    "fpemu.fit.feature_tests -> fpemu.backends._presets",
+    "fpemu.fit.search -> fpemu.backends._presets",
+})  # fmt: skip

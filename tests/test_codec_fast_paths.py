@@ -58,8 +58,8 @@ def test_bf16_quantize_matches_ml_dtypes_cast():
 def test_magic_quantize_matches_generic_kernel(fmt, overflow):
     fmt = fpemu.get_format(fmt)
     x = patterns(200_000, 4)
-    opts = options._options(fmt, "nearest_even", overflow, None)
-    generic = fpemu.decode(kernel._encode_generic(x, fmt, opts), fmt, dtype=F32)
+    opts = options.resolved_options(fmt, "nearest_even", overflow, None)
+    generic = fpemu.decode(kernel.encode_generic(x, fmt, opts), fmt, dtype=F32)
     with np.errstate(invalid="ignore"):
         got = fpemu.quantize(x, fmt, overflow=overflow)
     assert same_bits(got, generic)
@@ -67,8 +67,8 @@ def test_magic_quantize_matches_generic_kernel(fmt, overflow):
 
 def _quantize_generic(x: np.ndarray, fmt, opts) -> np.ndarray:
     """decode(encode(x)) through the generic integer kernel only (no fast path)."""
-    codes = kernel._encode_generic(x, fmt, opts).astype(np.int64)
-    return kernel._decode_generic(codes, fmt).astype(x.dtype)
+    codes = kernel.encode_generic(x, fmt, opts).astype(np.int64)
+    return kernel.decode_generic(codes, fmt).astype(x.dtype)
 
 
 def _mixed_values(n: int, seed: int, dtype) -> np.ndarray:
@@ -95,7 +95,7 @@ def test_quantize_fast_paths_equal_generic_kernel(fmt, dtype):
         for overflow in (None, "saturate", "saturate_propagate", "nan", "inf"):
             for nan in ([None] if fmt.has_nan else ["zero", "ml_dtypes"]):
                 try:
-                    opts = options._options(fmt, rounding, overflow, nan)
+                    opts = options.resolved_options(fmt, rounding, overflow, nan)
                 except ValueError:
                     continue  # the option does not exist for this format
                 got = fpemu.quantize(x, fmt, rounding=rounding, overflow=overflow, nan=nan)

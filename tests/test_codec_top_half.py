@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu.codec.options import _Options
+from fpemu.codec.options import Conversion
 from fpemu.codec.paths import _arithmetic_plan, _encode_table, _table_lookup
-from fpemu.codec.top_half import _PIECE, _encode_top_half, _top_half_plan
+from fpemu.codec.top_half import _PIECE, encode_top_half, top_half_plan
 from fpemu.formats import get_format
 
 ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero")
@@ -23,12 +23,12 @@ NARROW = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e2m1", "e3m2", "e2m3", "binar
 @pytest.mark.parametrize("rounding", ROUNDINGS)
 @pytest.mark.parametrize("overflow", ("saturate", "inf", "nan"))
 def test_serves_the_narrow_formats(name, rounding, overflow):
-    assert _arithmetic_plan(get_format(name), _Options(rounding, overflow, "sign")) is not None
+    assert _arithmetic_plan(get_format(name), Conversion(rounding, overflow, "sign")) is not None
 
 
 @pytest.mark.parametrize("name", ("bf16", "e8m0", "ue4m3", "fp16", "int8"))
 def test_leaves_other_formats_to_other_paths(name):
-    assert _arithmetic_plan(get_format(name), _Options("nearest_even", "saturate", "sign")) is None
+    assert _arithmetic_plan(get_format(name), Conversion("nearest_even", "saturate", "sign")) is None
 
 
 @pytest.mark.parametrize("name", ("e4m3", "e4m3fnuz"))
@@ -37,13 +37,13 @@ def test_leaves_other_formats_to_other_paths(name):
     ("min_normal", 4.0), ("magic", 2.0), ("neg_zero", "flip"),
 ])
 def test_a_wrong_plan_fails_the_check(name, field, change, monkeypatch):
-    fmt, opts = get_format(name), _Options("nearest_even", "saturate", "sign")
-    good = _top_half_plan(fmt, opts, _encode_table(fmt, opts))
+    fmt, opts = get_format(name), Conversion("nearest_even", "saturate", "sign")
+    good = top_half_plan(fmt, opts, _encode_table(fmt, opts))
     old = getattr(good, field)
     new = (not old) if change == "flip" else old * change if isinstance(change, float) else old + change
     bad = dataclasses.replace(good, **{field: new})
     monkeypatch.setattr("fpemu.codec.top_half._candidate", lambda f, o: bad)
-    assert _top_half_plan(fmt, opts, _encode_table(fmt, opts)) is None
+    assert top_half_plan(fmt, opts, _encode_table(fmt, opts)) is None
 
 
 def _mixed(n: int, tiny: float, seed: int) -> np.ndarray:
@@ -62,13 +62,13 @@ def _mixed(n: int, tiny: float, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("tiny", (0.0, 0.1, 0.6, 1.0))
 @pytest.mark.parametrize("name", ("e4m3", "e5m2fnuz", "e2m1"))
 def test_every_piece_mix_matches_the_table(tiny, name):
-    fmt, opts = get_format(name), _Options("nearest_even", "saturate", "sign")
+    fmt, opts = get_format(name), Conversion("nearest_even", "saturate", "sign")
     table = _encode_table(fmt, opts)
     u = _mixed(3 * _PIECE + 123, tiny, seed=int(tiny * 10)).view(np.uint32)
     plan = _arithmetic_plan(fmt, opts)
-    assert np.array_equal(_encode_top_half(u, plan, table), _table_lookup(u, table))
+    assert np.array_equal(encode_top_half(u, plan, table), _table_lookup(u, table))
     for mode in ("sparse", "subnormal"):
-        assert np.array_equal(_encode_top_half(u, plan, table, mode), _table_lookup(u, table))
+        assert np.array_equal(encode_top_half(u, plan, table, mode), _table_lookup(u, table))
 
 
 @pytest.mark.parametrize("tiny", (0.0, 0.5))

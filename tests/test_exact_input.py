@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import fpemu
 import test_random_formats as rf
 from fpemu import Format, get_format
-from fpemu.codec.rounding import _random_u64, _sr_key
+from fpemu.codec.rounding import random_u64, sr_key
 from reference import magnitude_value, max_magnitude_code, ref_decode, ref_encode
 
 MODES = ("rne", "rna", "rz", "ru", "rd", "odd")
@@ -173,7 +173,7 @@ def test_stochastic_rounding_compares_64_random_bits_with_the_truncated_fraction
     nus = [Fraction(1, 3), Fraction(1, 2) + TINY, TINY, Fraction(2, 3) - TINY, Fraction(1, 2**70) * 3]
     values = [Fraction(1) + Fraction(1, 8) * nu for nu in nus] * 40  # 1 and 1.125 around it
     got = fpemu.encode(np.array(values, dtype=object), fmt, rounding="stochastic", rng=11)
-    u = _random_u64(_sr_key(11), np.arange(len(values), dtype=np.uint64))
+    u = random_u64(sr_key(11), np.arange(len(values), dtype=np.uint64))
     for v, g, ui in zip(values, got.tolist(), u.tolist()):
         nu = (v - 1) * 8
         assert g == (0x39 if ui < math.floor(nu * 2**64) else 0x38)

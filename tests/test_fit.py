@@ -13,7 +13,7 @@ from fpemu import cli
 from fpemu.accumulator import Accumulator
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.fit.dumps import infer_inputs
-from fpemu.fit.kernel import _batch_matches, _model_matches
+from fpemu.fit.kernel import batch_matches, model_matches
 from fpemu.fit.search import _used_fraction_bits, candidate_models
 from fpemu.vectors import dot_vectors, write_vectors
 
@@ -91,9 +91,9 @@ def test_batched_kernel_agrees_with_accumulator_dot():
         for out in d.d:
             space = list(candidate_models(d.K, out, _used_fraction_bits(d.d[out]) if out == "fp32" else 23))
             pick = rnd.sample(space, 25)
-            got = _batch_matches(d, d.c, out, pick, slice(0, 200))
+            got = batch_matches(d, d.c, out, pick, slice(0, 200))
             for m, row in zip(pick, got):
-                assert np.array_equal(row, _model_matches(d, d.c, out, m, slice(0, 200))), m
+                assert np.array_equal(row, model_matches(d, d.c, out, m, slice(0, 200))), m
 
 
 def test_fit_recovers_a_model_no_preset_has(tmp_path):
@@ -142,5 +142,5 @@ def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
     model = Accumulator("wide", "block", block=64, frac_bits=48, out_rounding="rne")
     d = {"fp32": np.float32([32 + 2.0**-18, -(32 + 2.0**-18)]).view(np.uint32)}
     dump = Dump("wide_fp32", "fp32", a, b, c, d)
-    assert _model_matches(dump, c, "fp32", model, slice(None)).all()  # fpemu.accumulator agrees
-    assert _batch_matches(dump, c, "fp32", [model], slice(None)).all()
+    assert model_matches(dump, c, "fp32", model, slice(None)).all()  # fpemu.accumulator agrees
+    assert batch_matches(dump, c, "fp32", [model], slice(None)).all()

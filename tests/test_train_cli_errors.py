@@ -22,7 +22,7 @@ def no_training(monkeypatch):
     def trained(setup):
         raise AssertionError("training started before the arguments and paths were checked")
 
-    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where _train looks it up
+    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where train_setup looks it up
 
 
 # ---- train: bad values (usage errors, 2) --------------------------------------------------------

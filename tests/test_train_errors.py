@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fpemu import train as T
-from fpemu.train.cli import _finite_or_null
+from fpemu.train.cli import finite_or_null
 
 F32 = np.float32
 TINY = dict(n_train=64, n_test=16, batch_size=16, hidden=4, depth=1, n_labels=4, n_features=4, n_clusters=4)
@@ -28,7 +28,7 @@ def no_training(monkeypatch):
     def trained(setup):
         raise AssertionError("training started before the arguments were checked")
 
-    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where _train looks it up
+    monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where train_setup looks it up
 
 
 # ---- run ----------------------------------------------------------------------------------------
@@ -308,7 +308,7 @@ def test_json_of_a_diverged_run_is_strict_json():
     import json
 
     h = T.run("fp32", steps=6, task=T.make_task(0, **{**TINY, "lr": 1e30}))
-    data = json.loads(json.dumps(_finite_or_null(h.to_dict()), allow_nan=False))
+    data = json.loads(json.dumps(finite_or_null(h.to_dict()), allow_nan=False))
     losses = data["history"]["loss"]
     assert losses[0] == float(h.loss[0]) and None in losses
     assert [v is None for v in losses] == [not np.isfinite(v) for v in h.loss]

@@ -17,7 +17,7 @@ from fpemu.train.gpt.blocks import (
 from fpemu.train.gpt.linears import LinearFP8, LinearLow
 from fpemu.train.gpt.precision import make_gpt_precision
 from fpemu.train.recipes import CurrentScaling, DelayedScaling
-from fpemu.train.stats import _CastStats
+from fpemu.train.stats import CastStats
 
 F32 = np.float32
 RNG = np.random.default_rng(0)
@@ -36,7 +36,7 @@ def test_fp16_linear_is_autocast_arithmetic():
     y, ctx = lin.fwd(X, W, b)
     q = lambda t: fpemu.quantize(t, "fp16").astype(F32)  # noqa: E731
     assert np.array_equal(y, q(q(X) @ q(W) + q(b)))  # inputs, weight, bias rounded; one output rounding
-    stats = _CastStats()
+    stats = CastStats()
     dx, dw, db = lin.bwd(DY * F32(2.0**-20), ctx, stats, "loss")
     dyq = q(DY * F32(2.0**-20))
     assert np.array_equal(dw, q(q(X).T @ dyq)) and np.array_equal(dx, q(dyq @ q(W).T))
@@ -51,7 +51,7 @@ def test_fp8_linear_scales_per_tensor():
     xq = fpemu.quantize(X * F32(sx), "e4m3", overflow="saturate").astype(F32)
     wq = fpemu.quantize(W * F32(sw), "e4m3", overflow="saturate").astype(F32)
     assert np.array_equal(y, (xq @ wq) * (F32(1) / F32(sx)) * (F32(1) / F32(sw)))
-    dx, dw, db = lin.bwd(DY, ctx, _CastStats())
+    dx, dw, db = lin.bwd(DY, ctx, CastStats())
     assert np.allclose(dw, X.T @ DY, rtol=0.2, atol=0.1 * np.abs(X.T @ DY).max())
     assert np.array_equal(db, DY.sum(axis=0))  # from the unquantized gradient
     delayed = LinearFP8(DelayedScaling())
@@ -66,7 +66,7 @@ def test_nvfp4_linear_uses_mx_quantize_along_each_k():
     xq = _deq(fpemu.mx.quantize(X, "nvfp4", axis=1))
     wq = _deq(fpemu.mx.quantize(W, "nvfp4", axis=(0, 1), block_size=(16, 16)))
     assert np.array_equal(y, xq @ wq)
-    dx, dw, db = lin.bwd(DY, ctx, _CastStats())
+    dx, dw, db = lin.bwd(DY, ctx, CastStats())
     assert np.array_equal(dx, _deq(fpemu.mx.quantize(DY, "nvfp4", axis=1)) @ wq.T)  # the same 2-D weight
     ref = _deq(fpemu.mx.quantize(X, "nvfp4", axis=0)).T @ _deq(fpemu.mx.quantize(DY, "nvfp4", axis=0))
     assert np.array_equal(dw, ref)

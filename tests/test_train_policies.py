@@ -8,7 +8,7 @@ import pytest
 
 import fpemu
 from fpemu import train as T
-from fpemu.train.stats import _CastStats
+from fpemu.train.stats import CastStats
 
 F32 = np.float32
 
@@ -16,7 +16,7 @@ F32 = np.float32
 # ---- FP8 casts -------------------------------------------------------------------------------
 def test_fp8_cast_saturates_and_counts():
     pol = T.make_policy("fp8", fp8_recipe=T.CurrentScaling())
-    stats = _CastStats()
+    stats = CastStats()
     g = np.array([1.0, -3.0, 1e-30], F32)
     q, (inv, fmt) = pol.cast_grad(g, ("dy", 0), stats)
     assert fmt.name == "e5m2" and inv == F32(1.0) / T.current_scale(3.0, 57344.0)
@@ -25,7 +25,7 @@ def test_fp8_cast_saturates_and_counts():
     pol = T.make_policy("fp8")
     st = pol._state(("dy", 0), pol.bwd)
     st.scale = F32(2.0**20)
-    stats = _CastStats()
+    stats = CastStats()
     q, _ = pol.cast_grad(np.array([1.0, 1e-3], F32), ("dy", 0), stats)
     assert q.tolist() == [57344.0, 1024.0] and stats.overflow == 1
 
@@ -67,7 +67,7 @@ def test_fp8_bias_gradient_is_summed_from_the_unquantized_dy_in_mlp_and_transfor
     give the same bias gradient, the exact FP32 column sums of dY, not of its E5M2 copy."""
     from fpemu.train.gpt.linears import LinearFP8
     from fpemu.train.recipes import CurrentScaling
-    from fpemu.train.stats import _CastStats
+    from fpemu.train.stats import CastStats
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((8, 5)).astype(np.float32)
@@ -77,18 +77,18 @@ def test_fp8_bias_gradient_is_summed_from_the_unquantized_dy_in_mlp_and_transfor
     _, ctx = lin.fwd(x, w, np.zeros(3, np.float32))
     _, _, db_gpt = lin.bwd(dy, ctx, None)
     policy = T.make_policy("fp8", fp8_recipe="current")
-    qd, sd = policy.cast_grad(dy, ("dy", 0), _CastStats())
+    qd, sd = policy.cast_grad(dy, ("dy", 0), CastStats())
     db_mlp = policy.bias_grad(dy, qd, sd)
     assert np.array_equal(db_mlp, db_gpt) and np.array_equal(db_mlp, dy.sum(axis=0))
     assert not np.array_equal(db_mlp, (qd * sd[0]).sum(axis=0))  # the quantized sum differs here
 
 
 def test_unscaled_fp8_casts_with_scale_one():
-    from fpemu.train.stats import _CastStats
+    from fpemu.train.stats import CastStats
 
     policy = T.make_policy("fp8", fp8_recipe="unscaled")
     g = np.float32([1e-9, 2.0**-16, 3.0, 1e6])
-    q, (inv, fmt) = policy.cast_grad(g, ("dy", 0), _CastStats())
+    q, (inv, fmt) = policy.cast_grad(g, ("dy", 0), CastStats())
     # E5M2 without a scale: below half its smallest subnormal (2^-16) is 0, beyond 57344 saturates.
     assert float(inv) == 1.0 and fmt.name == "e5m2" and q.tolist() == [0.0, 2.0**-16, 3.0, 57344.0]
     assert policy.variant == "unscaled" and T.make_policy("fp8").variant is None

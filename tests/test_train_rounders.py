@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu.train.rounders import _rounder
+from fpemu.train.rounders import rounder
 
 F32 = np.float32
 
@@ -29,4 +29,4 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 @pytest.mark.parametrize("name", ["fp16", "bf16"])
 def test_rounders_match_codec(name):
     x = _random_f32(200_000, 1)
-    assert _same(_rounder(fpemu.get_format(name))(x), fpemu.quantize(x, name).astype(F32))
+    assert _same(rounder(fpemu.get_format(name))(x), fpemu.quantize(x, name).astype(F32))

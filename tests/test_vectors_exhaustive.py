@@ -321,7 +321,7 @@ def test_a_failed_check_leaves_no_file_and_keeps_the_old_one(tmp_path, capsys, m
 
     out = tmp_path / "golden.npz"
     out.write_bytes(b"the old golden file")
-    monkeypatch.setattr(vectors_cli, "_verify", lambda v: (10, 9))
+    monkeypatch.setattr(vectors_cli, "verify", lambda v: (10, 9))
     assert cli.main(["vectors", "e4m3", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert err == f"fpemu: error: {out}: read back, 1 of 10 cases differ from fpemu (a writer bug); nothing written\n"
@@ -336,7 +336,7 @@ def test_an_error_while_writing_leaves_nothing(tmp_path, monkeypatch):
         path.write_bytes(b"half a file")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(vectors_files, "_write", half_then_fail)
+    monkeypatch.setattr(vectors_files, "write_vectors_file", half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         write_vectors(cast_vectors("e2m1", "edge", nan="zero"), tmp_path / "v.csv")
     assert not any(tmp_path.iterdir())

@@ -59,8 +59,7 @@ __all__ = [
 # names the single module this package replaced had: GEMM_ERROR_LIMITS and private helpers
 # some tests import from here), and the command line (outside __all__).
 _LAZY = {"gemm_error": "error", "GEMM_ERROR_LIMITS": "error", "_check_gemm_error_sizes": "error",
-         "_normwise": "error", "_round": "kernels.rounding", "_target": "kernels.rounding",
-         "cmd_gemm_error": "cli", "register_cli": "cli"}  # fmt: skip
+         "_normwise": "error", "cmd_gemm_error": "cli", "register_cli": "cli"}  # fmt: skip
 
 
 def __getattr__(name: str):

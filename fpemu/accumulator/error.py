@@ -9,14 +9,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..arguments import is_whole
 from ..codec import quantize
 from ..codec.dask_arrays import is_dask
 from ..parallel import gathered, on_cluster
-from .kernels.exact import _exact_sum
-from .kernels.products import _operand, _Products
-from .lookup import _input_formats, get_accumulator
-from .matmul import _chunk_rows, gemm
-from .model import Accumulator, _is_int
+from .kernels.exact import exact_sum
+from .kernels.products import prepare_operand, Products
+from .lookup import input_formats, get_accumulator
+from .matmul import chunk_rows, gemm
+from .model import Accumulator
 
 
 def gemm_error(
@@ -48,11 +49,11 @@ def gemm_error(
     them: an absurd ``k`` is refused before anything is allocated.
     """
     _check_gemm_error_sizes(m, k, n)
-    if not _is_int(seed) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if distribution not in ("uniform", "normal"):
         raise ValueError(f"distribution must be 'uniform' or 'normal', got {distribution!r}")
-    fa, fb = _input_formats(inputs)
+    fa, fb = input_formats(inputs)
     acc = get_accumulator(accumulator, (fa, fb))
     if promote is not None:
         acc = dataclasses.replace(acc, promote=promote, name=f"{acc.name}+promote{promote}")
@@ -67,11 +68,11 @@ def gemm_error(
         got[i : i + piece] = gathered(gemm(on_cluster(A[i : i + piece], 64), B, inputs=(fa, fb), accumulator=acc))
         step(min(piece, m - i))
     exact = np.empty((m, n))
-    rows = _chunk_rows(get_accumulator("exact"), k, n)
-    opb = _operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
+    rows = chunk_rows(get_accumulator("exact"), k, n)
+    opb = prepare_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
     for i in range(0, m, rows):
-        prods = _Products(A[i : i + rows], opb, fa, fb, True, False)
-        exact[i : i + rows] = _exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
+        prods = Products(A[i : i + rows], opb, fa, fb, True, False)
+        exact[i : i + rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
         step(min(rows, m - i))
     nz = exact != 0
     rel = np.abs(got[nz] - exact[nz]) / np.abs(exact[nz])
@@ -95,7 +96,7 @@ GEMM_ERROR_LIMITS = {"max_elements": 2**26, "max_products": 2**32}
 def _check_gemm_error_sizes(m: object, k: object, n: object) -> None:
     """m, k, n positive integers whose matrices and product count stay within the limits."""
     for name, value in (("m", m), ("k", k), ("n", n)):
-        if not _is_int(value):
+        if not is_whole(value):
             raise TypeError(f"{name} must be an integer, got {value!r}")
         if value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value}")

@@ -38,7 +38,7 @@ def _is_default(arch: str, family: str) -> bool:
     return any(next(f for f in fams if fmt in fams[f]["takes"]) == family for fmt in fams[family]["takes"])
 
 
-def _input_formats(inputs: str | Format | Sequence[str | Format]) -> tuple[Format, Format]:
+def input_formats(inputs: str | Format | Sequence[str | Format]) -> tuple[Format, Format]:
     return one_or_pair(inputs, get_format, (str, Format), "inputs", "a format name")
 
 
@@ -89,7 +89,7 @@ def get_accumulator(
         where = "fpemu.accumulator.accumulator_names()"
         raise ValueError(unknown_name("accumulator", name, accumulator_names(), where))
     fams = families(arch, block_scaled=False)
-    fa, fb = _input_formats(inputs)
+    fa, fb = input_formats(inputs)
     takes = list(dict.fromkeys(f for fam in fams.values() for f in fam["takes"]))
     label = key if key == arch else f"{key} ({arch})"
     for fmt in (fa, fb):

@@ -16,7 +16,7 @@ from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_dot, dask_gemm
 from ..formats import Format, get_format
-from .lookup import _input_formats, get_accumulator
+from .lookup import input_formats, get_accumulator
 from .model import Accumulator
 
 _OUTS = ("fp32", "fp16", "bf16")
@@ -70,7 +70,7 @@ def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers
     ...     inputs="fp16", accumulator="v100").tolist()
     [5.0]
     """
-    fa, fb = _input_formats(inputs)
+    fa, fb = input_formats(inputs)
     out = _check_out(out)
     acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
     returns = check_returns(returns, a)
@@ -85,22 +85,22 @@ def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
     c_arr = accumulator_operand(c, shape, _c_format(out)).reshape(R)
     a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
-    from .kernels.products import _Products  # the kernels load on the first product, not on import fpemu
-    from .kernels.run import _run
+    from .kernels.products import Products  # the kernels load on the first product, not on import fpemu
+    from .kernels.run import run_model
 
     result = np.empty(R, dtype=np.float32)
     rows = max(1, (1 << 16) // max(K, 1))
 
     def chunk(i: int) -> None:
         part = slice(i, i + rows)
-        prods = _Products(a2[part], b2[part], fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
-        result[part] = _finish(_run(prods, c_arr[part], acc, out), acc, out)
+        prods = Products(a2[part], b2[part], fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
+        result[part] = _finish(run_model(prods, c_arr[part], acc, out), acc, out)
 
     run_each(chunk, range(0, R, rows), workers)
     return deliver_values(result.reshape(shape), returns, a)
 
 
-def _chunk_rows(acc: Accumulator, K: int, N: int) -> int:
+def chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     """Rows of A per pass: about 2**16 output elements (each (R,) array stays in cache), fewer
     when the model holds many products per element at once (pairwise trees, long limbs)."""
     held = 1
@@ -139,7 +139,7 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", w
         return block_gemm(a, b, c, inputs=inputs, accumulator=accumulator, out=out, workers=workers, returns=returns)
     if inputs is None:
         raise TypeError("gemm needs inputs= (the format of A and B, or a pair of formats) for plain arrays")
-    fa, fb = _input_formats(inputs)
+    fa, fb = input_formats(inputs)
     out = _check_out(out)
     acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
     returns = check_returns(returns, a)
@@ -152,22 +152,22 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", w
     M, K = A.shape
     N = B.shape[1]
     C = accumulator_operand(c, (M, N), _c_format(out))
-    from .kernels.products import _operand, _Products  # loaded on the first product
-    from .kernels.run import _run, lane_permutation
+    from .kernels.products import prepare_operand, Products  # loaded on the first product
+    from .kernels.run import run_model, lane_permutation
 
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
-    rows = _chunk_rows(acc, K, N)
+    rows = chunk_rows(acc, K, N)
     ordered = acc.lane_order is not None
     if ordered:  # the model's lane order, once for all chunks
         order = lane_permutation(K, acc.instruction_k, acc.lane_order)
         A, B = A[:, order], B[order]
     # B's k-major values and exponents once for all chunks (not once per chunk of rows).
-    opb = _operand(B, fb, acc.flush_subnormals, acc.zero_exponent)
+    opb = prepare_operand(B, fb, acc.flush_subnormals, acc.zero_exponent)
 
     def chunk(i: int) -> None:
-        prods = _Products(A[i : i + rows], opb, fa, fb, True, acc.flush_subnormals, acc.zero_exponent, ordered)
-        part = _finish(_run(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
+        prods = Products(A[i : i + rows], opb, fa, fb, True, acc.flush_subnormals, acc.zero_exponent, ordered)
+        part = _finish(run_model(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
 
     run_each(chunk, range(0, M, rows), workers)

@@ -1,7 +1,7 @@
 """encode, decode and quantize of Dask arrays: the same work block by block, the same bits.
 
 Every elementwise result depends on its element alone, and stochastic rounding's random bits
-on the seed and the element's position in the whole array (:func:`.rounding._random_u64`),
+on the seed and the element's position in the whole array (:func:`.rounding.random_u64`),
 so a Dask array gives exactly the codes the same array in memory gives, however it is
 chunked. Dask is an optional extra (``pip install fpemu[dask]``); nothing here imports it
 until a Dask array arrives.

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, get_format
-from .inputs import _as_codes, _chunks
+from .inputs import as_codes, chunks
 from ..parallel import run_pieces
 from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
-from .kernel import _decode_generic, _is_fp32_prefix
+from .kernel import decode_generic, is_fp32_prefix
 from .returns import check_returns, deliver_values
 
 _FP64 = Format("fp64", 11, 52, 1023)
@@ -20,7 +20,7 @@ _FP64 = Format("fp64", 11, 52, 1023)
 
 @lru_cache(maxsize=64)
 def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
-    table = _decode_generic(np.arange(1 << fmt.bits, dtype=np.uint64), fmt).astype(dtype)
+    table = decode_generic(np.arange(1 << fmt.bits, dtype=np.uint64), fmt).astype(dtype)
     table.setflags(write=False)
     return table
 
@@ -39,7 +39,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
         raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
-    if dtype == np.float32 and not _fits(fmt, dtype):
+    if dtype == np.float32 and not fits(fmt, dtype):
         raise ValueError(f"format {fmt.name} has values float32 cannot hold exactly "
                          f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
                          f"{fmt.mantissa_bits} mantissa bits): decode to float64")
@@ -53,7 +53,7 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
             raise ValueError(f"these are {held.name} codes (a {held.name} array), not {fmt.name}")
     elif is_torch(codes):
         codes = codes.detach().cpu().numpy()
-    arr = _as_codes(codes, fmt)
+    arr = as_codes(codes, fmt)
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=dtype)
 
@@ -76,14 +76,14 @@ def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray 
 def _values(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | None) -> np.ndarray:
     if fmt.bits == 64 and fmt == _FP64:  # binary64: the code is the float64 pattern
         return _widen(arr.astype(np.uint64).view(np.float64), dtype)
-    if _is_fp32_prefix(fmt) and fmt.bits > 16:
+    if is_fp32_prefix(fmt) and fmt.bits > 16:
         # The code is the top of an fp32 pattern: drop the ignored low bits (TF32's 13) and
         # reinterpret.
         u = (arr.astype(np.uint32) >> np.uint32(fmt.code_shift)) << np.uint32(32 - fmt.bits)
         return _widen(u.view(np.float32), dtype)
     if fmt.code_shift:  # left-aligned in a wider container: the low bits are ignored
         arr = np.right_shift(arr.astype(np.uint64), np.uint64(fmt.code_shift))
-    if fmt.bits == 16 and _is_fp32_prefix(fmt):
+    if fmt.bits == 16 and is_fp32_prefix(fmt):
         # bf16: the code is the top half of the float32 pattern.
         if arr.dtype.kind != "u":
             arr = arr.astype(np.uint32)  # checked codes: non-negative
@@ -92,7 +92,7 @@ def _values(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | Non
         return _widen(np.left_shift(arr, np.uint32(16), dtype=np.uint32).view(np.float32), dtype)
     if fmt.bits <= 16:
         return _lookup(arr, _decode_table(fmt, dtype), out)
-    return _decode_generic(arr, fmt).astype(dtype)
+    return decode_generic(arr, fmt).astype(dtype)
 
 
 def _widen(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -108,12 +108,12 @@ def _lookup(index: np.ndarray, table: np.ndarray, out: np.ndarray | None = None)
         flat = flat.astype(np.intp)
     if out is None or out.dtype != table.dtype:
         out = np.empty(flat.size, dtype=table.dtype)
-    for part in _chunks(flat.size):
+    for part in chunks(flat.size):
         table.take(flat[part], out=out[part])
     return out.reshape(index.shape)
 
 
-def _fits(fmt: Format, dtype: np.dtype) -> bool:
+def fits(fmt: Format, dtype: np.dtype) -> bool:
     """Whether every finite value of fmt is exactly a value of the float dtype."""
     info = np.finfo(dtype)
     return (

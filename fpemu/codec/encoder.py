@@ -18,14 +18,15 @@ from ..parallel import run_pieces
 from .dask_arrays import blockwise, is_dask
 from .exact_kernel import encode_exact, exact_to_float32, exact_values
 from .foreign import as_numpy
-from .inputs import _as_real_array
+from .inputs import as_real_array
 from .narrowing import check_via, narrow
 from .odd import integers_to_float64
-from .options import STOCHASTIC_WITH_BITS, Conversion, _check_random, _Options
-from .paths import _encode_flat, _path
+from .option_names import check_random
+from .options import STOCHASTIC_WITH_BITS, Conversion
+from .paths import encode_flat, encode_path
 from .returns import check_returns, deliver_codes
-from .rounding import _random_bits, _sr_key
-from .specials import NanInputError, _raise_nan
+from .rounding import broadcast_random_bits, sr_key
+from .specials import NanInputError, raise_nan
 
 
 def encode(
@@ -137,13 +138,13 @@ def encode(
                          random_bits=random_bits, directed_overflow=directed_overflow, via=via)
     opts = conv.resolved(fmt)
     random_bits = conv.random_bits
-    _check_random(opts.rounding, rng, random_bits)
+    check_random(opts.rounding, rng, random_bits)
     via = check_via(conv.via)
     returns, given = check_returns(returns, x), x
     x = as_numpy(x)  # torch tensors, DLPack objects
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
         return _encode_dask(x, fmt, opts, rng, random_bits, workers, via)
-    arr = _as_real_array(x)
+    arr = as_real_array(x)
     if arr.dtype.kind in "OU":  # exact input: rounded once from the exact rationals
         if via is None:
             codes = _outside_range(encode_exact(arr, fmt, opts, rng, 0, random_bits), arr, fmt, opts)
@@ -155,7 +156,7 @@ def encode(
     return deliver_codes(_encode_array(arr, fmt, opts, rng, random_bits, workers), fmt, returns, given)
 
 
-def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None, random_bits: Any = None,
+def _encode_array(arr: np.ndarray, fmt: Format, opts: Conversion, rng: Any = None, random_bits: Any = None,
                   workers: int | None = None, index: Any = 0, key: Any = None) -> np.ndarray:
     """Codes of a float array, in pieces on ``workers`` threads. Stochastic rounding keys its
     bits with ``key`` (else one drawn from rng) and each element's position: ``index`` + its
@@ -163,23 +164,23 @@ def _encode_array(arr: np.ndarray, fmt: Format, opts: _Options, rng: Any = None,
     block of a larger array: mx's chunks, Dask's blocks)."""
     stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
     if stochastic and key is None:
-        key = _sr_key(rng)
+        key = sr_key(rng)
     if np.ndim(index):
         index = np.ascontiguousarray(np.broadcast_to(index, arr.shape), dtype=np.uint64).reshape(-1)
-    bits = _random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
+    bits = broadcast_random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=fmt.code_dtype)
 
     def piece(part: slice) -> None:
         start = index[part] if np.ndim(index) else index + part.start
-        _encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part], out=out[part])
+        encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part], out=out[part])
 
     # the fast paths on float32 cost a few ns an element: threads pay off only for millions
-    light = _path(fmt, opts, flat.dtype) != "generic" and flat.dtype.itemsize <= 4
+    light = encode_path(fmt, opts, flat.dtype) != "generic" and flat.dtype.itemsize <= 4
     try:
         run_pieces(piece, flat.size, workers, light=light)
     except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
-        _raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
+        raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
     return _outside_range(out.reshape(arr.shape), arr, fmt, opts)
 
 
@@ -187,12 +188,12 @@ def encode_keyed(arr: np.ndarray, fmt: Format, conversion: Conversion, *, key: A
                  positions: Any = 0, workers: int | None = 1) -> np.ndarray:
     """Codes of a float array whose stochastic rounding draws the bits of other positions:
     element i takes those of ``positions[i]`` (or ``positions + i``) under ``key`` (from
-    :func:`.rounding._sr_key`), as in the whole array it is a piece of (mx's blocks).
+    :func:`.rounding.sr_key`), as in the whole array it is a piece of (mx's blocks).
 
-    >>> from .rounding import _sr_key
+    >>> from .rounding import sr_key
     >>> x = np.full(6, 1.3)
     >>> whole = encode(x, "e4m3", rounding="sr", rng=7)
-    >>> part = encode_keyed(x[4:], get_format("e4m3"), Conversion(rounding="sr"), key=_sr_key(7), positions=4)
+    >>> part = encode_keyed(x[4:], get_format("e4m3"), Conversion(rounding="sr"), key=sr_key(7), positions=4)
     >>> bool((part == whole[4:]).all())
     True
     """
@@ -200,7 +201,7 @@ def encode_keyed(arr: np.ndarray, fmt: Format, conversion: Conversion, *, key: A
                          key=key)
 
 
-def _outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """Under ``directed_overflow="outside_range"``, the codes of finite values outside [lowest,
     max] (before rounding) set to those of an overflow of their sign that no mode spares: the
     kernel's codes for +-2**(emax + 1), which every mode rounds past max (gfloat's encode_float:
@@ -226,15 +227,15 @@ def _outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: _Optio
     return codes
 
 
-def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, workers: int | None,
+def _encode_dask(x, fmt: Format, opts: Conversion, rng: Any, random_bits: Any, workers: int | None,
                  via: str | None = None):
     """encode of a Dask array, block by block; stochastic rounding keys each element's bits
     with its position in the whole array, as in memory."""
     stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
-    key = _sr_key(rng) if stochastic else None
+    key = sr_key(rng) if stochastic else None
 
     def block(xb: np.ndarray, rb: np.ndarray | None, where: np.ndarray) -> np.ndarray:
-        arr = _as_real_array(xb)
+        arr = as_real_array(xb)
         if arr.dtype.kind in "OU":
             if via is None:
                 return _outside_range(encode_exact(arr, fmt, opts, key, where, rb), arr, fmt, opts)
@@ -247,7 +248,7 @@ def _encode_dask(x, fmt: Format, opts: _Options, rng: Any, random_bits: Any, wor
     return blockwise(x, block, fmt.code_dtype, random_bits)
 
 
-def _integers(arr: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _integers(arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """Integer input as float64 that rounds once: to odd at 53 bits (exact for formats of up to
     51 significant bits), or numpy's correctly rounded cast for binary64 under RNE."""
     if fmt.mantissa_bits < 51 or not arr.size:

@@ -2,7 +2,7 @@
 generic kernel's own rounding and special rules, fed from exact rationals.
 
 The generic kernel rounds a value that it sees as a truncated magnitude code plus the dropped
-fraction nu of one quantum (:func:`.kernel._round_code`). Here both come from the exact
+fraction nu of one quantum (:func:`.kernel.round_code`). Here both come from the exact
 rational a = |x| with Python integers, element by element, so nothing passes through float64
 and the value is rounded once, by the kernel's code (:mod:`.rounding`, :mod:`.specials`):
 
@@ -29,13 +29,13 @@ truncated code 0, dropped fraction below 2**-64 yet not zero); so no integer gro
 input's exponent beyond that.
 
 >>> from fractions import Fraction
->>> from .options import _options
+>>> from .options import resolved_options
 >>> from ..formats import get_format
 >>> f = get_format("fp16")
 >>> x = np.array([Fraction(4097, 4096), "1.00048828125000000001", "-1e-400"], dtype=object)
->>> encode_exact(x, f, _options(f, "nearest_even", None, None)).tolist()  # tie, above it, -0
+>>> encode_exact(x, f, resolved_options(f, "nearest_even", None, None)).tolist()  # tie, above it, -0
 [15360, 15361, 32768]
->>> encode_exact(x, f, _options(f, "down", None, None)).tolist()  # -1e-400 down: -2**-24
+>>> encode_exact(x, f, resolved_options(f, "down", None, None)).tolist()  # -1e-400 down: -2**-24
 [15360, 15360, 32769]
 """
 
@@ -47,9 +47,9 @@ import numpy as np
 
 from ..formats import Format
 from .exact import exact_number
-from .kernel import _chunk_random, _finish_codes, _round_code
-from .options import STOCHASTIC_WITH_BITS, _Options
-from .rounding import _random_bits, _sr_key
+from .kernel import chunk_random, finish_codes, round_code
+from .options import STOCHASTIC_WITH_BITS, Conversion
+from .rounding import broadcast_random_bits, sr_key
 
 _HUGE_EXPONENT, _TINY_EXPONENT = 1024, -1300
 
@@ -81,7 +81,7 @@ def _fraction_bits(n: int, d: int, emin: int, M: int, width: int, sticky: bool) 
     return ex, kept, rem | (sticky and low != 0)
 
 
-def encode_exact(arr: np.ndarray, fmt: Format, opts: _Options, key: Any = None, index: Any = 0,
+def encode_exact(arr: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, index: Any = 0,
                  random_bits: Any = None) -> np.ndarray:
     """Codes (fmt's code dtype and container position, arr's shape) of exact input, rounded
     once (see the module docstring). Stochastic rounding: the bits of each element's position
@@ -104,17 +104,17 @@ def encode_exact(arr: np.ndarray, fmt: Format, opts: _Options, key: Any = None, 
         ex[i], kept[i], rem[i] = _fraction_bits(abs(v.numerator), v.denominator, fmt.emin,
                                                 fmt.mantissa_bits, width, opts.rounding != "stochastic")
     if stochastic and not isinstance(key, np.uint64):
-        key = _sr_key(key)
+        key = sr_key(key)
     if np.ndim(index):
         index = np.ascontiguousarray(np.broadcast_to(index, arr.shape), dtype=np.uint64).reshape(-1)
-    bits = _random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
-    u, bits = _chunk_random(opts, stochastic, key, index, slice(0, n), bits)
+    bits = broadcast_random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
+    u, bits = chunk_random(opts, stochastic, key, index, slice(0, n), bits)
     shift = np.full(n, width, dtype=np.uint64)
     binade = np.maximum(ex, fmt.emin)
-    mag = _round_code(binade, kept, rem, shift, shift.astype(np.int64), ex, negative, fmt, opts, u, bits)
+    mag = round_code(binade, kept, rem, shift, shift.astype(np.int64), ex, negative, fmt, opts, u, bits)
     isnan, isinf = np.isnan(source), np.isinf(source)
     iszero = np.array([isinstance(v, float) and v == 0 for v in values], dtype=bool)
-    codes = _finish_codes(mag, negative, isnan, isinf, ~(isnan | isinf), iszero, fmt, opts, source)
+    codes = finish_codes(mag, negative, isnan, isinf, ~(isnan | isinf), iszero, fmt, opts, source)
     if fmt.code_shift:
         codes = codes << np.uint64(fmt.code_shift)
     return codes.astype(fmt.code_dtype).reshape(arr.shape)
@@ -124,7 +124,7 @@ def exact_to_float32(arr: np.ndarray) -> np.ndarray:
     """Exact input as float32, rounded once (to nearest even, Inf beyond float32's range): the
     ``via="fp32"`` conversion of exact input, as C's ``(float)`` cast of the exact value."""
     from ..formats import get_format
-    from .options import _options
+    from .options import resolved_options
 
     fp32 = get_format("fp32")
-    return encode_exact(arr, fp32, _options(fp32, "nearest_even", "inf", None)).view(np.float32)
+    return encode_exact(arr, fp32, resolved_options(fp32, "nearest_even", "inf", None)).view(np.float32)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..formats import Format, get_format
 from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS
-from .inputs import _as_codes
+from .inputs import as_codes
 
 
 def to_ml_dtypes(codes: Any, fmt: str | Format) -> np.ndarray:
@@ -80,4 +80,4 @@ def _integer_codes(codes: Any, fmt: Format, who: str) -> np.ndarray:
     arr = np.ascontiguousarray(codes)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{who} takes integer codes, got {arr.dtype}")
-    return _as_codes(arr, fmt)
+    return as_codes(arr, fmt)

@@ -1,7 +1,7 @@
 """Input arrays as the kernels want them: real floats in native byte order (integers rounded
 once, exactly), and cache-sized chunks to walk them in.
 
->>> _as_real_array(np.array([1.5], ">f8")).dtype.isnative
+>>> as_real_array(np.array([1.5], ">f8")).dtype.isnative
 True
 """
 
@@ -15,12 +15,12 @@ from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest
 from ..parallel import in_worker
 
 
-def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
+def as_codes(codes: Any, fmt: Format) -> np.ndarray:
     """codes as an integer array, each checked to be a code of ``fmt`` (decode and the exports
     refuse the same codes with the same words; a dtype whose every value is a code is not
     scanned).
 
-    >>> _as_codes([16], get_format("e2m1"))
+    >>> as_codes([16], get_format("e2m1"))
     Traceback (most recent call last):
     ...
     ValueError: code 16 is out of range for e2m1 (codes are 0..15)
@@ -37,7 +37,7 @@ def _as_codes(codes: Any, fmt: Format) -> np.ndarray:
     return arr
 
 
-def _as_real_array(x: Any) -> np.ndarray:
+def as_real_array(x: Any) -> np.ndarray:
     """x as an ndarray of float16/32/64 without rounding (integers handled by the caller), or
     as an object or string array: exact input (Fractions, Decimals, decimal strings), which
     the caller rounds from the exact rationals (:mod:`.exact_kernel`)."""
@@ -67,17 +67,17 @@ def _as_real_array(x: Any) -> np.ndarray:
 _CHUNK = 1 << 16
 
 
-_GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
+GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
 
 
-def _chunk_size(base: int = _CHUNK) -> int:
+def chunk_size(base: int = _CHUNK) -> int:
     """Elements per chunk: ``base``, four times that in a parallel worker thread (there the
     GIL's hand-over between threads, once per NumPy call, outweighs the cache's gain)."""
     return base * 4 if in_worker() else base
 
 
-def _chunks(n: int, size: int | None = None):
-    """Slices covering range(n) in cache-sized pieces (default: :func:`_chunk_size`)."""
-    size = _chunk_size() if size is None else size
+def chunks(n: int, size: int | None = None):
+    """Slices covering range(n) in cache-sized pieces (default: :func:`chunk_size`)."""
+    size = chunk_size() if size is None else size
     for start in range(0, n, size):
         yield slice(start, min(start + size, n))

@@ -8,9 +8,9 @@ from the format's definition. Every fast path of the codec is either built from 
 
 >>> from ..formats import get_format
 >>> fmt = get_format("e2m1")
->>> _encode_generic(np.array([0.25, 0.26, 5.0, -100.0]), fmt, _options(fmt, "rne", None, None)).tolist()
+>>> encode_generic(np.array([0.25, 0.26, 5.0, -100.0]), fmt, resolved_options(fmt, "rne", None, None)).tolist()
 [0, 1, 6, 15]
->>> _decode_generic(np.array([1, 7, 15]), fmt).tolist()
+>>> decode_generic(np.array([1, 7, 15]), fmt).tolist()
 [0.5, 6.0, -6.0]
 """
 
@@ -21,22 +21,22 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format
-from .inputs import _GENERIC_CHUNK, _chunks
-from .options import STOCHASTIC_WITH_BITS, _Options, _options  # noqa: F401  (_options: the doctest)
-from .rounding import _random_u64, _round_increment, _sr_increment, _sr_key, _stochastic_increment
-from .specials import _nan_codes, _place_sign, _raise_nan, _resolve_no_code, _resolve_overflow
+from .inputs import GENERIC_CHUNK, chunks
+from .options import STOCHASTIC_WITH_BITS, Conversion, resolved_options  # noqa: F401  (resolved_options: the doctest)
+from .rounding import random_u64, round_increment, sr_increment, sr_key, stochastic_increment
+from .specials import nan_codes, place_sign, raise_nan, resolve_no_code, resolve_overflow
 
 _U64 = np.uint64
 
 
-def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, key: Any = None, start: Any = 0,
+def encode_generic(source: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, start: Any = 0,
                     random_bits: np.ndarray | None = None) -> np.ndarray:
     """Codes (right-aligned, uint64) of float values; the reference kernel for every path.
 
     source is float16/32/64; it is widened to float64 (exactly) and only its NaN payloads are
     read from the original bits. Runs chunk by chunk (its many temporaries then stay in cache).
     Stochastic rounding: the random bits of element i are those of position ``start + i``
-    under ``key`` (an int seed or rng, see :func:`._sr_key`), or of position ``start[i]``
+    under ``key`` (an int seed or rng, see :func:`.sr_key`), or of position ``start[i]``
     where start is an array of positions (a Dask block's); ``random_bits``, the caller's flat
     N-bit integers for P3109's modes, replace them.
     """
@@ -44,19 +44,19 @@ def _encode_generic(source: np.ndarray, fmt: Format, opts: _Options, key: Any = 
     if opts.nan == "raise" and not fmt.has_nan:
         count = int(np.count_nonzero(np.isnan(source)))
         if count:
-            _raise_nan(count, fmt)
+            raise_nan(count, fmt)
     stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
     if stochastic and not isinstance(key, np.uint64):
-        key = _sr_key(key)
+        key = sr_key(key)
     flat = source.reshape(-1)
     out = np.empty(flat.size, dtype=np.uint64)
-    for part in _chunks(flat.size, _GENERIC_CHUNK):
-        u, bits = _chunk_random(opts, stochastic, key, start, part, random_bits)
+    for part in chunks(flat.size, GENERIC_CHUNK):
+        u, bits = chunk_random(opts, stochastic, key, start, part, random_bits)
         out[part] = _encode_chunk(flat[part], fmt, opts, u, bits)
     return out.reshape(source.shape)
 
 
-def _chunk_random(opts: _Options, stochastic: bool, key: Any, start: Any, part: slice, random_bits):
+def chunk_random(opts: Conversion, stochastic: bool, key: Any, start: Any, part: slice, random_bits):
     """The random bits of the elements in ``part``: u, 64 per element (a function of key and
     each position: ``start`` + index, or ``start[index]``), and P3109's N-bit integers (the
     caller's ``random_bits``, else the top N bits of u); None where the mode takes none."""
@@ -64,7 +64,7 @@ def _chunk_random(opts: _Options, stochastic: bool, key: Any, start: Any, part: 
     if stochastic and random_bits is None:
         positions = (np.arange(start + part.start, start + part.stop, dtype=np.uint64)
                      if np.ndim(start) == 0 else np.asarray(start)[part])
-        u = _random_u64(key, positions)
+        u = random_u64(key, positions)
     if random_bits is not None:
         bits = random_bits[part]
     elif u is not None and opts.sr_bits is not None:
@@ -72,8 +72,8 @@ def _chunk_random(opts: _Options, stochastic: bool, key: Any, start: Any, part: 
     return u, bits
 
 
-def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, u, bits) -> np.ndarray:
-    """The generic kernel on one flat chunk (see _encode_generic)."""
+def _encode_chunk(source: np.ndarray, fmt: Format, opts: Conversion, u, bits) -> np.ndarray:
+    """The generic kernel on one flat chunk (see encode_generic)."""
     with np.errstate(invalid="ignore"):  # widening a signalling NaN warns; it stays NaN
         x = np.asarray(source, dtype=np.float64)
     negative = np.signbit(x)
@@ -81,25 +81,25 @@ def _encode_chunk(source: np.ndarray, fmt: Format, opts: _Options, u, bits) -> n
     isinf = np.isinf(x)
     finite = ~(isnan | isinf)
     mag = _rounded_magnitude(x, finite, negative, fmt, opts, u, bits)
-    return _finish_codes(mag, negative, isnan, isinf, finite, x == 0, fmt, opts, source)
+    return finish_codes(mag, negative, isnan, isinf, finite, x == 0, fmt, opts, source)
 
 
-def _finish_codes(mag, negative, isnan, isinf, finite, iszero, fmt: Format, opts: _Options, source) -> np.ndarray:
-    """Codes from rounded magnitudes (:func:`_round_code`): overflow, no code, the sign and the
+def finish_codes(mag, negative, isnan, isinf, finite, iszero, fmt: Format, opts: Conversion, source) -> np.ndarray:
+    """Codes from rounded magnitudes (:func:`round_code`): overflow, no code, the sign and the
     NaN codes (:mod:`.specials`); source: the float inputs, for NaN payloads."""
     mag[iszero] = 0
     result = mag.astype(np.uint64)
     nan_out = isnan.copy()
     largest = np.where(negative & fmt.twos_complement, fmt.max_code + 1, fmt.max_code)
     over = finite & (mag > largest)
-    _resolve_overflow(result, nan_out, over, isinf, negative, fmt, opts)
-    _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt, opts)
-    _place_sign(result, negative, nan_out, fmt)
-    _nan_codes(result, nan_out, isnan, negative, fmt, opts, source)
+    resolve_overflow(result, nan_out, over, isinf, negative, fmt, opts)
+    resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt, opts)
+    place_sign(result, negative, nan_out, fmt)
+    nan_codes(result, nan_out, isnan, negative, fmt, opts, source)
     return result
 
 
-def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, u, bits) -> np.ndarray:
+def _rounded_magnitude(x, finite, negative, fmt: Format, opts: Conversion, u, bits) -> np.ndarray:
     """The magnitude code of |x| rounded per the mode, on a grid unbounded above (int64; codes
     past the largest finite one are overflow)."""
     M = fmt.mantissa_bits
@@ -113,10 +113,10 @@ def _rounded_magnitude(x, finite, negative, fmt: Format, opts: _Options, u, bits
     shift = np.minimum(shift_full, 60).astype(np.uint64)  # beyond 54 everything is "sticky"
     kept = (sig >> shift).astype(np.int64)
     rem = sig & ((_U64(1) << shift) - _U64(1))
-    return _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt, opts, u, bits)
+    return round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt, opts, u, bits)
 
 
-def _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format, opts: _Options, u,
+def round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format, opts: Conversion, u,
                 bits) -> np.ndarray:
     """The rounded magnitude code (int64, unbounded above) of a value in ``binade`` (its
     exponent ``ex``, clamped below at emin) that is ``kept`` quanta plus the fraction
@@ -131,11 +131,11 @@ def _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format,
         code -= 1 << M  # field 0 is an ordinary binade: the hidden bit is not part of the code
     mode = opts.rounding
     if mode == "stochastic":
-        code += _stochastic_increment(rem, shift_full, u)
+        code += stochastic_increment(rem, shift_full, u)
     elif mode in STOCHASTIC_WITH_BITS:
-        code += _sr_increment(mode, rem, shift_full, opts.sr_bits, bits)
+        code += sr_increment(mode, rem, shift_full, opts.sr_bits, bits)
     else:
-        code += _round_increment((code & 1) == 1, rem, shift, negative, mode)
+        code += round_increment((code & 1) == 1, rem, shift, negative, mode)
     if mode == "ml_dtypes_e8m0":
         # ml_dtypes rounds the lowest binade as a denormal one: between 0 and the next value,
         # so everything above the smallest value goes up to the next one.
@@ -145,7 +145,7 @@ def _round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format,
     return code
 
 
-def _decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
+def decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """float64 values of right-aligned codes, straight from the format's definition."""
     codes = np.asarray(codes).astype(np.uint64)
     M = fmt.mantissa_bits
@@ -170,7 +170,7 @@ def _decode_generic(codes: np.ndarray, fmt: Format) -> np.ndarray:
     return values
 
 
-def _is_fp32_prefix(fmt: Format) -> bool:
+def is_fp32_prefix(fmt: Format) -> bool:
     """fp32, bf16, tf32: fp32's sign and exponent with the top mantissa bits (the code is a
     prefix of the fp32 bit pattern)."""
     return (

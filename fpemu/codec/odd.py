@@ -5,7 +5,7 @@ least two bits fewer gives the same result as rounding the exact value once (Bol
 Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
 odd", IEEE TC 2008). fpemu uses it wherever a value must pass through float64 or float32 on
 its way to a narrower format: integers beyond 2**53 and float64 input to the float32 fast
-paths here (only where numpy's nearest float32 would not do: :func:`_float64_to_float32_alike`);
+paths here (only where numpy's nearest float32 would not do: :func:`float64_to_float32_alike`);
 exact sums held in two parts in :mod:`fpemu.arith` (``round_to_odd_sum``).
 
 >>> integers_to_float64(np.array([2**53 + 1], dtype=np.int64)).tolist()  # odd: ...0 + sticky
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import _chunk_size, _chunks
+from .inputs import chunk_size, chunks
 from .scratch import scratch
 
 
@@ -78,12 +78,12 @@ def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.n
     """
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32)
-    size = _chunk_size(_NARROW_CHUNK)
+    size = chunk_size(_NARROW_CHUNK)
     work = scratch("odd.work", min(size, flat.size), np.uint64)
     doubled = scratch("odd.doubled", work.size, np.uint32)
     found = []
     with np.errstate(over="ignore", invalid="ignore"):  # Inf, NaN: redone below
-        for part in _chunks(flat.size, max(size, 1)):
+        for part in chunks(flat.size, max(size, 1)):
             n = part.stop - part.start
             u, w, d, o = flat[part].view(np.uint64), work[:n], doubled[:n], out[part]
             np.bitwise_and(u, _LOW29, out=w)
@@ -120,7 +120,7 @@ def _float32_odd_by_cast(x: np.ndarray) -> np.ndarray:
     return f
 
 
-def _float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | None = None,
+def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | None = None,
                               out: np.ndarray | None = None) -> np.ndarray:
     """float64 -> float32 values that every deterministic rounding into a format takes to the
     same code as x does, for a format each of whose decision points (its values and the
@@ -137,18 +137,18 @@ def _float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | No
 
     >>> x = np.full(32, 1.1)
     >>> x[0] = 1 + 2.0**-8 + 2.0**-30  # the float32 nearest is a bf16 midpoint: to odd
-    >>> [hex(b) for b in _float64_to_float32_alike(x, 15)[:2].view(np.uint32).tolist()]
+    >>> [hex(b) for b in float64_to_float32_alike(x, 15)[:2].view(np.uint32).tolist()]
     ['0x3f808001', '0x3f8ccccd']
     """
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32) if out is None else out
     mask = np.uint32((1 << zero_bits) - 1)
-    size = _chunk_size(_NARROW_CHUNK)
+    size = chunk_size(_NARROW_CHUNK)
     low = scratch("alike.low", min(size, flat.size), np.uint32)
     flag, inexact = scratch("alike.flag", low.size, bool), scratch("alike.inexact", low.size, bool)
     found = []
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf, NaN: decided below
-        for part in _chunks(flat.size, max(size, 1)):
+        for part in chunks(flat.size, max(size, 1)):
             n, o = part.stop - part.start, out[part]
             np.copyto(o, flat[part], casting="same_kind")
             np.bitwise_and(o.view(np.uint32), mask, out=low[:n])

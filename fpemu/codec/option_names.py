@@ -2,7 +2,7 @@
 overflow sparing rules) and their checks against one format: the vocabulary that
 :class:`~fpemu.codec.options.Conversion` is made of.
 
->>> _overflow(get_format("e4m3"), None), _nan(get_format("bf16"), None)
+>>> resolve_overflow(get_format("e4m3"), None), resolve_nan(get_format("bf16"), None)
 ('nan', 'sign')
 """
 
@@ -51,16 +51,16 @@ OVERFLOW_ALIASES = {"sat_finite": "saturate", "sat_propagate": "saturate_propaga
 #: NaN, even where rounding gives max (gfloat's ``encode_float``, which truncates).
 DIRECTED_OVERFLOW = ("ieee", "p3109", "none", "outside_range")
 
-_NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "max", "ml_dtypes")
-_NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "ones_positive", "payload",
+NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "max", "ml_dtypes")
+NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "ones_positive", "payload",
                           "quiet_payload")
 
 
-def _check_random(rounding: str, rng: Any, random_bits: Any) -> None:
+def check_random(rounding: str, rng: Any, random_bits: Any) -> None:
     """``rng`` and ``random_bits`` only where the (canonical) rounding uses them: rng seeds the
     stochastic roundings' bits, random_bits are P3109's given bits; one rule for both.
 
-    >>> _check_random("nearest_even", 0, None)
+    >>> check_random("nearest_even", 0, None)
     Traceback (most recent call last):
     ...
     ValueError: rng applies to the stochastic roundings (stochastic, stochastic_a, stochastic_b, stochastic_c, stochastic_odd), not 'nearest_even'
@@ -73,7 +73,7 @@ def _check_random(rounding: str, rng: Any, random_bits: Any) -> None:
         raise ValueError("rng draws the random bits that random_bits gives: pass one of them, not both")
 
 
-def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
+def resolve_rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
     key = option_name(rounding)
     if not isinstance(key, str) or key not in ROUNDING_MODES:
         raise ValueError(
@@ -91,7 +91,7 @@ def _rounding(fmt: Format, rounding: str, sr_bits: int | None) -> str:
     return rounding
 
 
-def _overflow(fmt: Format, overflow: str | None) -> str:
+def resolve_overflow(fmt: Format, overflow: str | None) -> str:
     if overflow is None:
         # The non-saturating behaviour of each format, as ml_dtypes implements it.
         return "inf" if fmt.has_inf else "nan" if fmt.has_nan else "saturate"
@@ -106,15 +106,15 @@ def _overflow(fmt: Format, overflow: str | None) -> str:
     return overflow
 
 
-def _nan(fmt: Format, nan: str | None) -> str:
+def resolve_nan(fmt: Format, nan: str | None) -> str:
     if fmt.has_nan:
         nan = "sign" if nan is None else nan
-        allowed = _NAN_POLICIES_WITH_NAN
+        allowed = NAN_POLICIES_WITH_NAN
         if not fmt.signed and fmt.subnormals:  # ml_dtypes' rule for negatives (specials.py)
             allowed += ("ml_dtypes",)
     else:
         nan = "raise" if nan is None else nan
-        allowed = _NAN_POLICIES_WITHOUT_NAN
+        allowed = NAN_POLICIES_WITHOUT_NAN
     if nan not in allowed:
         kind = "has NaN" if fmt.has_nan else "has no NaN"
         raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")

@@ -20,9 +20,9 @@ import numpy as np
 from ..arguments import option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 from .narrowing import check_via
-from .option_names import (  # noqa: F401  (the names every caller reads from here)
-    _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, DIRECTED_OVERFLOW, OVERFLOW_ALIASES, OVERFLOW_MODES,
-    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, _check_random, _nan, _overflow, _rounding,
+from .option_names import (  # noqa: F401  (the public names every caller reads from here)
+    DIRECTED_OVERFLOW, NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES,
+    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, resolve_nan, resolve_overflow, resolve_rounding,
 )
 
 
@@ -116,7 +116,7 @@ class Conversion(Mapping):
         """The record the kernels read: checked against ``fmt``, canonical names, the defaults
         filled in (``directed_overflow`` stays None for IEEE's rule: :attr:`directed` names it);
         ``via`` and ``random_bits`` are the caller's to apply, so they are not in it."""
-        return _options(fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
+        return resolved_options(fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
 
     @property
     def directed(self) -> str:
@@ -156,10 +156,6 @@ class Conversion(Mapping):
         return f"Conversion({', '.join(f'{n}={_shown(v)}' for n, v in self.items())})"
 
 
-#: The resolved record of a conversion that the kernels read (:meth:`Conversion.resolved`).
-_Options = Conversion
-
-
 def _same(a: Any, b: Any) -> bool:
     """Whether two option values agree (random bits: element for element)."""
     if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
@@ -181,24 +177,24 @@ def _check_names(c: Conversion) -> None:
     overflow = option_name(c.overflow)
     if overflow is not None and overflow not in OVERFLOW_MODES and overflow not in OVERFLOW_ALIASES:
         raise ValueError(f"unknown overflow {c.overflow!r}; choose one of {', '.join(OVERFLOW_MODES + tuple(OVERFLOW_ALIASES))}")
-    if c.nan is not None and option_name(c.nan) not in _NAN_POLICIES_WITHOUT_NAN + _NAN_POLICIES_WITH_NAN:
+    if c.nan is not None and option_name(c.nan) not in NAN_POLICIES_WITHOUT_NAN + NAN_POLICIES_WITH_NAN:
         raise ValueError(f"unknown nan {c.nan!r}; choose one of "
-                         f"{', '.join(_NAN_POLICIES_WITHOUT_NAN + _NAN_POLICIES_WITH_NAN)}")
+                         f"{', '.join(NAN_POLICIES_WITHOUT_NAN + NAN_POLICIES_WITH_NAN)}")
     directed = option_name(c.directed_overflow)
     if directed is not None and directed not in DIRECTED_OVERFLOW:
         raise ValueError(f"unknown directed_overflow {c.directed_overflow!r}; choose one of {', '.join(DIRECTED_OVERFLOW)}")
     check_via(c.via)  # (sr_bits: checked with the rounding it goes with, in resolved)
 
 
-def _options(
+def resolved_options(
     fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None,
     directed_overflow: str | None = None,
-) -> _Options:
+) -> Conversion:
     """Check the options against the format and resolve the defaults (names in any case): the
     record :meth:`Conversion.resolved` gives."""
-    rounding = _rounding(fmt, "nearest_even" if rounding is None else rounding, sr_bits)
-    overflow = _overflow(fmt, option_name(overflow))
-    nan = _nan(fmt, option_name(nan))
+    rounding = resolve_rounding(fmt, "nearest_even" if rounding is None else rounding, sr_bits)
+    overflow = resolve_overflow(fmt, option_name(overflow))
+    nan = resolve_nan(fmt, option_name(nan))
     directed_overflow = option_name(directed_overflow)
     if directed_overflow in (None, "ieee"):
         directed = None  # (unwritten: the record equals the one written without it)

@@ -7,7 +7,7 @@ format and options, else the generic kernel.
 * float16 and float64 input into those formats: chunk by chunk made float32 (float16
   exactly; float64 to the nearest float32 unless that is one of the format's decision
   points, a value or a midpoint, where it is rounded *to odd* instead: then the float32 rounds
-  like the float64, see :func:`.odd._float64_to_float32_alike`), then the table, while the
+  like the float64, see :func:`.odd.float64_to_float32_alike`), then the table, while the
   chunk is in the cache: about one pass more than float32 input.
 * fp16/fp32/fp64 with round-to-nearest-even: numpy's own (correctly rounded) cast.
 * float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern;
@@ -23,13 +23,13 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import Format
-from .inputs import _chunk_size, _chunks
-from .odd import _float64_to_float32_alike
-from .kernel import _encode_generic, _is_fp32_prefix
-from .options import STOCHASTIC_WITH_BITS, _Options
+from .inputs import chunk_size, chunks
+from .odd import float64_to_float32_alike
+from .kernel import encode_generic, is_fp32_prefix
+from .options import STOCHASTIC_WITH_BITS, Conversion
 from .scratch import scratch
-from .specials import _raise_nan
-from .top_half import _encode_top_half, _top_half_plan
+from .specials import raise_nan
+from .top_half import encode_top_half, top_half_plan
 
 
 # float16/float64 elements made float32 and then encoded at a time: the float32 chunk stays in the cache
@@ -39,7 +39,7 @@ _WIDE_CHUNK = 1 << 17
 _LIGHT_CHUNK = 1 << 17
 
 
-def _table_path_ok(fmt: Format, opts: _Options) -> bool:
+def _table_path_ok(fmt: Format, opts: Conversion) -> bool:
     """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
     # The round bit must lie in the top 16 bits of every float32 pattern, including float32
     # subnormals (resolution 2**-133 there, so the format's quantum, 2**(emin - M) also where
@@ -57,14 +57,14 @@ def _table_path_ok(fmt: Format, opts: _Options) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
+def _encode_table(fmt: Format, opts: Conversion) -> np.ndarray:
     """Code for each (top 16 bits, sticky) index of a float32 pattern."""
     index = np.arange(1 << 17, dtype=np.uint32)
     patterns = ((index >> 1) << 16) | (index & 1)
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
         x = patterns.view(np.float32).astype(np.float64)
-    nan_free = opts if opts.nan != "raise" else _Options(opts.rounding, opts.overflow, "zero", opts.sr_bits)
-    codes = _encode_generic(x, fmt, nan_free)
+    nan_free = opts if opts.nan != "raise" else Conversion(opts.rounding, opts.overflow, "zero", opts.sr_bits)
+    codes = encode_generic(x, fmt, nan_free)
     if opts.nan == "raise" and fmt.bits < 8:
         codes[np.isnan(x)] = 0xFF  # sentinel: no sub-byte code reaches it
     table = codes.astype(fmt.code_dtype)
@@ -73,9 +73,9 @@ def _encode_table(fmt: Format, opts: _Options) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _arithmetic_plan(fmt: Format, opts: _Options):
+def _arithmetic_plan(fmt: Format, opts: Conversion):
     """The checked top-half arithmetic for fmt and opts (codec.top_half), or None."""
-    return _top_half_plan(fmt, opts, _encode_table(fmt, opts))
+    return top_half_plan(fmt, opts, _encode_table(fmt, opts))
 
 
 def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +88,9 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
     low, high = _halves(u)
     out = np.empty(u.size, dtype=table.dtype)
-    idx = scratch("lookup.index", min(_chunk_size(_LIGHT_CHUNK), u.size), np.uint32)
+    idx = scratch("lookup.index", min(chunk_size(_LIGHT_CHUNK), u.size), np.uint32)
     sticky = scratch("lookup.sticky", idx.size, bool)
-    for part in _chunks(u.size, max(idx.size, 1)):
+    for part in chunks(u.size, max(idx.size, 1)):
         n = part.stop - part.start
         np.left_shift(high[part], 1, out=idx[:n], dtype=np.uint32)
         np.not_equal(low[part], 0, out=sticky[:n])
@@ -99,31 +99,31 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
-def _encode_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray | None = None) -> np.ndarray:
+def _encode_by_table(x: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray | None = None) -> np.ndarray:
     if x.dtype != np.float32:
         return _encode_wide_by_table(x, fmt, opts, out)
     if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
-        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
+        raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)  # no spare code for a sentinel
     u = np.asarray(x, order="C").reshape(-1).view(np.uint32)
     plan = _arithmetic_plan(fmt, opts)
     table = _encode_table(fmt, opts)
     flat_out = None if out is None or out.dtype != table.dtype else out.reshape(-1)
-    codes = (_table_lookup(u, table) if plan is None else _encode_top_half(u, plan, table, out=flat_out))
+    codes = (_table_lookup(u, table) if plan is None else encode_top_half(u, plan, table, out=flat_out))
     codes = codes.reshape(x.shape)
     if opts.nan == "raise" and fmt.bits < 8 and codes.size and codes.max() == 0xFF:
-        _raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
+        raise_nan(int(np.count_nonzero(codes == 0xFF)), fmt)
     return codes
 
 
-def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.ndarray | None) -> np.ndarray:
+def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray | None) -> np.ndarray:
     """The table path for float16 and float64 input: each chunk made float32 (float16
     widened, exactly; float64 narrowed to values that round alike,
-    :func:`.odd._float64_to_float32_alike`: the table's formats have 2 bits fewer than float32
+    :func:`.odd.float64_to_float32_alike`: the table's formats have 2 bits fewer than float32
     wherever they have values), then encoded as float32 while it is still in the cache."""
     flat = np.ascontiguousarray(x).reshape(-1)
     table = _encode_table(fmt, opts)
     codes = out.reshape(-1) if out is not None and out.dtype == table.dtype else np.empty(flat.size, table.dtype)
-    for part in _chunks(flat.size, _chunk_size(_WIDE_CHUNK)):
+    for part in chunks(flat.size, chunk_size(_WIDE_CHUNK)):
         specials: list = []
         narrow = _as_float32(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
         got = _encode_by_table(narrow, fmt, opts, codes[part])
@@ -132,7 +132,7 @@ def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: _Options, out: np.nd
         where = specials[0] if specials else ()
         huge = where[np.abs(flat[part][where]) >= 2.0**128] if len(where) else ()
         if len(huge):  # no float32 holds them: the generic kernel decides them
-            codes[part][huge] = _encode_generic(flat[part][huge], fmt, opts).astype(codes.dtype)
+            codes[part][huge] = encode_generic(flat[part][huge], fmt, opts).astype(codes.dtype)
     return codes.reshape(x.shape)
 
 
@@ -144,7 +144,7 @@ _NUMPY_NATIVE = {
 }
 
 
-def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """fp16/fp32/fp64 RNE through numpy's own cast; only NaNs are re-encoded per the nan policy."""
     native = _NUMPY_NATIVE[fmt]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -155,7 +155,7 @@ def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarr
     # re-encodes NaNs unless numpy's rule is the one asked for.
     numpy_rule = opts.nan == "payload" and x.dtype == np.float32 and native.itemsize <= 4
     if isnan.any() and not numpy_rule:
-        codes[isnan] = _encode_generic(x[isnan], fmt, opts)
+        codes[isnan] = encode_generic(x[isnan], fmt, opts)
     return codes
 
 
@@ -170,9 +170,9 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
     bf16 = fmt.mantissa_bits == 7 and not fmt.container_bits
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = _chunk_size(_LIGHT_CHUNK)
+    size = chunk_size(_LIGHT_CHUNK)
     buffers = [scratch(f"prefix.{i}", min(size, source.size), t) for i, t in enumerate((np.uint32, np.uint32, bool))]
-    for part in _chunks(source.size, size):
+    for part in chunks(source.size, size):
         n = part.stop - part.start
         work = [b[:n] for b in buffers]
         flat = source[part] if source.dtype == np.float32 else \
@@ -200,7 +200,7 @@ def _as_float32(flat: np.ndarray, fmt: Format, specials: list | None, out: np.nd
     that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as
     the input does; ``specials`` gets the positions to check for such values)."""
     if flat.dtype == np.float64:
-        return _float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out)
+        return float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out)
     np.copyto(out, flat, casting="safe")
     return out
 
@@ -239,7 +239,7 @@ def _bf16_rne(u: np.ndarray, out: np.ndarray, low: np.ndarray, odd: np.ndarray, 
     np.add(out, up, out=out)
 
 
-def _path(fmt: Format, opts: _Options, dtype: np.dtype) -> str:
+def encode_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
     """Which way encode takes for fmt, opts and input dtype: "table", "native", "prefix"
     (all light: a few ns an element) or "generic"."""
     if _table_path_ok(fmt, opts):
@@ -247,20 +247,20 @@ def _path(fmt: Format, opts: _Options, dtype: np.dtype) -> str:
     if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
             and (dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
         return "native"
-    if dtype in _PREFIX_INPUTS and _is_fp32_prefix(fmt) \
+    if dtype in _PREFIX_INPUTS and is_fp32_prefix(fmt) \
             and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
-            and opts == _Options("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
+            and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix"
     return "generic"
 
 
-def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits,
+def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, key, start, bits,
                  out: np.ndarray | None = None) -> np.ndarray:
     """Codes of a flat float array (elements ``start``.. of the whole input, or at the
     positions of the array ``start``, for stochastic rounding's random bits), in the format's
     code dtype and container position; written into ``out`` when given (the fast paths write
     there directly)."""
-    path = _path(fmt, opts, x.dtype)
+    path = encode_path(fmt, opts, x.dtype)
     if path == "table":
         codes = _encode_by_table(x, fmt, opts, out)
     elif path == "native":
@@ -268,7 +268,7 @@ def _encode_flat(x: np.ndarray, fmt: Format, opts: _Options, key, start, bits,
     elif path == "prefix":
         codes = _encode_fp32_prefix_rne(x, fmt, None if fmt.code_shift else out)
     else:
-        codes = _encode_generic(x, fmt, opts, key, start, bits)
+        codes = encode_generic(x, fmt, opts, key, start, bits)
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)

@@ -9,18 +9,19 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, get_format
-from .decoder import _fits, decode
+from .decoder import fits, decode
 from .encoder import encode
 from .exact_kernel import exact_to_float32
-from .inputs import _as_real_array, _chunk_size, _chunks
+from .inputs import as_real_array, chunk_size, chunks
 from .narrowing import check_via, narrow
 from ..parallel import run_pieces
 from .dask_arrays import is_dask
 from .foreign import as_numpy
-from .kernel import _decode_generic, _encode_generic, _raise_nan
+from .kernel import decode_generic, encode_generic, raise_nan
 from .returns import check_returns, deliver_values
 from ..arguments import option_name
-from .options import ROUNDING_MODES, Conversion, _check_random, _Options
+from .option_names import check_random
+from .options import ROUNDING_MODES, Conversion
 
 
 def quantize(
@@ -60,14 +61,14 @@ def quantize(
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
                          random_bits=random_bits, directed_overflow=directed_overflow, via=via)
     # the fast paths below never reach encode: the options are checked here, once, first
-    _check_random(conv.resolved(fmt).rounding, rng, conv.random_bits)
+    check_random(conv.resolved(fmt).rounding, rng, conv.random_bits)
     values = _quantize(as_numpy(x), fmt, conv.replace(via=check_via(conv.via)), rng, workers)
     return deliver_values(values, returns, x)
 
 
 def _quantize(x: Any, fmt: Format, conv: Conversion, rng: Any, workers: int | None) -> np.ndarray:
     """quantize of a NumPy or Dask array."""
-    arr = x if is_dask(x) else _as_real_array(x)
+    arr = x if is_dask(x) else as_real_array(x)
     dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)  # (exact input: float64)
     via = conv.via
     if via is not None and arr.dtype.kind in "OU":
@@ -77,7 +78,7 @@ def _quantize(x: Any, fmt: Format, conv: Conversion, rng: Any, workers: int | No
         values = _quantize(narrowed, fmt, conv.replace(via=None), rng, workers)
         return values.astype(np.promote_types(dtype, values.dtype))
     for wider in (dtype, np.dtype(np.float32), np.dtype(np.float64)):
-        if wider.itemsize >= dtype.itemsize and _fits(fmt, wider):
+        if wider.itemsize >= dtype.itemsize and fits(fmt, wider):
             dtype = wider
             break
     opts = conv.resolved(fmt)
@@ -92,10 +93,10 @@ def _quantize(x: Any, fmt: Format, conv: Conversion, rng: Any, workers: int | No
     return decode(codes, fmt, dtype=dtype, workers=workers)
 
 
-def _in_pieces(path, arr: np.ndarray, fmt: Format, opts: _Options, workers: int | None) -> np.ndarray:
+def _in_pieces(path, arr: np.ndarray, fmt: Format, opts: Conversion, workers: int | None) -> np.ndarray:
     """A fast quantize path over contiguous pieces of arr on ``workers`` threads."""
     if opts.nan == "raise" and not fmt.has_nan and np.isnan(arr).any():
-        _raise_nan(int(np.count_nonzero(np.isnan(arr))), fmt)  # counted over the whole input
+        raise_nan(int(np.count_nonzero(np.isnan(arr))), fmt)  # counted over the whole input
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=arr.dtype)
 
@@ -117,7 +118,7 @@ def _magic_path_ok(fmt: Format, rounding: str) -> bool:
     )
 
 
-def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """RNE values of float32 x in fmt, by float32 addition of a "magic" number.
 
     For x in the binade [2**e, 2**(e+1)) (e clamped below at emin), M = 1.5 * 2**(e - m + 23)
@@ -127,15 +128,15 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
     set per the options, as the generic kernel does (tested against it exhaustively).
     """
     if opts.nan == "raise" and not fmt.has_nan and np.isnan(x).any():
-        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+        raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
     flat = np.asarray(x, order="C").reshape(-1)
     out = np.empty(flat.size, dtype=np.float32)
-    size = _chunk_size()
+    size = chunk_size()
     magic_bits = np.empty(min(size, flat.size), dtype=np.uint32)
     low = np.uint32(fmt.emin + 127)
     high = np.uint32(fmt.emax + 127)
     offset = np.uint32(23 - fmt.mantissa_bits)
-    for part in _chunks(flat.size, size):
+    for part in chunks(flat.size, size):
         n = part.stop - part.start
         xs, m, q = flat[part], magic_bits[:n], out[part]
         np.right_shift(xs.view(np.uint32), np.uint32(23), out=m)
@@ -158,10 +159,10 @@ def _quantize_float32_magic(x: np.ndarray, fmt: Format, opts: _Options) -> np.nd
     return out.reshape(x.shape)
 
 
-def _special_values(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _special_values(x: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """Values for the (few) inputs that overflowed, are Inf or are NaN: the generic kernel
     decides them, so the overflow and NaN options mean the same on every path."""
-    return _decode_generic(_encode_generic(x, fmt, opts), fmt).astype(x.dtype)
+    return decode_generic(encode_generic(x, fmt, opts), fmt).astype(x.dtype)
 
 
 # numpy's own integer rounding of float64 values, per rounding mode (each exact).
@@ -178,7 +179,7 @@ def _scaled_path_ok(fmt: Format, rounding: str) -> bool:
     )
 
 
-def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: _Options) -> np.ndarray:
+def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
     """Values of float64 x rounded in fmt, by scaling with the quantum and rounding to integer.
 
     v / 2**(max(e, emin) - m) has at most m + 1 integer bits and is exact (a power-of-two
@@ -187,7 +188,7 @@ def _quantize_float64_scaled(x: np.ndarray, fmt: Format, opts: _Options) -> np.n
     it).
     """
     if opts.nan == "raise" and not fmt.has_nan and np.isnan(x).any():
-        _raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+        raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
     with np.errstate(invalid="ignore", over="ignore"):
         _, e = np.frexp(x)
         quantum = np.ldexp(1.0, np.maximum(e - 1, fmt.emin) - fmt.mantissa_bits)

@@ -15,9 +15,9 @@ and gfloat's ``RoundMode.StochasticOdd`` (not a P3109 mode), C with ties to odd:
 round_ties_odd(nu * 2**N) + R >= 2**N (gfloat 0.5 ``round_float``: ``_rnito(delta * 2**N)``).
 
 >>> u = np.uint64
->>> _sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(0)])).tolist()
+>>> sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(0)])).tolist()
 [False]
->>> _sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(1)])).tolist()
+>>> sr_increment("stochastic_a", np.array([u(3)]), np.array([2]), 1, np.array([u(1)])).tolist()
 [True]
 """
 
@@ -32,7 +32,7 @@ from ..arguments import is_whole
 _U64 = np.uint64
 
 
-def _round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
+def round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
     """Whether to add one unit in the last kept place, per deterministic rounding mode.
 
     odd: whether the truncated code is odd (ties-to-even and to-odd look at the *code's* last
@@ -57,7 +57,7 @@ def _round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
     raise AssertionError(mode)
 
 
-def _stochastic_increment(rem, shift_full, u: np.ndarray) -> np.ndarray:
+def stochastic_increment(rem, shift_full, u: np.ndarray) -> np.ndarray:
     """Round up with probability rem / 2**shift_full, given 64 random bits u per element.
 
     u < rem * 2**(64 - shift) for u uniform on [0, 2**64): exactly unbiased whenever at most 64
@@ -97,7 +97,7 @@ def _nearest_bits(rem, shift_full, n: int, ties_odd: bool = False) -> np.ndarray
     return np.where(d >= 1, rounded, _top_bits(rem, shift_full, n))
 
 
-def _sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
+def sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
     """P3109's stochastic rounding (and gfloat's StochasticOdd) with N = n random bits r
     (uint64, 0 <= r < 2**n)."""
     one = _U64(1)
@@ -114,7 +114,7 @@ def _sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _sr_key(rng: Any) -> np.uint64:
+def sr_key(rng: Any) -> np.uint64:
     """A 64-bit key from rng: None (fresh entropy), an int seed, a SeedSequence, or a Generator
     (one draw, so successive calls with one Generator get different keys)."""
     if isinstance(rng, np.random.Generator):
@@ -126,12 +126,12 @@ def _sr_key(rng: Any) -> np.uint64:
     raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
+def random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
     """64 random bits for each element position: SplitMix64's output number index + 1 for the
     seed key (Steele, Lea and Flood, OOPSLA 2014). A function of (key, position) alone, so
     every split of the work into pieces, threads or Dask blocks draws the same bits.
 
-    >>> _random_u64(np.uint64(0), np.array([0], dtype=np.uint64)).tolist()  # SplitMix64(0)'s first
+    >>> random_u64(np.uint64(0), np.array([0], dtype=np.uint64)).tolist()  # SplitMix64(0)'s first
     [16294208416658607535]
     """
     with np.errstate(over="ignore"):
@@ -141,7 +141,7 @@ def _random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def _random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
+def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
     """The caller's N-bit random integers of P3109 stochastic rounding, broadcast to the
     input's shape and checked to lie in [0, 2**n), as a flat uint64 array (None: drawn)."""
     if random_bits is None:

@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..formats import Format
-from .options import _Options
+from .options import Conversion
 
 
-def _sparing(opts: _Options) -> str:
+def _sparing(opts: Conversion) -> str:
     """The sparing rule in effect: sat_none is P3109's own ("sat_none"), inf/nan follow the
     directed_overflow option."""
     return "sat_none" if opts.overflow == "sat_none" else opts.directed
@@ -49,9 +49,9 @@ def _spared(mode: str, negative: np.ndarray, rule: str, fmt: Format) -> np.ndarr
     return np.zeros(negative.shape, dtype=bool)
 
 
-def _resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts: _Options) -> None:
+def resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts: Conversion) -> None:
     """Overflowed finite values and Inf inputs, in place: a magnitude code in result, or a
-    NaN result in nan_out. (Negatives of unsigned formats are left to _resolve_no_code.)"""
+    NaN result in nan_out. (Negatives of unsigned formats are left to resolve_no_code.)"""
     if not (over.any() or isinf.any()):
         return
     rule = opts.overflow
@@ -85,7 +85,7 @@ def _resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts:
         result[isinf] = inf
 
 
-def _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt: Format, opts: _Options) -> None:
+def resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt: Format, opts: Conversion) -> None:
     """Values no code represents, in place: negatives of unsigned formats, zero of zero-less
     formats (see the module docstring)."""
     saturating = opts.overflow in ("saturate", "saturate_propagate", "ml_dtypes_saturate")
@@ -109,7 +109,7 @@ def _resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt:
             nan_out |= iszero
 
 
-def _place_sign(result, negative, nan_out, fmt: Format) -> None:
+def place_sign(result, negative, nan_out, fmt: Format) -> None:
     """Sign bit (or two's complement) of every result that is not NaN, in place."""
     if not fmt.signed:
         return
@@ -123,7 +123,7 @@ def _place_sign(result, negative, nan_out, fmt: Format) -> None:
         result[neg] |= np.uint64(fmt.sign_mask)
 
 
-def _nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: _Options, source) -> None:
+def nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: Conversion, source) -> None:
     """The codes of NaN results, per the nan option, in place (or the error of 'raise')."""
     if not nan_out.any():
         return
@@ -131,7 +131,7 @@ def _nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: _Options, so
         if opts.nan == "raise":
             inputs = int(np.count_nonzero(isnan))
             if inputs:
-                _raise_nan(inputs, fmt)
+                raise_nan(inputs, fmt)
             _raise_no_code(int(np.count_nonzero(nan_out)), fmt)
         if opts.nan == "zero":
             result[nan_out] = 0
@@ -174,7 +174,7 @@ class NanInputError(ValueError):
     """NaN input into a format without NaN under nan='raise' (a ValueError)."""
 
 
-def _raise_nan(count: int, fmt: Format) -> None:
+def raise_nan(count: int, fmt: Format) -> None:
     raise NanInputError(
         f"{count} NaN value{'s' if count != 1 else ''} in the input: format {fmt.name} has no "
         "NaN (pass nan='zero' or nan='ml_dtypes' to choose a code)"

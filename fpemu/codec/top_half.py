@@ -17,7 +17,7 @@ operations, which NumPy runs many lanes at a time: about twice as fast as a gath
   subnormal range first (:func:`_subnormal_range`), and the table the rest.
 
 Which formats and options the arithmetic serves is not argued but checked: before first use,
-:func:`_top_half_plan` runs it over all 2**17 (top half, sticky) patterns, which are all the
+:func:`top_half_plan` runs it over all 2**17 (top half, sticky) patterns, which are all the
 inputs it can tell apart, and compares with the table; one differing code and the table is
 used instead.
 """
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..formats import Format
-from .inputs import _chunk_size
-from .options import _Options
+from .inputs import chunk_size
+from .options import Conversion
 from .scratch import scratch as reused
 
 # Elements a piece: its uint16 temporaries stay in the CPU cache (1 MiB of L2 a core here),
@@ -57,7 +57,7 @@ class _Plan:
     neg_zero: bool  # whether the format has -0 (else a negative rounded to zero is +0)
 
 
-def _candidate(fmt: Format, opts: _Options) -> _Plan | None:
+def _candidate(fmt: Format, opts: Conversion) -> _Plan | None:
     """The plan the arithmetic would follow for fmt and opts, or None where it cannot apply."""
     if (
         opts.rounding not in _INCREMENT
@@ -146,11 +146,11 @@ def _table_codes(u: np.ndarray, table: np.ndarray, out: np.ndarray | None = None
     return table.take(index, out=out)
 
 
-def _encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "auto",
+def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "auto",
                      out: np.ndarray | None = None) -> np.ndarray:
     """Codes (uint8) of a flat uint32 array of float32 patterns (into out, if given)."""
     out = np.empty(u.size, dtype=np.uint8) if out is None else out
-    step = _chunk_size(_PIECE)  # larger in a parallel worker thread
+    step = chunk_size(_PIECE)  # larger in a parallel worker thread
     size = min(step, u.size)
     kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
     scratch = tuple(reused(f"top_half.{i}", size, t) for i, t in enumerate(kinds))
@@ -161,13 +161,13 @@ def _encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = 
     return out
 
 
-def _top_half_plan(fmt: Format, opts: _Options, table: np.ndarray) -> _Plan | None:
+def top_half_plan(fmt: Format, opts: Conversion, table: np.ndarray) -> _Plan | None:
     """The plan for fmt and opts if it gives the table's code for every input, else None."""
     plan = _candidate(fmt, opts)
     if plan is None or table.dtype != np.uint8:
         return None
     index = np.arange(1 << 17, dtype=np.uint32)
     patterns = ((index >> 1) << 16) | (index & 1)
-    exact = all(np.array_equal(_encode_top_half(patterns, plan, table, mode), table)
+    exact = all(np.array_equal(encode_top_half(patterns, plan, table, mode), table)
                 for mode in ("sparse", "subnormal"))
     return plan if exact else None

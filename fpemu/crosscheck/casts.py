@@ -10,7 +10,7 @@ import numpy as np
 
 from ..backends import Backend
 from ..backends import NumpyBackend  # noqa: F401  (used by the doctests of compare_cast and compare_decode)
-from ..cases import _UINT_OF, edge_cases, random_cases
+from ..cases import UINT_OF, edge_cases, random_cases
 from ..codec import decode, encode, like, resolve_convention
 from ..formats import Format, get_format
 from .table import Row
@@ -114,7 +114,7 @@ def describe_options(backend: str, options: dict, fmt: Format | None = None) -> 
 
 def _hex(value: Any, dtype: np.dtype) -> str:
     width = dtype.itemsize * 2
-    return f"0x{int(np.asarray(value, dtype=dtype).view(_UINT_OF[dtype])):0{width}X}"
+    return f"0x{int(np.asarray(value, dtype=dtype).view(UINT_OF[dtype])):0{width}X}"
 
 
 def _code_text(code: int, fmt: Format) -> str:

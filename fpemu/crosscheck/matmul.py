@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..backends import _torch_matmul
-from ..cases import _check_size, matmul_inputs
+from ..cases import check_size, matmul_inputs
 from .table import Row
 
 
@@ -41,7 +41,7 @@ def compare_matmul(
     """
     from ..accumulator import gemm, get_accumulator
 
-    _check_size("m * n", m * n, 1)
+    check_size("m * n", m * n, 1)
     A, B = matmul_inputs(inputs, m, k, n, seed)
     with np.errstate(over="ignore", invalid="ignore"):  # a device's float64 beyond fp32 becomes Inf, as on the device
         want = np.asarray(run_matmul(A, B, inputs), dtype=np.float32)

@@ -147,7 +147,7 @@ def load_dump(path: str | Path, inputs: str | None = None) -> Dump:
     as_float = lambda k: bits[k].view(np.float32).astype(np.float64)  # noqa: E731
     dump = Dump(path.stem, inputs, as_float("a"), as_float("b"), as_float("c"),
                 {k[2:]: bits[k] for k in ("d_fp32", "d_fp16") if k in bits})  # fmt: skip
-    _check_inputs(dump, str(path), source)
+    check_inputs(dump, str(path), source)
     return dump
 
 
@@ -182,7 +182,7 @@ def _check_finite(bits: dict[str, np.ndarray], path: Path) -> None:
             raise DumpError(f"{path}: {k} holds Inf or NaN (row {row}); fit models finite experiments: drop such rows")
 
 
-def _check_inputs(dump: Dump, where: str, source: str = "--inputs") -> None:
+def check_inputs(dump: Dump, where: str, source: str = "--inputs") -> None:
     """a and b must hold values of the input format: a dump read in another format would be
     silently re-rounded by the model code (ValueError for an --inputs argument, DumpError
     for a format the file named)."""

@@ -68,7 +68,7 @@ def _batch_model(p, ep, c, out: str, block: int, cut: str, late_c: bool, even_od
     return c.astype(np.float32)
 
 
-def _batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator], rows: slice) -> np.ndarray:
+def batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator], rows: slice) -> np.ndarray:
     """(len(models), n_rows) bool: which rows each block model reproduces. Models that share
     their structure (block, grouping) run in one batched call."""
     from ..codec import quantize
@@ -110,7 +110,7 @@ def _batch_group(p, ep, cq, want, out: str, structure: tuple, ms: list[Accumulat
     return (got.view(np.uint32) == np.tile(want, n)).reshape(n, R)
 
 
-def _model_matches(dump: Dump, c: np.ndarray, out: str, acc: Accumulator, rows: slice) -> np.ndarray:
+def model_matches(dump: Dump, c: np.ndarray, out: str, acc: Accumulator, rows: slice) -> np.ndarray:
     """Rows one (named) model reproduces, through fpemu.accumulator.dot itself."""
     d = dot(dump.a[rows], dump.b[rows], c[rows], inputs=dump.inputs, accumulator=acc, out=out)
     return d.astype(np.float32).view(np.uint32) == dump.d[out][rows]

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..accumulator import Accumulator
 from ..accumulator import get_accumulator  # noqa: F401  (used by the doctest of describe_model)
-from .search import _GROUPINGS, _ZERO_C_NO_PART, FitResult, _key
+from .search import GROUPINGS, ZERO_C_NO_PART, FitResult, dump_key
 
 
 def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") -> str:
@@ -21,10 +21,10 @@ def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") ->
     if acc.kind != "block":
         return f"{acc.kind} ({acc.name})"
     block = f"block >= {acc.block}" if K is not None and acc.block >= K else f"block {acc.block}"
-    grouping = next((g for g, v in _GROUPINGS.items() if all(getattr(acc, k) == x for k, x in v.items())), "custom")
+    grouping = next((g for g, v in GROUPINGS.items() if all(getattr(acc, k) == x for k, x in v.items())), "custom")
     terms = {"nvidia": "terms rz", "floor": "terms rd"}.get(grouping, f"{grouping}, terms {acc.term_rounding}")
     outs = "out fp16 rne" if out == "fp16" else f"out {acc.out_rounding} to {acc.out_frac_bits} fraction bits"
-    zc = "zero c takes no part" if acc.zero_c_exponent <= _ZERO_C_NO_PART else f"zero c aligns at 2^{acc.zero_c_exponent}"
+    zc = "zero c takes no part" if acc.zero_c_exponent <= ZERO_C_NO_PART else f"zero c aligns at 2^{acc.zero_c_exponent}"
     if acc.lane_order is not None or acc.c_after:
         lanes = f"lanes {acc.lane_order} first" if acc.lane_order else "lanes in order"
         after = "c added after it" if acc.c_after else "c in the first block"
@@ -58,14 +58,14 @@ def summarize_models(models: Sequence[Accumulator], K: int, out: str) -> list[st
             lines.append(f"{m.kind} ({m.name})")
             continue
         base = dataclasses.replace(m, name="", frac_bits=0, zero_c_exponent=0, source="")
-        fam = families.setdefault(_key(base, K, out), (m, [], []))
+        fam = families.setdefault(dump_key(base, K, out), (m, [], []))
         fam[1].append(m.frac_bits)
         fam[2].append(m.zero_c_exponent)
     for m, fs, zcs in families.values():
         text = describe_model(m, K, out)
         text = re.sub(r"F = \d+", f"F = {_ranges(fs)}", text)
         zset = sorted(set(zcs), reverse=True)
-        zc = "zero c: " + ", ".join("takes no part" if z <= _ZERO_C_NO_PART else f"2^{z}" for z in zset)
+        zc = "zero c: " + ", ".join("takes no part" if z <= ZERO_C_NO_PART else f"2^{z}" for z in zset)
         lines.append(re.sub(r"zero c (aligns at 2\^-?\d+|takes no part)", zc, text))
     return lines
 

@@ -12,22 +12,22 @@ import numpy as np
 
 from ..accumulator import Accumulator
 from ..backends import _presets
-from .dumps import Dump, _check_inputs
-from .kernel import _batch_matches, _model_matches
+from .dumps import Dump, check_inputs
+from .kernel import batch_matches, model_matches
 
 
 # Ways the terms of a block are grouped and cut: NVIDIA (all terms with c, truncated), the same
 # with floor, CDNA3 (products first, then c; optionally even/odd lanes apart).
-_GROUPINGS = {
+GROUPINGS = {
     "nvidia": dict(term_rounding="rz", late_c=False, even_odd=False),
     "floor": dict(term_rounding="rd", late_c=False, even_odd=False),
     "late c": dict(term_rounding="rd", late_c=True, even_odd=False),
     "late c, even/odd": dict(term_rounding="rd", late_c=True, even_odd=True),
 }
-# A zero accumulator aligns at 2^-126, at 2^-149, or takes no part: _ZERO_C_NO_PART lies far
-# below every product (>= 2^-252) and c, and 2^(F - _ZERO_C_NO_PART) stays a normal float64.
-_ZERO_C_NO_PART = -900
-_ZERO_C = (-126, -149, _ZERO_C_NO_PART)
+# A zero accumulator aligns at 2^-126, at 2^-149, or takes no part: ZERO_C_NO_PART lies far
+# below every product (>= 2^-252) and c, and 2^(F - ZERO_C_NO_PART) stays a normal float64.
+ZERO_C_NO_PART = -900
+_ZERO_C = (-126, -149, ZERO_C_NO_PART)
 _FRAC_BITS = range(8, 49)  # up to 48: as many as fpemu.accumulator keeps exactly
 
 
@@ -51,7 +51,7 @@ def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumula
     """
     blocks = sorted({min(1 << i, K) for i in range(0, 7)})
     outs = [("rne", 23)] if out == "fp16" else [(r, p) for r in ("rz", "rne") for p in sorted({used_bits, 23})]
-    for block, (grouping, g), (orr, ofb), F, zc in itertools.product(blocks, _GROUPINGS.items(), outs, _FRAC_BITS, _ZERO_C):
+    for block, (grouping, g), (orr, ofb), F, zc in itertools.product(blocks, GROUPINGS.items(), outs, _FRAC_BITS, _ZERO_C):
         if g["even_odd"] and block < 2:  # no odd lane in a one-product block
             continue
         yield Accumulator(
@@ -60,7 +60,7 @@ def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumula
         )
 
 
-def _key(acc: Accumulator, K: int, out: str) -> tuple:
+def dump_key(acc: Accumulator, K: int, out: str) -> tuple:
     """The parameters a K-product dump can tell apart."""
     block = None if acc.block is None else min(acc.block, K)
     fields = [acc.kind, block, acc.frac_bits, acc.term_rounding, acc.zero_c_exponent, acc.late_c, acc.even_odd,
@@ -109,7 +109,7 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
         raise ValueError(f"{dump.name} has no d_{out} column (it has: {', '.join('d_' + k for k in dump.d)})")
     if dump.a.ndim != 2 or dump.rows < 1 or dump.K < 1:
         raise ValueError(f"{dump.name}: a dump needs at least one row of at least one product, got a {dump.a.shape}")
-    _check_inputs(dump, dump.name)  # values outside the input format would be re-rounded by the model code
+    check_inputs(dump, dump.name)  # values outside the input format would be re-rounded by the model code
     start = time.perf_counter()
     result = FitResult(dump.name, dump.inputs, out, dump.rows, dump.K)
     c_modes = [("as recorded", dump.c)]
@@ -123,31 +123,31 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
     for c_mode, c in c_modes:
         result.searched += len(space) + len(presets)
         first = slice(0, screen[0])
-        scores = _batch_matches(dump, c, out, space, first).sum(axis=1)
+        scores = batch_matches(dump, c, out, space, first).sum(axis=1)
         alive = [m for m, s in zip(space, scores) if s == min(screen[0], dump.rows)]
         for n in list(screen[1:]) + [dump.rows]:
             if alive:
-                ok = _batch_matches(dump, c, out, alive, slice(0, n)).all(axis=1)
+                ok = batch_matches(dump, c, out, alive, slice(0, n)).all(axis=1)
                 alive = [m for m, keep in zip(alive, ok) if keep]
         # Confirm a spread of the survivors with the real model code (the batched kernel is
         # tested against it; a disagreement here is a bug, not a misfit), and try every
         # preset as it is.
         for m in alive[:: max(1, len(alive) // 8)]:
-            if not _model_matches(dump, c, out, m, slice(None)).all():
+            if not model_matches(dump, c, out, m, slice(None)).all():
                 raise RuntimeError(f"fit's batched kernel disagrees with fpemu.accumulator.dot on {m} (a bug in fit)")
         fitting = list(alive)
-        fitting += [a for a in presets.values() if _model_matches(dump, c, out, a, slice(None)).all()]
+        fitting += [a for a in presets.values() if model_matches(dump, c, out, a, slice(None)).all()]
         if fitting:
             result.c_mode, result.models = c_mode, _dedupe(fitting, dump.K, out)
-            keys = {_key(m, dump.K, out) for m in fitting}
-            result.presets = [n for n, a in presets.items() if _key(a, dump.K, out) in keys]
+            keys = {dump_key(m, dump.K, out) for m in fitting}
+            result.presets = [n for n, a in presets.items() if dump_key(a, dump.K, out) in keys]
             break
         # Nothing fits: remember the closest (best on the screen, then on all rows).
         order = np.argsort(-scores, kind="stable")[:16]
         top = [space[i] for i in order]
-        counts = _batch_matches(dump, c, out, top, slice(None)).sum(axis=1)
+        counts = batch_matches(dump, c, out, top, slice(None)).sum(axis=1)
         for acc in presets.values():
-            n_ok = int(_model_matches(dump, c, out, acc, slice(None)).sum())
+            n_ok = int(model_matches(dump, c, out, acc, slice(None)).sum())
             if n_ok > best[0]:
                 best = (n_ok, acc, c_mode)
         for acc, n_ok in zip(top, counts):
@@ -162,7 +162,7 @@ def fit(dump: Dump, out: str = "fp32", screen: Sequence[int] = (64, 500)) -> Fit
 def _dedupe(models: list[Accumulator], K: int, out: str) -> list[Accumulator]:
     seen, unique = set(), []
     for m in models:
-        k = _key(m, K, out)
+        k = dump_key(m, K, out)
         if k not in seen:
             seen.add(k)
             unique.append(m)

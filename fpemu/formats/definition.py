@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from .validation import _layout_problems, _range_problems, _type_problems
+from .validation import layout_problems, range_problems, type_problems
 
 InfEncoding = Literal["none", "ieee", "top", "below_nan"]
 NanEncoding = Literal["none", "ieee", "top", "neg_zero"]
@@ -65,11 +65,11 @@ class Format:
     twos_complement: bool = False
 
     def __post_init__(self) -> None:
-        problems = _type_problems(self)
+        problems = type_problems(self)
         if not problems:
-            problems = _layout_problems(self)
+            problems = layout_problems(self)
         if not problems:
-            problems = _range_problems(self)
+            problems = range_problems(self)
         if problems:
             raise ValueError(f"invalid format {self.name!r}: " + "; ".join(problems))
 

@@ -23,7 +23,7 @@ _INF_ENCODINGS = ("none", "ieee", "top", "below_nan")
 _NAN_ENCODINGS = ("none", "ieee", "top", "neg_zero")
 
 
-def _type_problems(fmt: Format) -> list[str]:
+def type_problems(fmt: Format) -> list[str]:
     """Fields of the wrong type (checked first: the other checks compute with them)."""
     problems = []
     if not isinstance(fmt.name, str) or not fmt.name:
@@ -46,7 +46,7 @@ def _type_problems(fmt: Format) -> list[str]:
     return problems
 
 
-def _layout_problems(fmt: Format) -> list[str]:
+def layout_problems(fmt: Format) -> list[str]:
     """Field widths and special-code placements that cannot work together."""
     problems = []
     if fmt.exponent_bits < 0:
@@ -82,7 +82,7 @@ def _layout_problems(fmt: Format) -> list[str]:
     return problems
 
 
-def _range_problems(fmt: Format) -> list[str]:
+def range_problems(fmt: Format) -> list[str]:
     """Formats with no finite value to round to, or values float64 cannot hold exactly."""
     if fmt.max_code < 0:
         return ["it has no finite value (every code is Inf or NaN)"]

@@ -13,21 +13,21 @@ from ..codec import decode
 from ..codec.dask_arrays import is_dask
 from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
-from .elements import _element_table
+from .elements import element_table
 from .formats import BlockFormat, get_block_format
 from .layout import (
-    _axes_tuple,
-    _block_tuple,
-    _moved,
-    _output_rows,
-    _region_rows,
-    _regions,
-    _row_chunks,
-    _store_rows,
-    _unmoved,
+    axes_tuple,
+    block_tuple,
+    moved,
+    output_rows,
+    region_rows,
+    block_regions,
+    row_chunks,
+    store_rows,
+    unmoved,
 )
-from .mx_scales import SCALE_ROUNDINGS, _pow2_from_e8m0
-from .nvfp4_scales import _nvfp4_decode_scale, _te_amax_is_degenerate
+from .mx_scales import SCALE_ROUNDINGS, pow2_from_e8m0
+from .nvfp4_scales import nvfp4_decode_scale, te_amax_is_degenerate
 from .packing import pack_codes
 
 
@@ -78,8 +78,8 @@ class BlockArray:
         bf = get_block_format(self.format)
         codes = _code_array(self.codes, "codes", bf)
         scales = _code_array(self.scales, "scales", bf)
-        block = _block_tuple(self.block_size)
-        axes = _axes_tuple(self.axis, codes.ndim, block)
+        block = block_tuple(self.block_size)
+        axes = axes_tuple(self.axis, codes.ndim, block)
         for name, value in (("format", bf), ("codes", codes), ("scales", scales),
                             ("axis", axes[0] if len(axes) == 1 else axes),
                             ("block_size", block[0] if len(block) == 1 else block)):
@@ -121,7 +121,7 @@ class BlockArray:
             raise ValueError(f"an NVFP4 BlockArray ({variant}) needs global_amax"
                              + ("" if variant == "te" else " or global_scale"))
         if scale is None:
-            scale = _nvfp4_decode_scale(amax, variant)
+            scale = nvfp4_decode_scale(amax, variant)
         object.__setattr__(self, "variant", variant)
         object.__setattr__(self, "global_amax", amax)
         object.__setattr__(self, "global_scale", scale)
@@ -223,7 +223,7 @@ def _nvfp4_factors(q: BlockArray, s: np.ndarray) -> tuple[np.ndarray, np.float32
     """
     f32 = np.float32
     scale = decode(s, q.format.scale, dtype=np.float32)
-    if q.variant == "torchao" or _te_amax_is_degenerate(q.global_amax):
+    if q.variant == "torchao" or te_amax_is_degenerate(q.global_amax):
         return scale * q.global_scale, f32(1.0)
     post = f32(2.0**32) if q.global_amax >= f32(2.0**100) else f32(1.0)
     amax = f32(q.global_amax / post)
@@ -232,9 +232,9 @@ def _nvfp4_factors(q: BlockArray, s: np.ndarray) -> tuple[np.ndarray, np.float32
 
 def _block_factors(q: BlockArray, work: np.dtype) -> tuple[np.ndarray, Any]:
     """Per-block factors in the moved layout (lead..., nblocks...) and the post factor."""
-    s = _moved(q.scales, q.axes)
+    s = moved(q.scales, q.axes)
     if not q.format.is_nvfp4:
-        return _pow2_from_e8m0(s, work), None
+        return pow2_from_e8m0(s, work), None
     if not q.format.tensor_scale:  # element * scale: exact in float32 (6 * UE5M3: 2**-18 .. 688128)
         return decode(s, q.format.scale, dtype=np.float32), None
     factor, post = _nvfp4_factors(q, s)
@@ -272,26 +272,26 @@ def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = 
     work = np.dtype(np.float64) if wide else np.dtype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf beyond the range; NaN blocks
         out = _dequantize_moved(q, work, workers)
-        return np.ascontiguousarray(_unmoved(out, q.axes), dtype=dtype)
+        return np.ascontiguousarray(unmoved(out, q.axes), dtype=dtype)
 
 
 def _dequantize_moved(q: BlockArray, work: np.dtype, workers: int | None = None) -> np.ndarray:
     """The values in the moved layout (block axes last), region by region."""
     axes, block = q.axes, q.block_shape
-    table = _element_table(q.format, work)
+    table = element_table(q.format, work)
     factors, post = _block_factors(q, work)
-    cm = _moved(q.codes, axes)
+    cm = moved(q.codes, axes)
     lengths = cm.shape[cm.ndim - len(block):]
     out_m = np.empty(cm.shape, work)
-    for r in _regions(lengths, block):
-        rows = _region_rows(cm, r)
+    for r in block_regions(lengths, block):
+        rows = region_rows(cm, r)
         factor = factors[(Ellipsis,) + r.blocks].reshape(-1)
-        out, scratch = _output_rows(out_m, r)
+        out, scratch = output_rows(out_m, r)
         def chunk(sl: slice, rows=rows, factor=factor, out=out) -> None:
             np.multiply(table.take(rows[sl]), factor[sl, None], out=out[sl])
             if post is not None:
                 out[sl] *= post
 
-        run_each(chunk, _row_chunks(*rows.shape), workers)
-        _store_rows(out_m, r, out, scratch)
+        run_each(chunk, row_chunks(*rows.shape), workers)
+        store_rows(out_m, r, out, scratch)
     return out_m

@@ -16,7 +16,7 @@ from ..arguments import option_name
 from .conventions import CONVENTION_NAMES
 from .description import describe, describe_json
 from .formats import BLOCK_FORMATS, get_block_format
-from .inputs import _as_float_array
+from .inputs import as_float_array
 from .mx_scales import SCALE_ROUNDINGS
 from .quantization import quantize
 
@@ -88,7 +88,7 @@ def _read_file(path: Path) -> np.ndarray:
             raise ValueError(f"{path}: neither a .npy file nor text of numbers")
         data = values
     try:
-        arr = _as_float_array(data).reshape(-1)  # the API's own check (complex, strings, ...)
+        arr = as_float_array(data).reshape(-1)  # the API's own check (complex, strings, ...)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{path}: {exc}") from None
     if not arr.size:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..codec.rounding import _sr_key
+from ..codec.rounding import sr_key
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def quantize_chunks(x: Any, axes: tuple[int, ...], block: tuple[int, ...], stoch
     import dask.array as da
 
     check_chunks(x.chunks, axes, block)
-    key = _sr_key(rng) if stochastic else None
+    key = sr_key(rng) if stochastic else None
     starts = [np.cumsum((0,) + c[:-1]) for c in x.chunks]
 
     def one(xb: np.ndarray, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

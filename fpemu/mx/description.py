@@ -10,7 +10,7 @@ import numpy as np
 from ..codec import decode
 from ..outputs import json_number, json_numbers
 from .array import BlockArray
-from .inputs import _as_float_array
+from .inputs import as_float_array
 from .quantization import quantize  # noqa: F401  (used by the doctests)
 
 
@@ -29,7 +29,7 @@ def describe(q: BlockArray, x: Any) -> str:
         raise TypeError(f"describe takes a BlockArray, got {type(q).__name__}")
     if q.codes.ndim != 1:
         raise ValueError(f"describe explains 1-D block arrays, got shape {q.shape}")
-    x = _as_float_array(x).astype(np.float64)
+    x = as_float_array(x).astype(np.float64)
     if x.shape != q.shape:
         raise ValueError(f"describe needs the {q.shape[0]} quantized values, got shape {x.shape}")
     with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN inputs give NaN errors
@@ -85,7 +85,7 @@ def describe_json(q: BlockArray, x: Any) -> dict:
     >>> r["blocks"][0]["scale"], r["blocks"][0]["codes"], r["blocks"][0]["values"]
     (127, [7, 5, 1], [6.0, 3.0, 0.5])
     """
-    x = _as_float_array(x).astype(np.float64).reshape(-1)
+    x = as_float_array(x).astype(np.float64).reshape(-1)
     with np.errstate(over="ignore", invalid="ignore"):
         deq = q.dequantize(np.float64).reshape(-1)
     bs, bf = q.block_shape[0], q.format

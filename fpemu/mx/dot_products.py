@@ -10,12 +10,12 @@ from ..arith import round_to_odd_sum
 from ..codec import decode
 from ..parallel import resolve_workers, run_each
 from .array import BlockArray
-from .elements import _element_table, _int_table
-from .mx_scales import _pow2_from_e8m0
+from .elements import element_table, int_table
+from .mx_scales import pow2_from_e8m0
 
 
 # ---- dot products -------------------------------------------------------------------------------
-def _k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
+def k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
     """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
     for each of its rows (by index, so the cost follows the rows, not the tile size)."""
     axes, block = q.axes, q.block_shape
@@ -30,7 +30,7 @@ def _k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
     return q.scales.take(rows, axis=other).astype(np.int64)
 
 
-def _k_block(q: BlockArray, k_axis: int) -> int:
+def k_block(q: BlockArray, k_axis: int) -> int:
     return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
 
 
@@ -62,7 +62,7 @@ def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     return round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
 
 
-def _check_matmul(a: BlockArray, b: BlockArray) -> int:
+def check_matmul(a: BlockArray, b: BlockArray) -> int:
     """The K block size shared by A (M, K) and B (K, N), after checking both operands."""
     for q in (a, b):
         if not isinstance(q, BlockArray):
@@ -75,8 +75,8 @@ def _check_matmul(a: BlockArray, b: BlockArray) -> int:
         raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
-    bs = _k_block(a, 1)
-    if bs < 1 or bs != _k_block(b, 0):
+    bs = k_block(a, 1)
+    if bs < 1 or bs != k_block(b, 0):
         raise ValueError(
             f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
             f"B {b.block_size} on axis {b.axis}"
@@ -96,8 +96,8 @@ class _Operand:
 
     def __init__(self, q: BlockArray, k_axis: int) -> None:
         self.q, self.k_axis = q, k_axis
-        self.table, self.finite = _int_table(q.format)
-        s = _k_scales(q, k_axis)
+        self.table, self.finite = int_table(q.format)
+        s = k_scales(q, k_axis)
         if k_axis == 0:
             s = s.T  # (N, nb): rows of B's transpose
         self.scales = s
@@ -132,11 +132,11 @@ class _Operand:
 
     def values(self, j: int, ks: slice) -> np.ndarray:
         """(rows, k) float64 values of MX K-block j (exact; NaN rows where the scale is)."""
-        v = _element_table(self.q.format, np.float64)[self.codes(ks)]
-        return v * _pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
+        v = element_table(self.q.format, np.float64)[self.codes(ks)]
+        return v * pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
 
 
-def _exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
+def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
     """C = A @ B + c in the exact model, before NVFP4's per-tensor scales, its rows in pieces
     on ``workers`` threads (the same bits for every number).
 
@@ -150,7 +150,7 @@ def _exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | No
     is not zero but rounds to zero keeps the sum's sign; an exactly zero block is -0 only when
     every product in it is -0; the float32 additions then give -0 + -0 = -0 and +0 otherwise.
     """
-    bs = _check_matmul(a, b)
+    bs = check_matmul(a, b)
     m = a.shape[0]
     opb = _Operand(b, 0)
     # One piece of rows per thread, at least _MIN_ROWS each (every piece reads all of B).
@@ -171,7 +171,7 @@ def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
 
 
 def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray) -> np.ndarray:
-    """The rows of C that opa holds (see :func:`_exact_matmul`), from their accumulator c."""
+    """The rows of C that opa holds (see :func:`exact_matmul`), from their accumulator c."""
     k = a.shape[1]
     shift = a.format.int_shift + b.format.int_shift
     acc = np.array(c, dtype=np.float32)
@@ -206,7 +206,7 @@ def _all_products_negative_zero(opa: _Operand, opb: _Operand, i: np.ndarray, n: 
 def _zeros_and_signs(op: _Operand, rows: np.ndarray, ks: slice, bs: int) -> tuple[np.ndarray, np.ndarray]:
     """Which factors of the given rows (K slice ks) are zero (a zero element, or its NVFP4
     block scale 0) and which are negative (sign bit set, -0 included)."""
-    v = _element_table(op.q.format, np.float64)[op.codes(ks)[rows]]
+    v = element_table(op.q.format, np.float64)[op.codes(ks)[rows]]
     zero = v == 0
     if op.fold is not None:
         zero |= op.fold[rows][:, np.arange(ks.start, ks.stop) // bs] == 0

@@ -16,10 +16,10 @@ from .formats import BlockFormat
 # ---- element encoding -----------------------------------------------------------------------
 #: Roundings that tell a tiny nonzero value from zero (up/down by its sign, odd always): for
 #: them an element whose scaled value underflowed the working precision must stay nonzero.
-_TINY_MATTERS = frozenset({"up", "down", "odd"})
+TINY_MATTERS = frozenset({"up", "down", "odd"})
 
 
-def _restore_underflow(y: np.ndarray, x: np.ndarray) -> None:
+def restore_underflow(y: np.ndarray, x: np.ndarray) -> None:
     """Give elements whose scaled value underflowed to 0 the smallest subnormal back, signed.
 
     x * 2**-s underflows (float32: below 2**-149) only far below every element format's
@@ -64,7 +64,7 @@ def _fixed_point_codes(n: np.ndarray, fmt: Format) -> np.ndarray:
     return codes
 
 
-def _encode_elements(
+def encode_elements(
     y: np.ndarray, bf: BlockFormat, rounding: str, key: Any = None, positions: np.ndarray | None = None
 ) -> np.ndarray:
     """Element codes of already-scaled values y (a scratch array, changed in place).
@@ -89,18 +89,18 @@ def _encode_elements(
     return encode_keyed(y, fmt, conversion, key=key, positions=positions)
 
 
-def _nan_fill(bf: BlockFormat) -> int:
+def nan_fill(bf: BlockFormat) -> int:
     """Element code written into a block whose scale is NaN (0 where elements have no NaN)."""
     return int(bf.element.nan_code) if bf.element.has_nan else 0
 
 
-def _element_table(bf: BlockFormat, dtype: Any) -> np.ndarray:
+def element_table(bf: BlockFormat, dtype: Any) -> np.ndarray:
     """Value of every element code, built by the codec (INT8: two's complement / 64, so a
     hand-made 0x80 reads -2.0)."""
     return decode(np.arange(1 << bf.element.bits), bf.element, dtype=dtype)
 
 
-def _int_table(bf: BlockFormat) -> tuple[np.ndarray, np.ndarray]:
+def int_table(bf: BlockFormat) -> tuple[np.ndarray, np.ndarray]:
     """(element value * 2**int_shift as int64, is-finite) for every code (INT8: the two's
     complement value of the code)."""
     v = decode(np.arange(1 << bf.element.bits), bf.element)

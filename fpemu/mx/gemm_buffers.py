@@ -27,7 +27,7 @@ import numpy as np
 
 from ..arguments import is_whole
 from .array import BlockArray
-from .dot_products import _k_block, _k_scales
+from .dot_products import k_block, k_scales
 from .formats import get_block_format
 from .packing import pack_codes, unpack_codes
 from .scale_layout import from_blocked, to_blocked
@@ -56,10 +56,10 @@ def gemm_buffers(q: BlockArray, operand: str) -> tuple[np.ndarray, np.ndarray]:
         raise TypeError(f"gemm_buffers takes a BlockArray, got {type(q).__name__}")
     if q.codes.ndim != 2:
         raise ValueError(f"a GEMM operand is 2-D, got shape {q.shape}")
-    if _k_block(q, k_axis) < 1:
+    if k_block(q, k_axis) < 1:
         raise ValueError(f"operand {operand!r} must be blocked along K (axis {k_axis}), got axis={q.axis}")
     codes = q.codes if k_axis == 1 else q.codes.T
-    scales = _k_scales(q, k_axis)
+    scales = k_scales(q, k_axis)
     scales = scales if k_axis == 1 else scales.T
     return pack_codes(np.ascontiguousarray(codes), q.format.bits), to_blocked(scales)
 

@@ -9,14 +9,14 @@ import numpy as np
 from ..arguments import option_name
 from ..codec import ROUNDING_MODES, integers_to_float64
 from ..codec.options import STOCHASTIC_WITH_BITS
-from ..codec.rounding import _sr_key
+from ..codec.rounding import sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
 #: random bits (P3109 stochastic A/B/C, gfloat's odd one) and the E8M0-only one.
 ELEMENT_ROUNDINGS = tuple(sorted(set(ROUNDING_MODES.values()) - set(STOCHASTIC_WITH_BITS) - {"ml_dtypes_e8m0"}))
 
 
-def _canonical_rounding(rounding: Any) -> str:
+def canonical_rounding(rounding: Any) -> str:
     """The codec's canonical name of an element rounding mode (checked even for empty input)."""
     canonical = ROUNDING_MODES.get(option_name(rounding)) if isinstance(rounding, str) else None
     if canonical not in ELEMENT_ROUNDINGS:
@@ -24,7 +24,7 @@ def _canonical_rounding(rounding: Any) -> str:
     return canonical
 
 
-def _stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any, np.ndarray | None]:
+def stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any, np.ndarray | None]:
     """(key, positions) of stochastic rounding: one key for the whole call, and each element's
     position in the input (moved and cut into rows like the data), which with the key fixes its
     random bits, as ``fpemu.encode`` of the same values in input order would draw them. For
@@ -34,11 +34,11 @@ def _stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any
     given = getattr(rng, "positions", None)  # a Dask chunk's (dask_blocks.ChunkRandomness)
     if given is not None:
         return rng.key, given
-    return _sr_key(rng), np.arange(arr.size, dtype=np.uint64).reshape(arr.shape)
+    return sr_key(rng), np.arange(arr.size, dtype=np.uint64).reshape(arr.shape)
 
 
 # ---- input --------------------------------------------------------------------------------
-def _as_float_array(x: Any) -> np.ndarray:
+def as_float_array(x: Any) -> np.ndarray:
     """x as float32 (float16/float32 and ml_dtypes' narrow floats, all widened exactly) or
     float64 (float64, integers, Python numbers), in native byte order.
 
@@ -63,7 +63,7 @@ def _as_float_array(x: Any) -> np.ndarray:
     raise TypeError(f"cannot quantize {arr.dtype} input: pass real numbers (a float or integer array)")
 
 
-def _float32_input(arr: np.ndarray, who: str = "nvfp4") -> np.ndarray:
+def float32_input(arr: np.ndarray, who: str = "nvfp4") -> np.ndarray:
     """For NVFP4's recipes and the libraries' MX conventions, which compute in float32:
     float64 input is rounded to float32 (RNE), and a finite value that would become Inf is
     refused rather than quantized as if it were Inf."""

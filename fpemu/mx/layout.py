@@ -22,7 +22,7 @@ _MAX_BLOCK = 1 << 31
 
 
 # ---- layout: block sizes, axes ---------------------------------------------------------------
-def _block_tuple(block_size: Any) -> tuple[int, ...]:
+def block_tuple(block_size: Any) -> tuple[int, ...]:
     """A block size (or a pair, for 2-D tiles) as validated ints in 1 .. 2**31."""
     block = tuple(block_size) if isinstance(block_size, (tuple, list)) else (block_size,)
     if not 1 <= len(block) <= 2:
@@ -35,7 +35,7 @@ def _block_tuple(block_size: Any) -> tuple[int, ...]:
     return tuple(int(b) for b in block)
 
 
-def _axes_tuple(axis: Any, ndim: int, block: tuple[int, ...]) -> tuple[int, ...]:
+def axes_tuple(axis: Any, ndim: int, block: tuple[int, ...]) -> tuple[int, ...]:
     """Validated non-negative block axes, one per block dimension."""
     if axis is None:
         axis = -1 if len(block) == 1 else (-2, -1)
@@ -58,23 +58,23 @@ def _axes_tuple(axis: Any, ndim: int, block: tuple[int, ...]) -> tuple[int, ...]
     return tuple(out)
 
 
-def _normalize_layout(
+def normalize_layout(
     ndim: int, axis: Any, block_size: Any, bf: BlockFormat
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Validated (axes, block shape): one axis for 1-D blocks, two for 2-D tiles."""
-    block = _block_tuple(bf.block_size if block_size is None else block_size)
-    return _axes_tuple(axis, ndim, block), block
+    block = block_tuple(bf.block_size if block_size is None else block_size)
+    return axes_tuple(axis, ndim, block), block
 
 
 # ---- blocking: block axes last, cut into regions of equal tiles -------------------------------
-def _moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+def moved(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """x with the block axes moved last (a view; the identity for the default layout)."""
     lead_axes = [a for a in range(x.ndim) if a not in axes]
     return np.transpose(x, lead_axes + list(axes))
 
 
-def _unmoved(xm: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """Inverse of :func:`_moved`, as a C-contiguous array."""
+def unmoved(xm: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`moved`, as a C-contiguous array."""
     lead_axes = [a for a in range(xm.ndim) if a not in axes]
     return np.ascontiguousarray(np.transpose(xm, np.argsort(lead_axes + list(axes))))
 
@@ -97,7 +97,7 @@ class _Region:
         return tuple(s.stop - s.start for s in self.blocks)
 
 
-def _regions(lengths: tuple[int, ...], block: tuple[int, ...]) -> list[_Region]:
+def block_regions(lengths: tuple[int, ...], block: tuple[int, ...]) -> list[_Region]:
     """The block axes cut into at most 2 (1-D) or 4 (2-D tiles) regions of equal tiles.
 
     A short last block is its own region with its real length, so padding is never
@@ -114,7 +114,7 @@ def _regions(lengths: tuple[int, ...], block: tuple[int, ...]) -> list[_Region]:
                     tuple(p[2] for p in combo)) for combo in itertools.product(*per_axis)]
 
 
-def _nblocks(lengths: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
+def nblocks(lengths: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(-(-n // b) for n, b in zip(lengths, block))
 
 
@@ -137,14 +137,14 @@ def _rows_as_tiles(rows: np.ndarray, shape: tuple[int, ...], tile: tuple[int, ..
     return np.swapaxes(t, -3, -2).reshape(shape)
 
 
-def _region_rows(xm: np.ndarray, r: _Region) -> np.ndarray:
+def region_rows(xm: np.ndarray, r: _Region) -> np.ndarray:
     """The tiles of region r of the moved array as rows (tiles, elements per tile)."""
     return _tiles_as_rows(xm[(Ellipsis,) + r.elems], r.tile)
 
 
-def _output_rows(out_m: np.ndarray, r: _Region) -> tuple[np.ndarray, bool]:
+def output_rows(out_m: np.ndarray, r: _Region) -> tuple[np.ndarray, bool]:
     """Rows to write region r's results into: a view of out_m when numpy can make one (the
-    default layout), else scratch rows that :func:`_store_rows` copies back."""
+    default layout), else scratch rows that :func:`store_rows` copies back."""
     sub = out_m[(Ellipsis,) + r.elems]
     k = int(np.prod(r.tile))
     if len(r.tile) == 1:
@@ -154,7 +154,7 @@ def _output_rows(out_m: np.ndarray, r: _Region) -> tuple[np.ndarray, bool]:
     return np.empty((sub.size // k, k), out_m.dtype), True
 
 
-def _store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) -> None:
+def store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) -> None:
     if scratch:
         lead = out_m.shape[: out_m.ndim - len(r.tile)]
         out_m[(Ellipsis,) + r.elems] = _rows_as_tiles(rows, lead + r.sizes, r.tile)
@@ -166,7 +166,7 @@ def _store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) 
 _CHUNK_ELEMENTS = 1 << 18
 
 
-def _row_chunks(rows: int, block_elements: int) -> list[slice]:
+def row_chunks(rows: int, block_elements: int) -> list[slice]:
     """Slices of block rows, each about _CHUNK_ELEMENTS elements."""
     step = max(1, _CHUNK_ELEMENTS // max(block_elements, 1))
     return [slice(i, min(i + step, rows)) for i in range(0, rows, step)] or [slice(0, 0)]

@@ -8,25 +8,25 @@ from typing import Any
 
 import numpy as np
 
-from ..codec.options import _Options, _options
-from ..codec.paths import _encode_flat
+from ..codec.options import Conversion, resolved_options
+from ..codec.paths import encode_flat
 from ..formats import Format
 from ..parallel import run_each
 from .conventions import MXRule
-from .elements import _TINY_MATTERS, _encode_elements, _nan_fill, _restore_underflow
+from .elements import TINY_MATTERS, encode_elements, nan_fill, restore_underflow
 from .formats import BlockFormat
-from .inputs import _stochastic_positions
+from .inputs import stochastic_positions
 from .layout import (
-    _moved,
-    _nblocks,
-    _output_rows,
-    _region_rows,
-    _regions,
-    _row_chunks,
-    _store_rows,
-    _unmoved,
+    moved,
+    nblocks,
+    output_rows,
+    region_rows,
+    block_regions,
+    row_chunks,
+    store_rows,
+    unmoved,
 )
-from .mx_scales import _amax_bits, _mx_scale_codes, _pow2_from_e8m0
+from .mx_scales import block_amax_bits, mx_scale_codes, pow2_from_e8m0
 
 
 # ---- quantize -------------------------------------------------------------------------------
@@ -49,22 +49,22 @@ def _quantize_mx_rows(
     out: np.ndarray, positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
-    amax = _amax_bits(rows, skip_nan=rule.nan == "ignore")
-    scales = _mx_scale_codes(amax, rows.dtype, bf, rule.scale, rule.inf)
+    amax = block_amax_bits(rows, skip_nan=rule.nan == "ignore")
+    scales = mx_scale_codes(amax, rows.dtype, bf, rule.scale, rule.inf)
     nan_blocks = scales == 255
-    inv = _pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
+    inv = pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
     if not rule.is_spec:
         _library_multipliers(inv, scales, rule)
     with np.errstate(over="ignore", invalid="ignore"):
         y = rows * inv[:, None]  # exact down to the working precision's subnormals
-    if rounding in _TINY_MATTERS:
-        _restore_underflow(y, rows)
+    if rounding in TINY_MATTERS:
+        restore_underflow(y, rows)
     nan_elements = np.isnan(y) if rule.nan == "ignore" else None
     _encode_into(y, bf, rounding, key, positions, out)
     if nan_elements is not None:
         out[nan_elements] = _CUDA_NAN
     if nan_blocks.any():
-        out[nan_blocks] = _nan_fill(bf)
+        out[nan_blocks] = nan_fill(bf)
     return scales
 
 
@@ -73,44 +73,44 @@ def _encode_into(y: np.ndarray, bf: BlockFormat, rounding: str, key: Any, positi
     """Element codes of the scaled rows y into out. Deterministic roundings into a floating
     point element go straight to the codec's path for a flat array (what encode does for a
     chunk this size, on one thread, without its argument checks), writing into out where it
-    is contiguous; the rest through :func:`.elements._encode_elements`."""
+    is contiguous; the rest through :func:`.elements.encode_elements`."""
     fmt = bf.element
     flat_out = out.reshape(-1) if out.flags.c_contiguous else None
     if key is not None or fmt.twos_complement or flat_out is None or not y.flags.c_contiguous:
-        out[...] = _encode_elements(y, bf, rounding, key, positions)
+        out[...] = encode_elements(y, bf, rounding, key, positions)
         return
     opts = _element_options(fmt, rounding)
-    _encode_flat(y.reshape(-1), fmt, opts, None, 0, None, out=flat_out)
+    encode_flat(y.reshape(-1), fmt, opts, None, 0, None, out=flat_out)
 
 
 @lru_cache(maxsize=64)
-def _element_options(fmt: Format, rounding: str) -> _Options:
+def _element_options(fmt: Format, rounding: str) -> Conversion:
     """The codec options of MX elements: saturating, NaN to 0 where the format has none (as
-    :func:`.elements._encode_elements` asks of encode)."""
-    return _options(fmt, rounding, "saturate", None if fmt.has_nan else "zero")
+    :func:`.elements.encode_elements` asks of encode)."""
+    return resolved_options(fmt, rounding, "saturate", None if fmt.has_nan else "zero")
 
 
-def _quantize_mx(
+def quantize_mx(
     arr: np.ndarray, bf: BlockFormat, axes: tuple[int, ...], block: tuple[int, ...],
     rule: MXRule, rounding: str, rng: Any, workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(codes, scales) in the input's layout, region by region, chunk by chunk."""
-    xm = _moved(arr, axes)
+    xm = moved(arr, axes)
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
     codes_m = np.empty(xm.shape, np.uint8)
-    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
-    key, positions = _stochastic_positions(rounding, rng, arr)
-    pos_m = None if positions is None else _moved(positions, axes)
-    for r in _regions(lengths, block):
-        rows = _region_rows(xm, r)
-        pos = None if pos_m is None else _region_rows(pos_m, r)
-        out, scratch = _output_rows(codes_m, r)
+    scales_m = np.empty(lead + nblocks(lengths, block), np.uint8)
+    key, positions = stochastic_positions(rounding, rng, arr)
+    pos_m = None if positions is None else moved(positions, axes)
+    for r in block_regions(lengths, block):
+        rows = region_rows(xm, r)
+        pos = None if pos_m is None else region_rows(pos_m, r)
+        out, scratch = output_rows(codes_m, r)
         scales = np.empty(rows.shape[0], np.uint8)
         def chunk(sl: slice, rows=rows, out=out, scales=scales, pos=pos) -> None:
             scales[sl] = _quantize_mx_rows(rows[sl], bf, rule, rounding, key, out[sl],
                                            None if pos is None else pos[sl])
 
-        run_each(chunk, _row_chunks(*rows.shape), workers)
-        _store_rows(codes_m, r, out, scratch)
+        run_each(chunk, row_chunks(*rows.shape), workers)
+        store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
-    return _unmoved(codes_m, axes), _unmoved(scales_m, axes)
+    return unmoved(codes_m, axes), unmoved(scales_m, axes)

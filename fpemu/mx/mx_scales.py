@@ -24,7 +24,7 @@ _F64_INF_BITS = np.uint64(0x7FF0000000000000)
 
 
 # ---- MX scales ----------------------------------------------------------------------------------
-def _amax_bits(xb: np.ndarray, skip_nan: bool = False) -> np.ndarray:
+def block_amax_bits(xb: np.ndarray, skip_nan: bool = False) -> np.ndarray:
     """Per-block max |x| as an unsigned bit pattern (one integer reduction; NaN patterns win,
     or with ``skip_nan`` are left out, as CUDA's fmaxf leaves them)."""
     utype, mbits, _ = _BITS[xb.dtype]
@@ -57,7 +57,7 @@ def _ceil_log2_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.where(efield == 0, sub_up - bias, efield - bias + normal_up)
 
 
-def _rn32_product(a: np.ndarray, c: float) -> np.ndarray:
+def rn32_product(a: np.ndarray, c: float) -> np.ndarray:
     """float32 (RNE) of the exact product of finite float64 values a and a float32 value c.
 
     a is split into its top 29 and low 24 significand bits, so both partial products fit
@@ -128,7 +128,7 @@ def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> n
         # NVIDIA: round up to a power of two fp32(amax * fp32(1/max_elem)), the product
         # rounded once to float32 (what cuBLAS/TE/torchao compute for float32 input).
         c = float(np.float32(1) / np.float32(bf.max_value))
-        v = _rn32_product(bits.view(np.float64), c)
+        v = rn32_product(bits.view(np.float64), c)
         return _ceil_log2_bits(v.view(np.uint32), np.float32) + bf.emax
     if scale_rounding == "rceil_log2":
         return _rceil_log2_exponent(bits, bf)
@@ -137,7 +137,7 @@ def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> n
     )
 
 
-def _mx_scale_codes(
+def mx_scale_codes(
     amax_bits: np.ndarray, dtype: np.dtype, bf: BlockFormat, scale_rounding: str, inf: str
 ) -> np.ndarray:
     """E8M0 scale code of each block from the bit pattern of its amax. A block holding Inf
@@ -155,7 +155,7 @@ def _mx_scale_codes(
     return codes
 
 
-def _pow2_from_e8m0(codes: np.ndarray, dtype: np.dtype, negate: bool = False) -> np.ndarray:
+def pow2_from_e8m0(codes: np.ndarray, dtype: np.dtype, negate: bool = False) -> np.ndarray:
     """2**(code - 127) (or its reciprocal) built from bits; NaN for 0xFF. Exact in float32,
     where 2**-127 is the subnormal 0x00400000."""
     c = codes.astype(np.int64)

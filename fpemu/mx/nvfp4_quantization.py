@@ -10,21 +10,21 @@ import numpy as np
 
 from ..parallel import run_each
 from .array import BlockArray
-from .elements import _encode_elements
+from .elements import encode_elements
 from .formats import BlockFormat
-from .inputs import _float32_input, _stochastic_positions
+from .inputs import float32_input, stochastic_positions
 from .layout import (
-    _moved,
-    _nblocks,
-    _output_rows,
-    _region_rows,
-    _regions,
-    _row_chunks,
-    _store_rows,
-    _unmoved,
+    moved,
+    nblocks,
+    output_rows,
+    region_rows,
+    block_regions,
+    row_chunks,
+    store_rows,
+    unmoved,
 )
-from .mx_scales import _amax_bits
-from .nvfp4_scales import _nvfp4_block_scales, _nvfp4_decode_scale, _tensor_amax
+from .mx_scales import block_amax_bits
+from .nvfp4_scales import nvfp4_block_scales, nvfp4_decode_scale, tensor_amax
 
 
 def _global_amax_argument(global_amax: Any) -> np.float32:
@@ -46,7 +46,7 @@ def _global_amax_argument(global_amax: Any) -> np.float32:
     return amax
 
 
-def _quantize_nvfp4(
+def quantize_nvfp4(
     arr: np.ndarray,
     bf: BlockFormat,
     axes: tuple[int, ...],
@@ -72,30 +72,30 @@ def _quantize_nvfp4(
         given = np.uint32(measured_bits).view(np.float32)
     else:
         given = None if global_amax is None else _global_amax_argument(global_amax)
-    xm = _moved(_float32_input(arr), axes)
+    xm = moved(float32_input(arr), axes)
     lead, lengths = xm.shape[: xm.ndim - len(block)], xm.shape[xm.ndim - len(block):]
-    regions = _regions(lengths, block)
-    rows = [_region_rows(xm, r) for r in regions]
+    regions = block_regions(lengths, block)
+    rows = [region_rows(xm, r) for r in regions]
     bmax = [_block_amax_bits(rr, workers) for rr in rows]
     if given is None and bf.tensor_scale:
-        measured = max((_tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
+        measured = max((tensor_amax(rr, bm) for rr, bm in zip(rows, bmax)), default=np.uint32(0))
         given = np.uint32(measured).view(np.float32)
     amax = np.float32(1.0) if given is None else given  # (no per-tensor scale: unused)
     codes_m = np.empty(xm.shape, np.uint8)
-    scales_m = np.empty(lead + _nblocks(lengths, block), np.uint8)
-    key, positions = _stochastic_positions(rounding, rng, arr)
-    pos_m = None if positions is None else _moved(positions, axes)
+    scales_m = np.empty(lead + nblocks(lengths, block), np.uint8)
+    key, positions = stochastic_positions(rounding, rng, arr)
+    pos_m = None if positions is None else moved(positions, axes)
     for r, rr, bm in zip(regions, rows, bmax):
-        out, scratch = _output_rows(codes_m, r)
-        pos = None if pos_m is None else _region_rows(pos_m, r)
+        out, scratch = output_rows(codes_m, r)
+        pos = None if pos_m is None else region_rows(pos_m, r)
         scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos, workers)
-        _store_rows(codes_m, r, out, scratch)
+        store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
-    tensor = dict(global_scale=_nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
+    tensor = dict(global_scale=nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
                   variant=variant) if bf.tensor_scale else {}
     return BlockArray(
-        codes=_unmoved(codes_m, axes),
-        scales=_unmoved(scales_m, axes),
+        codes=unmoved(codes_m, axes),
+        scales=unmoved(scales_m, axes),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
@@ -108,9 +108,9 @@ def _block_amax_bits(rows: np.ndarray, workers: int | None = None) -> np.ndarray
     bmax = np.empty(rows.shape[0], np.uint32)
 
     def chunk(sl: slice) -> None:
-        bmax[sl] = _amax_bits(rows[sl])
+        bmax[sl] = block_amax_bits(rows[sl])
 
-    run_each(chunk, _row_chunks(*rows.shape), workers)
+    run_each(chunk, row_chunks(*rows.shape), workers)
     return bmax
 
 
@@ -120,16 +120,16 @@ def _nvfp4_region(
     workers: int | None = None,
 ) -> np.ndarray:
     """Scale codes of one region's blocks (rows); the element codes go into out."""
-    scales, mult = _nvfp4_block_scales(bamax, variant, amax, bf)
+    scales, mult = nvfp4_block_scales(bamax, variant, amax, bf)
     def chunk(sl: slice) -> None:
         # Step 4: q = e2m1(clamp(x * enc, -6, 6)). The clamp is left to the saturating
         # encode: 6 is representable, so clamping before rounding and saturating after it
         # agree for every rounding mode (and NaN stays NaN either way).
         with np.errstate(over="ignore", invalid="ignore"):
             y = rows[sl] * mult[sl, None]
-        out[sl] = _encode_elements(y, bf, rounding, key, None if positions is None else positions[sl])
+        out[sl] = encode_elements(y, bf, rounding, key, None if positions is None else positions[sl])
 
-    run_each(chunk, _row_chunks(*rows.shape), workers)
+    run_each(chunk, row_chunks(*rows.shape), workers)
     nan_blocks = np.isnan(bamax)
     if nan_blocks.any():
         scales[nan_blocks] = bf.scale.nan_code

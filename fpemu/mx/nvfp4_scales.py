@@ -13,7 +13,7 @@ _FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 # ---- NVFP4 --------------------------------------------------------------------------------------
-def _tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.uint32:
+def tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.uint32:
     """max |x| (as a float32 pattern) over some block rows with NaNs ignored (CUDA's fmaxf
     reductions skip NaN), from the rows and their per-block magnitude maxima."""
     inf = np.uint32(0x7F800000)
@@ -41,21 +41,21 @@ def _torchao_pts(amax: np.float32) -> np.float32:
     return pts if (pts != 0 and np.isfinite(pts)) else np.float32(1.0)
 
 
-def _nvfp4_decode_scale(amax: np.float32, variant: str) -> np.float32:
+def nvfp4_decode_scale(amax: np.float32, variant: str) -> np.float32:
     """The per-tensor decode scale a tensor of this amax is encoded with."""
     if variant == "te":
         return np.float32(np.float32(1.0) / _te_s_enc(amax))
     return _torchao_pts(amax)
 
 
-def _te_amax_is_degenerate(amax: np.float32) -> bool:
+def te_amax_is_degenerate(amax: np.float32) -> bool:
     """Whether TransformerEngine's S_enc is not 2688 / amax (amax 0 or Inf, or so small that
     2688 / amax overflows and S_enc is clamped to FLT_MAX)."""
     with np.errstate(divide="ignore", over="ignore"):
         return bool(amax == 0 or not np.isfinite(amax) or not np.isfinite(np.float32(2688.0) / amax))
 
 
-def _nvfp4_block_scales(
+def nvfp4_block_scales(
     bamax: np.ndarray, variant: str, amax: np.float32, bf: BlockFormat
 ) -> tuple[np.ndarray, np.ndarray]:
     """(scale codes, float32 multiplier for the elements) per block, from block amaxes: UE4M3

@@ -9,15 +9,15 @@ import numpy as np
 
 from ..arguments import option_name
 from ..codec.dask_arrays import is_dask
-from ..codec.options import _check_random
+from ..codec.option_names import check_random
 from .array import BlockArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule
 from .formats import BlockFormat, get_block_format
-from .inputs import _as_float_array, _canonical_rounding, _float32_input
-from .layout import _normalize_layout
-from .mx_quantization import _quantize_mx
-from .nvfp4_quantization import _quantize_nvfp4
+from .inputs import as_float_array, canonical_rounding, float32_input
+from .layout import normalize_layout
+from .mx_quantization import quantize_mx
+from .nvfp4_quantization import quantize_nvfp4
 
 
 def quantize(
@@ -89,12 +89,12 @@ def quantize(
                        rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
         return _quantize_dask(x, bf, options)
     raw = np.asarray(x)
-    arr = _as_float_array(raw)
+    arr = as_float_array(raw)
     if arr.ndim == 0:
         raise ValueError("quantize needs an array of at least one dimension")
-    axes, block = _normalize_layout(arr.ndim, axis, block_size, bf)
-    rounding = _canonical_rounding(rounding)
-    _check_random(rounding, rng, None)
+    axes, block = normalize_layout(arr.ndim, axis, block_size, bf)
+    rounding = canonical_rounding(rounding)
+    check_random(rounding, rng, None)
     if bf.is_nvfp4:
         if scale_rounding not in (None, "floor"):
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
@@ -102,13 +102,13 @@ def quantize(
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
         if convention is not None:
             raise ValueError("convention= applies to MX formats; NVFP4 follows variant= ('te' or 'torchao')")
-        return _quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
+        return quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
     rule, scale_rounding = mx_rule(convention, scale_rounding, inf, rounding, bf.name)
     if convention not in (None, "ocp"):
-        raw = arr = _float32_input(arr, f"convention {convention!r}")
+        raw = arr = float32_input(arr, f"convention {convention!r}")
     _check_mx_options(raw, arr, rule.scale, variant, global_amax)
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
-        codes, scales = _quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
+        codes, scales = quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
     return BlockArray(
         codes=codes,
         scales=scales,
@@ -136,12 +136,12 @@ def _check_mx_options(
 def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     """quantize of a Dask array: the options checked now on one element of its dtype, the
     tensor amax (NVFP4) taken over the whole array, then every chunk where it lies."""
-    axes, block = _normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
-    stochastic = _canonical_rounding(options["rounding"]) == "stochastic"
+    axes, block = normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
+    stochastic = canonical_rounding(options["rounding"]) == "stochastic"
     dry_rng = 0 if stochastic else options["rng"]  # (a Generator's draw is the chunks' to take)
     dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": dry_rng}, workers=1)
     if bf.tensor_scale and options["global_amax"] is None:
-        options["global_amax"] = MeasuredAmax(tensor_amax_bits(x, _float32_input))
+        options["global_amax"] = MeasuredAmax(tensor_amax_bits(x, float32_input))
     codes, scales = quantize_chunks(
         x, axes, block, stochastic, options["rng"],
         lambda chunk, rng: quantize(chunk, bf, **{**options, "rng": rng}, workers=1))

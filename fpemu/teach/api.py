@@ -24,7 +24,7 @@ from ..arguments import is_whole
 from ..codec import decode, encode, quantize
 from ..codec.exact import decimal_text, exact_decimal, fraction_float
 from ..codec.explainer import explain_facts
-from ..codec.options import _NAN_POLICIES_WITH_NAN, _NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS
+from ..codec.option_names import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS
 from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
 from ..mx.inputs import ELEMENT_ROUNDINGS
@@ -48,7 +48,7 @@ BLOCK_ROUNDINGS = tuple(r for r in ROUNDINGS if r in ELEMENT_ROUNDINGS)
 #: The overflow rules it offers ("default": the format's own).
 OVERFLOWS = ("default", "saturate", "saturate_propagate", "inf", "nan", "sat_none")
 #: What a NaN result becomes ("default": NaN's code where the format has one, else refused).
-NANS = ("default",) + tuple(_NAN_POLICIES_WITH_NAN) + tuple(_NAN_POLICIES_WITHOUT_NAN)
+NANS = ("default",) + tuple(NAN_POLICIES_WITH_NAN) + tuple(NAN_POLICIES_WITHOUT_NAN)
 _FIELDS = ("exponent_bits", "mantissa_bits", "bias", "signed", "inf", "nan", "subnormals")
 
 
@@ -98,7 +98,7 @@ def formats_payload() -> dict[str, Any]:
     return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),
             "block_roundings": list(BLOCK_ROUNDINGS), "seeded_roundings": list(STOCHASTIC),
             "sr_bits_roundings": list(STOCHASTIC_WITH_BITS),
-            "overflows": list(OVERFLOWS), "nans": list(NANS), "nans_without_nan": list(_NAN_POLICIES_WITHOUT_NAN),
+            "overflows": list(OVERFLOWS), "nans": list(NANS), "nans_without_nan": list(NAN_POLICIES_WITHOUT_NAN),
             "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
 
 
@@ -263,7 +263,7 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
     x = parse_exact(text)
     if isinstance(x, float) and np.isnan(x) and not fmt.has_nan and nan == "default":
         raise ValueError(f"{fmt.name} has no NaN: choose what a NaN becomes under 'NaN results' "
-                         f"({', '.join(_NAN_POLICIES_WITHOUT_NAN[1:])})")
+                         f"({', '.join(NAN_POLICIES_WITHOUT_NAN[1:])})")
     typed = text.strip().replace("−", "-") if isinstance(text, str) else x  # (read exactly by explain_facts)
     facts = explain_facts(typed, fmt, rounding=rounding, overflow=None if overflow == "default" else overflow,
                           nan=None if nan == "default" else nan,

@@ -200,7 +200,7 @@ def range_entry(name: str | Format | BlockFormat) -> dict[str, Any]:
     >>> e["min_positive"] == 2.0**-128, e["max"] == 6 * 2.0**127, e["block_max"] / e["block_min"]
     (True, True, 12.0)
     """
-    block = _block_format_or_none(name)
+    block = block_format_or_none(name)
     if block is None:
         fmt = get_format(name)
         lo = fmt.min_subnormal
@@ -239,7 +239,7 @@ def ranges(names: Sequence[str | Format | BlockFormat] = DEFAULT_RANGE_FORMATS) 
     return [range_entry(n) for n in names]
 
 
-def _block_format_or_none(name: str | Format | BlockFormat) -> BlockFormat | None:
+def block_format_or_none(name: str | Format | BlockFormat) -> BlockFormat | None:
     """The block format of that name, or None where the name is an ordinary format's."""
     if isinstance(name, BlockFormat):
         return name

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import RunError
 from ..formats import get_format
 from ..outputs import atomic_output, check_output_path
-from .plot_data import _block_format_or_none, log2_ticks, number_line, range_entry, shared_line_span, spacing
+from .plot_data import block_format_or_none, log2_ticks, number_line, range_entry, shared_line_span, spacing
 from .plot_text import label_number, line_title, relative_title, spacing_title
 from .values import MAX_LISTED_BITS
 
@@ -63,7 +63,7 @@ def check_plot_request(formats: Sequence[str], kind: str) -> list[str]:
         raise ValueError("give at least one format")
     names = []
     for name in formats:
-        block = _block_format_or_none(name)  # a ValueError naming an unknown format
+        block = block_format_or_none(name)  # a ValueError naming an unknown format
         if block is not None:
             if kind != "ranges":
                 raise ValueError(f"{block.name} is a block format: only --kind ranges draws block formats")

@@ -30,7 +30,7 @@ import numpy as np
 from ..accumulator import Accumulator
 from ..arith import NO_EXPONENT, exponent, pow2
 from ..formats import get_format
-from .enclosure import _apply, _Ctx, _rounding, _Sum, _sum_down, _sum_up
+from .enclosure import apply, Ctx, make_rounding, Sum, sum_down, sum_up
 
 _PRODUCT_LIMIT = 2.0**128  # products this large overflow in models with product_overflow
 
@@ -43,7 +43,7 @@ def _cut_error(x: np.ndarray, g_lo: np.ndarray, g_hi: np.ndarray, rounding: str)
     return np.minimum(e1, e2), np.maximum(e1, e2)
 
 
-def _exponents(st: _Sum, Ep: np.ndarray, ctx: _Ctx) -> tuple[np.ndarray, np.ndarray]:
+def _exponents(st: Sum, Ep: np.ndarray, ctx: Ctx) -> tuple[np.ndarray, np.ndarray]:
     """The smallest and largest alignment exponent of a block: the products' largest (known)
     and the running value's, which lies in a range (a zero one counts as zero_c_exponent)."""
     zce = ctx.acc.zero_c_exponent
@@ -57,18 +57,18 @@ def _largest(ep: np.ndarray) -> np.ndarray:
     return ep.max(axis=1) if ep.shape[1] else np.full(ep.shape[0], NO_EXPONENT)
 
 
-def _block(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool) -> None:
+def _block(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool) -> None:
     """One block FMA (products p, model exponents ep) on the running value, NVIDIA style."""
     acc, F = ctx.acc, ctx.acc.frac_bits
     E_lo, E_hi = _exponents(st, _largest(ep), ctx)
     lo, hi = _cut_error(p, pow2(E_lo - F)[:, None], pow2(E_hi - F)[:, None], acc.term_rounding)
     _cut_running(st, pow2(E_lo - F), pow2(E_hi - F), acc.term_rounding)
     st.add(p)
-    st.err(_sum_down(lo), _sum_up(hi))
+    st.err(sum_down(lo), sum_up(hi))
     ctx.round_step(st, final)
 
 
-def _cut_running(st: _Sum, g_lo: np.ndarray, g_hi: np.ndarray, rounding: str, dropped=None) -> None:
+def _cut_running(st: Sum, g_lo: np.ndarray, g_hi: np.ndarray, rounding: str, dropped=None) -> None:
     """The accumulator term r cut to a grid in g_lo..g_hi (or, where ``dropped`` may hold,
     dropped): cut_g(r) grows with r, so it lies between the cuts of r's interval's ends; the
     running error becomes that range less the exact sum so far."""
@@ -81,7 +81,7 @@ def _cut_running(st: _Sum, g_lo: np.ndarray, g_hi: np.ndarray, rounding: str, dr
     st.set_range(low, high)
 
 
-def _late_block(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool) -> None:
+def _late_block(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool) -> None:
     """One two-stage block (late c, AMD CDNA3): the product stage is known exactly (its
     exponents are the products' own); the product sum and c are then cut below
     M = max(E_p, e_c), whose range comes from r's."""
@@ -114,7 +114,7 @@ def _late_block(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool)
         dropped = (rmin == 0) | (exponent(rmin, ctx.c_emin) < M_hi - acc.c_window)
     _cut_running(st, pow2(M_lo - cf), pow2(M_hi - cf), acc.late_rounding, dropped)
     st.add(p)
-    st.err(_sum_down(first) + slo, _sum_up(first) + shi)
+    st.err(sum_down(first) + slo, sum_up(first) + shi)
     ctx.round_step(st, final)
 
 
@@ -130,7 +130,7 @@ def _fixed_point(errors, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         extra = np.maximum(extra, 2 * need)
 
 
-def _any_blocks(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool) -> None:
+def _any_blocks(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool) -> None:
     """Blocks over products p in an unknown order (``order="any"``, or a lane order): every
     value in the chain is at most |r| + sum|p| + the chain's error. For a late-c model, each
     block's second-stage cuts are bounded by their grids below the largest exponent."""
@@ -152,22 +152,22 @@ def _any_blocks(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool)
         rlo, rhi = ctx.round_error(V, (False, False))
         k = nb - 1 if final else nb
         down_only = not rz and not acc.late_c
-        return _sum_down(lo) - c_loss + k * rlo, _sum_up(hi) + (0.0 if down_only else c_loss) + k * rhi
+        return sum_down(lo) - c_loss + k * rlo, sum_up(hi) + (0.0 if down_only else c_loss) + k * rhi
 
-    lo, hi = _fixed_point(errors, st.mag() + _sum_up(np.abs(p)))
+    lo, hi = _fixed_point(errors, st.mag() + sum_up(np.abs(p)))
     st.add(p)
     st.err(lo, hi)
 
 
-def _roundings(st: _Sum, p: np.ndarray, ctx: _Ctx, count: int) -> None:
+def _roundings(st: Sum, p: np.ndarray, ctx: Ctx, count: int) -> None:
     """``count`` roundings of values at most |r| + sum|p| + their own error; p added exactly."""
     lo, hi = _fixed_point(lambda V: tuple(count * e for e in ctx.round_error(V, (False, False))),
-                          st.mag() + _sum_up(np.abs(p)))  # fmt: skip
+                          st.mag() + sum_up(np.abs(p)))  # fmt: skip
     st.add(p)
     st.err(lo, hi)
 
 
-def _steps(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool, order: str) -> None:
+def _steps(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool, order: str) -> None:
     """The model over products p from the running sum st, in its own order or in any."""
     acc, K = ctx.acc, p.shape[1]
     if acc.kind == "block" and (acc.c_after or acc.lane_order is not None):
@@ -177,7 +177,7 @@ def _steps(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool, orde
             if not acc.c_after:
                 _any_blocks(st, p[:, s : s + ik], ep[:, s : s + ik], ctx, last)
                 continue
-            part = _Sum(np.zeros(p.shape[0]))  # the instruction's blocks from zero, c after
+            part = Sum(np.zeros(p.shape[0]))  # the instruction's blocks from zero, c after
             _any_blocks(part, p[:, s : s + ik], ep[:, s : s + ik], ctx, False)
             st.merge(part)
             ctx.round_step(st, last)
@@ -197,7 +197,7 @@ def _steps(st: _Sum, p: np.ndarray, ep: np.ndarray, ctx: _Ctx, final: bool, orde
         _pairwise(st, p, ctx, final, order)
 
 
-def _pairwise(st: _Sum, p: np.ndarray, ctx: _Ctx, final: bool, order: str) -> None:
+def _pairwise(st: Sum, p: np.ndarray, ctx: Ctx, final: bool, order: str) -> None:
     """Trees of ``block`` products (first rounded, with round_products), each added to the
     running value. A rounded addition errs by at most u|x| + eta, so a tree of depth d over
     leaves of total size L errs by e_d, with e_l = e_(l-1) + u (L + e_(l-1)) + nodes_l eta."""
@@ -206,10 +206,10 @@ def _pairwise(st: _Sum, p: np.ndarray, ctx: _Ctx, final: bool, order: str) -> No
     nb = max(1, -(-K // n))
     u = 2.0 ** -(t.fmt.mantissa_bits + (1 if t.mode == "rne" else 0))
     eta = 2.0**t.fmt.emin if t.flush else 2.0 ** (t.fmt.emin - t.fmt.mantissa_bits)
-    q = _apply(p, t) if acc.round_products else p  # each product's rounding, exactly
+    q = apply(p, t) if acc.round_products else p  # each product's rounding, exactly
     groups = [slice(0, K)] if order == "any" else [slice(s, s + n) for s in range(0, K, n)]
     for g in groups:
-        tree, nodes, L = np.zeros(p.shape[0]), n, _sum_up(np.abs(q[:, g]))
+        tree, nodes, L = np.zeros(p.shape[0]), n, sum_up(np.abs(q[:, g]))
         ctx.wild |= L >= t.fmt.max  # a product or a node may overflow to Inf
         trees = nb if order == "any" else 1  # the products of all trees at once: the bound is linear in L
         for _ in range(math.ceil(math.log2(n)) if n > 1 else 0):
@@ -218,7 +218,7 @@ def _pairwise(st: _Sum, p: np.ndarray, ctx: _Ctx, final: bool, order: str) -> No
         tree = np.nextafter(tree * (1 + 2.0**-40), np.inf)  # float64's own error in the recursion
         diff = q[:, g] - p[:, g]  # exact: a product and its rounding differ in few bits
         st.add(p[:, g])
-        st.err(_sum_down(diff) - tree, _sum_up(diff) + tree)
+        st.err(sum_down(diff) - tree, sum_up(diff) + tree)
         if order == "any":
             _roundings(st, p[:, :0], ctx, nb - 1 if final else nb)
         else:
@@ -245,24 +245,24 @@ def bound(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: Accumulator, fa, fb,
     if acc.zero_exponent is not None:  # a zero operand takes part in the alignment
         ea, eb = np.where(a == 0, acc.zero_exponent, ea), np.where(b == 0, acc.zero_exponent, eb)
     ep = ea + eb
-    ctx = _Ctx(acc, out, a.shape[0])
+    ctx = Ctx(acc, out, a.shape[0])
     ctx.wild |= ~finite
     if acc.product_overflow:
         ctx.wild |= (np.abs(p) >= _PRODUCT_LIMIT).any(axis=1)
     if acc.kind == "exact":
-        st = _Sum(c)
+        st = Sum(c)
         st.add(p)
         return (*ctx.finish(st, ctx.finals), ctx.wild)
     if acc.promote is None:
-        st = _Sum(c if acc.kind == "block" else _apply(c, ctx.t))  # a loop reads c in its format
+        st = Sum(c if acc.kind == "block" else apply(c, ctx.t))  # a loop reads c in its format
         _steps(st, p, ep, ctx, True, order)
         return (*ctx.finish(st, ctx.finals), ctx.wild)
-    fp32 = _rounding("fp32", "rne")  # DeepSeek-V3: each interval from zero, added to fp32 (RNE)
-    st, K = _Sum(_apply(c, fp32)), p.shape[1]
+    fp32 = make_rounding("fp32", "rne")  # DeepSeek-V3: each interval from zero, added to fp32 (RNE)
+    st, K = Sum(apply(c, fp32)), p.shape[1]
     for s in range(0, K, acc.promote):
-        part = _Sum(np.zeros(p.shape[0]))
+        part = Sum(np.zeros(p.shape[0]))
         _steps(part, p[:, s : s + acc.promote], ep[:, s : s + acc.promote], ctx, False, order)
         st.merge(part)
         ctx.round_step(st, s + acc.promote >= K, fp32)
-    finals = [fp32] + ([_rounding(out, "rne")] if out != "fp32" else [])
+    finals = [fp32] + ([make_rounding(out, "rne")] if out != "fp32" else [])
     return (*ctx.finish(st, finals), ctx.wild)

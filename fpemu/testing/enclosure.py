@@ -45,7 +45,7 @@ def _add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(e > 0, np.nextafter(s, np.inf), s)
 
 
-def _sum_down(x: np.ndarray) -> np.ndarray:
+def sum_down(x: np.ndarray) -> np.ndarray:
     """A lower bound of the sum over axis 1, exact where float64 is."""
     total = np.zeros(x.shape[0])
     for k in range(x.shape[1]):
@@ -53,11 +53,11 @@ def _sum_down(x: np.ndarray) -> np.ndarray:
     return total
 
 
-def _sum_up(x: np.ndarray) -> np.ndarray:
-    return -_sum_down(-x)
+def sum_up(x: np.ndarray) -> np.ndarray:
+    return -sum_down(-x)
 
 
-class _Sum:
+class Sum:
     """A running sum: the exact sum of c and the products so far, ``hi + lo`` (double-double)
     within ``slack``, and the unit's error range: ``elo <= r - exact <= ehi``."""
 
@@ -91,7 +91,7 @@ class _Sum:
     def err(self, lo: np.ndarray, hi: np.ndarray) -> None:
         self.elo, self.ehi = _add_down(self.elo, lo), _add_up(self.ehi, hi)
 
-    def merge(self, other: _Sum) -> None:
+    def merge(self, other: Sum) -> None:
         """Another running sum (a part computed from zero) added exactly to this one."""
         self.add(np.stack([other.hi, other.lo], axis=1))
         self.slack = _add_up(self.slack, other.slack)
@@ -119,20 +119,20 @@ class _Rounding(NamedTuple):
     flush: bool = False
 
 
-def _rounding(name: str, mode: str, frac_bits: int | None = None, flush: bool = False) -> _Rounding:
+def make_rounding(name: str, mode: str, frac_bits: int | None = None, flush: bool = False) -> _Rounding:
     f = get_format(name)
     if frac_bits is not None and frac_bits != f.mantissa_bits:
         f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
     return _Rounding(f, mode, flush)
 
 
-def _apply(x: np.ndarray, r: _Rounding) -> np.ndarray:
+def apply(x: np.ndarray, r: _Rounding) -> np.ndarray:
     """x rounded as the step rounds it, through the codec (exact, and monotone in x)."""
     y = np.asarray(quantize(x, r.fmt, rounding=_MODES[r.mode], overflow="saturate"), dtype=np.float64)
     return np.where(np.abs(y) < 2.0**r.fmt.emin, 0.0, y) if r.flush else y
 
 
-class _Ctx:
+class Ctx:
     """What every step of one model reads: its rounding, the exponent floor and fraction bits
     of its accumulator operand, the roundings of the last result, and the elements whose
     values may reach a format's overflow (``wild``: nothing is claimed there)."""
@@ -140,14 +140,14 @@ class _Ctx:
     def __init__(self, acc: Accumulator, out: str, R: int):
         self.acc, self.wild = acc, np.zeros(R, dtype=bool)
         if acc.kind == "block":
-            fp32 = _rounding("fp32", acc.out_rounding, acc.out_frac_bits)
-            self.t = _rounding("fp16", "rne") if out == "fp16" else fp32
-            self.finals = [self.t] + ([_rounding("bf16", "rne")] if out == "bf16" else [])
+            fp32 = make_rounding("fp32", acc.out_rounding, acc.out_frac_bits)
+            self.t = make_rounding("fp16", "rne") if out == "fp16" else fp32
+            self.finals = [self.t] + ([make_rounding("bf16", "rne")] if out == "bf16" else [])
         else:
-            self.t = _rounding(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
+            self.t = make_rounding(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
             self.finals = [] if acc.kind == "exact" else [self.t]
             if acc.kind == "exact" or get_format(acc.acc_format).name != out:
-                self.finals.append(_rounding(out, "rne"))
+                self.finals.append(make_rounding(out, "rne"))
         self.c_emin, self.f_c = (-14, 10) if out == "fp16" else (-126, 23)
 
     def round_error(self, V: np.ndarray, sign, t: _Rounding | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +163,7 @@ class _Ctx:
         pos, neg = sign if t.mode == "rz" and not t.flush else (False, False)
         return np.where(neg, 0.0, -u), np.where(pos, 0.0, u)
 
-    def round_step(self, st: _Sum, final: bool, t: _Rounding | None = None) -> None:
+    def round_step(self, st: Sum, final: bool, t: _Rounding | None = None) -> None:
         """A rounding: left to the ends (final), or applied to them now (rounding is monotone,
         so the rounded ends bound every rounded value)."""
         if final:
@@ -171,14 +171,14 @@ class _Ctx:
         t = t or self.t
         low, high = st.ends()
         self.wild |= np.maximum(np.abs(low), np.abs(high)) >= t.fmt.max
-        st.set_range(_apply(np.where(self.wild, 0.0, low), t), _apply(np.where(self.wild, 0.0, high), t))
+        st.set_range(apply(np.where(self.wild, 0.0, low), t), apply(np.where(self.wild, 0.0, high), t))
 
-    def finish(self, st: _Sum, finals: list[_Rounding]) -> tuple[np.ndarray, np.ndarray]:
+    def finish(self, st: Sum, finals: list[_Rounding]) -> tuple[np.ndarray, np.ndarray]:
         """The ends of st through the last roundings (monotone: the ends' images bound every
         result); wild elements get -inf and inf."""
         lo, hi = st.ends()
         for t in finals:
             self.wild |= np.maximum(np.abs(lo), np.abs(hi)) >= t.fmt.max
             lo, hi = np.where(self.wild, 0.0, lo), np.where(self.wild, 0.0, hi)
-            lo, hi = _apply(lo, t), _apply(hi, t)
+            lo, hi = apply(lo, t), apply(hi, t)
         return np.where(self.wild, -np.inf, lo), np.where(self.wild, np.inf, hi)

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..formats import Format
-from .checks import _check_int
+from .checks import check_int
 
 
 def accumulator_matmul(name: str, *formats: Format, promote: int | None = None) -> Callable[..., np.ndarray]:
@@ -26,7 +26,7 @@ def accumulator_matmul(name: str, *formats: Format, promote: int | None = None) 
     from ..accumulator import gemm, get_accumulator
 
     if promote is not None:
-        promote = _check_int("promote", promote, 1)
+        promote = check_int("promote", promote, 1)
     models: dict[tuple[str, str], object] = {}
 
     def model(fa: Format, fb: Format):

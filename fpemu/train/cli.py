@@ -14,12 +14,11 @@ from ..arguments import option_name
 from ..outputs import atomic_output, check_output_path
 from ..progress import wanted
 from .blas import single_threaded_blas
-from .files import _check_json_file, _finite_or_null
+from .files import check_json_file, finite_or_null
 from .gpt.cli import gpt_setups, register_infer
-from .gpt.loop import CLI_GPT_STEPS
-from .gpt.loop import _train as train_gpt_setup
-from .loop import COMPARE_RUNS, DEFAULT_STEPS, _compare_setups, _setup, _train
-from .plots import PLOT_FILES, _plot_directory, _pyplot, plot
+from .gpt.loop import CLI_GPT_STEPS, train_gpt_setup
+from .loop import COMPARE_RUNS, DEFAULT_STEPS, compare_setups, make_run_setup, train_setup
+from .plots import PLOT_FILES, plot_directory, pyplot_agg, plot
 from .policies import PRECISIONS
 from .report import summary_table, title_line
 from .scalers import LOSS_SCALES
@@ -75,7 +74,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         payload = {"task": args.task, "steps": histories[0].steps, "seed": args.seed,
                    "runs": [h.to_dict() for h in histories]}
         # Strict JSON has no NaN or Infinity: a diverged run's values are written as null.
-        text = json.dumps(_finite_or_null(payload), indent=1, allow_nan=False)
+        text = json.dumps(finite_or_null(payload), indent=1, allow_nan=False)
     print(text if args.json else summary_table(histories, _title(args, setups)))
     if args.json_file:
         _write_text(args.json_file, text)
@@ -125,10 +124,10 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
     steps = DEFAULT_STEPS if args.steps is None else args.steps
     kw = dict(init_scale=args.init_scale, growth_interval=args.growth_interval, fp8_recipe=args.fp8_recipe)
     if args.precision is None:
-        return _compare_setups(steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw), _train
+        return compare_setups(steps, args.seed, args.accumulator, COMPARE_RUNS, progress, **kw), train_setup
     ls = args.loss_scale or ("dynamic" if args.precision == "fp16" else "none")
     cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
-    return [_setup(args.precision, ls, steps, args.seed, args.accumulator, progress=cb, **kw)], _train
+    return [make_run_setup(args.precision, ls, steps, args.seed, args.accumulator, progress=cb, **kw)], train_setup
 
 
 def _inapplicable(args: argparse.Namespace) -> str | None:
@@ -162,14 +161,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
     if args.plot:
         try:
-            _pyplot()
+            pyplot_agg()
         except ValueError as exc:  # matplotlib missing: the user can install it
             raise RunError(str(exc)) from None
         out = Path(args.plot)
         if not out.exists() and out.suffix.lower() in _IMAGE_SUFFIXES:
             raise ValueError(f"--plot takes a directory (it writes {', '.join(PLOT_FILES)} into it), "
                              f"not an image file: {args.plot}")
-    checks = (("--json-file", args.json_file, _check_json_file), ("--plot", args.plot, _check_plot_directory))
+    checks = (("--json-file", args.json_file, check_json_file), ("--plot", args.plot, _check_plot_directory))
     for option, path, check in checks:
         if not path:
             continue
@@ -189,7 +188,7 @@ def _check_plot_directory(path: str) -> None:
     output file: :func:`fpemu.outputs.check_output_path`); never a tree of missing parents."""
     if not Path(path).exists():
         check_output_path(path)
-    _plot_directory(path)
+    plot_directory(path)
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:

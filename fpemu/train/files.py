@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 
-def _check_json_file(path: str) -> None:
+def check_json_file(path: str) -> None:
     """Open ``path`` for appending (creating nothing that was not there): an OSError naming
     it if it is a directory, its directory is missing, or it is not writable."""
     p = Path(path)
@@ -20,12 +20,12 @@ def _check_json_file(path: str) -> None:
         p.unlink()
 
 
-def _finite_or_null(value: object) -> object:
+def finite_or_null(value: object) -> object:
     """``value`` with every non-finite float replaced by None (JSON null)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
+        return {k: finite_or_null(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
+        return [finite_or_null(v) for v in value]
     return value

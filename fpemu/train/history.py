@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import _HIST_HI, _HIST_LO, KIND_NAMES, _CastStats
+from .stats import HIST_HI, HIST_LO, KIND_NAMES, CastStats
 
 _HIST_EVERY = 10  # steps between samples of the gradient exponent histogram
 
@@ -55,7 +55,7 @@ class History:
     @property
     def grad_exponents(self) -> np.ndarray:
         """The exponent of each bin of :attr:`grad_exponent_hist` (the lowest/highest are clipped)."""
-        return np.arange(_HIST_LO, _HIST_HI + 1)
+        return np.arange(HIST_LO, HIST_HI + 1)
 
     def summary(self) -> dict:
         """The per-run numbers of the comparison table."""
@@ -100,7 +100,7 @@ class History:
         }
 
 
-def _check_histories(histories: object, allow_empty: bool = True) -> list[History]:
+def check_histories(histories: object, allow_empty: bool = True) -> list[History]:
     if not isinstance(histories, (list, tuple)) or not all(isinstance(h, History) for h in histories):
         raise TypeError(f"histories must be a list of History objects (from run or compare), got {histories!r}")
     if not histories and not allow_empty:
@@ -108,10 +108,10 @@ def _check_histories(histories: object, allow_empty: bool = True) -> list[Histor
     return list(histories)
 
 
-class _Recorder:
+class Recorder:
     """What a training loop records step by step, turned into a :class:`History` at the end.
 
-    >>> r = _Recorder(2)
+    >>> r = Recorder(2)
     >>> st = r.stats_for(0); st.add(np.float32([1e-9, 1.0]), np.float32([0.0, 1.0]), kind="loss")
     >>> r.record(0, 0.5, 1.0, False, st); r.record(1, 0.25, 1.0, False, r.stats_for(1))
     >>> r.under.tolist(), r.kind_underflow["loss"].tolist()
@@ -125,15 +125,15 @@ class _Recorder:
         self.skipped = np.zeros(steps, dtype=bool)
         self.under = np.zeros(steps)
         self.over = np.zeros(steps)
-        self.hist = np.zeros(_HIST_HI - _HIST_LO + 1, dtype=np.int64)
+        self.hist = np.zeros(HIST_HI - HIST_LO + 1, dtype=np.int64)
         self.kind_counts: dict[str, np.ndarray] = {}
         self.kind_underflow: dict[str, np.ndarray] = {}
 
-    def stats_for(self, step: int) -> _CastStats:
+    def stats_for(self, step: int) -> CastStats:
         """The counters of one step (sampling the exponent histogram every few steps)."""
-        return _CastStats(hist=np.zeros_like(self.hist) if step % _HIST_EVERY == 0 else None)
+        return CastStats(hist=np.zeros_like(self.hist) if step % _HIST_EVERY == 0 else None)
 
-    def record(self, step: int, loss: float, scale: float, skipped: bool, stats: _CastStats) -> None:
+    def record(self, step: int, loss: float, scale: float, skipped: bool, stats: CastStats) -> None:
         self.loss[step], self.scale[step], self.skipped[step] = loss, scale, skipped
         nz = stats.nonzero
         self.under[step] = stats.underflow / nz if nz else 0.0

@@ -16,10 +16,10 @@ from .stats import KIND_NAMES
 _KIND_STYLES = {"loss": "-", "act": "--", "weight": ":", "bias": "-."}
 
 
-def _smooth(v: np.ndarray, k: int = 20) -> np.ndarray:
+def smooth(v: np.ndarray, k: int = 20) -> np.ndarray:
     """Moving average of the last ``k`` values (fewer at the start).
 
-    >>> _smooth(np.array([1.0, 3.0, 5.0]), 2).tolist()
+    >>> smooth(np.array([1.0, 3.0, 5.0]), 2).tolist()
     [1.0, 2.0, 4.0]
     """
     c = np.cumsum(np.insert(np.asarray(v, dtype=np.float64), 0, 0.0))
@@ -38,7 +38,7 @@ def excess_curve(h: History, base: History, k: int = 25) -> np.ndarray:
     >>> np.round(excess_curve(a, b, 1), 6).tolist()
     [10.0, 10.0]
     """
-    return 100.0 * (_smooth(h.loss, k) / _smooth(base.loss, k) - 1.0)
+    return 100.0 * (smooth(h.loss, k) / smooth(base.loss, k) - 1.0)
 
 
 def draw_lesson(plt, histories: Sequence[History], path: Path) -> Path:
@@ -71,7 +71,7 @@ def _excess_panel(ax, histories: Sequence[History], colors: dict) -> None:
         ax.set_title("Training loss over FP32's, as the table's 'vs fp32' (moving average of 25 steps)")
     else:  # no baseline to compare with: the loss itself
         for h in histories:
-            ax.plot(np.arange(1, h.steps + 1), _smooth(h.loss), color=colors[h.label], lw=1.4, label=h.label)
+            ax.plot(np.arange(1, h.steps + 1), smooth(h.loss), color=colors[h.label], lw=1.4, label=h.label)
         ax.set_yscale("log")
         ax.set_ylabel("training loss")
         ax.set_title("Training loss (moving average of 20 steps; add an fp32 run to see the excess)")
@@ -106,7 +106,7 @@ def _underflow_panel(ax, histories: Sequence[History], colors: dict) -> None:
         for kind, frac in h.kind_underflow.items():
             if totals.get(kind, 0.0) < 0.001:  # under 0.1% over the run: not drawn
                 continue
-            ax.plot(np.arange(1, h.steps + 1), 100.0 * _smooth(frac, 10), color=colors[h.label],
+            ax.plot(np.arange(1, h.steps + 1), 100.0 * smooth(frac, 10), color=colors[h.label],
                     ls=_KIND_STYLES.get(kind, "-"), lw=1.3, label=f"{h.label}: {KIND_NAMES.get(kind, kind)}")
             drawn = True
     if not drawn:

@@ -10,14 +10,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .blas import single_threaded_blas
-from .checks import _check_callable, _check_int
-from .history import History, _Recorder
-from .network import _backward, _bce_loss, _evaluate, _forward, init_params
-from .optimizers import _optimizer
+from .checks import check_callable, check_int
+from .history import History, Recorder
+from .network import backward, bce_loss, evaluate, forward, init_params
+from .optimizers import make_optimizer
 from .policies import make_policy
 from .recipes import CurrentScaling, DelayedScaling
-from .scalers import LOSS_SCALES, GradScaler, _make_scaler
-from .task import _EVAL_ROWS, Task, make_task
+from .scalers import LOSS_SCALES, GradScaler, make_scaler
+from .task import EVAL_ROWS, Task, make_task
 
 DEFAULT_STEPS = 300
 
@@ -40,16 +40,16 @@ class _RunSetup:
     progress: Callable[[int, int], None] | None
 
 
-def _setup(
+def make_run_setup(
     precision, loss_scale, steps, seed, accumulator, *, init_scale=None, growth_factor=2.0,
     backoff_factor=0.5, growth_interval=2000, fp8_recipe="delayed", task=None, eval_every=0,
     progress=None,
 ) -> _RunSetup:
     """Check every argument of :func:`run` and build the run's objects (no training yet)."""
-    steps = _check_int("steps", steps, 1, MAX_STEPS)
-    seed = _check_int("seed", seed, 0)
-    eval_every = _check_int("eval_every", eval_every, 0)
-    _check_callable("progress", progress, optional=True)
+    steps = check_int("steps", steps, 1, MAX_STEPS)
+    seed = check_int("seed", seed, 0)
+    eval_every = check_int("eval_every", eval_every, 0)
+    check_callable("progress", progress, optional=True)
     if task is not None and not isinstance(task, Task):
         raise TypeError(f"task must be a Task (see make_task) or None, got {task!r}")
     if not isinstance(loss_scale, str):
@@ -57,7 +57,7 @@ def _setup(
     policy = make_policy(precision, accumulator, fp8_recipe, seed)
     if policy.name == "fp32":
         loss_scale = "none"  # FP32 needs no loss scaling; the baseline never scales
-    scaler = _make_scaler(
+    scaler = make_scaler(
         loss_scale, init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
         growth_interval=growth_interval,
     )
@@ -96,12 +96,12 @@ def run(
     >>> h = run("fp32", steps=2); h.loss_scale, h.skipped.tolist()
     ('none', [False, False])
     """
-    setup = _setup(**locals())
+    setup = make_run_setup(**locals())
     with single_threaded_blas():
-        return _train(setup)
+        return train_setup(setup)
 
 
-def _train(setup: _RunSetup) -> History:
+def train_setup(setup: _RunSetup) -> History:
     # Overflow to Inf (and Inf - Inf = NaN after it) is what the scaler detects, and a run that
     # diverges records Inf/NaN losses: IEEE results, not errors, so no warnings.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -113,10 +113,10 @@ def _train_loop(setup: _RunSetup) -> History:
     eval_every, progress = setup.eval_every, setup.progress
     params = init_params(task.widths, seed)
     rng = np.random.default_rng([seed, 0xBA7C])
-    sgd = _optimizer(task, params)
+    sgd = make_optimizer(task, params)
 
     n_train, bs = len(task.x_train), task.batch_size
-    rec = _Recorder(steps)
+    rec = Recorder(steps)
     test_curve = []
     order = rng.permutation(n_train)
     cursor = 0
@@ -129,24 +129,24 @@ def _train_loop(setup: _RunSetup) -> History:
         x, y = task.x_train[idx], task.y_train[idx]
 
         stats = rec.stats_for(step)
-        logits, cache = _forward(params, x, policy)
-        loss, sig = _bce_loss(logits, y)
+        logits, cache = forward(params, x, policy)
+        loss, sig = bce_loss(logits, y)
         scale = scaler.get_scale()
-        grads = _backward(params, cache, sig, y, scale, policy, stats)
+        grads = backward(params, cache, sig, y, scale, policy, stats)
         # Weight gradients arrive in the low format; unscaling and the update are FP32.
         taken = scaler.step(sgd, grads)
         scaler.update()
         policy.end_step()
         rec.record(step, loss, scale, not taken, stats)
         if eval_every and (step + 1) % eval_every == 0:
-            test_curve.append((step + 1, *_evaluate(params, task.x_test, task.y_test, policy)))
+            test_curve.append((step + 1, *evaluate(params, task.x_test, task.y_test, policy)))
         if progress is not None:
             progress(step + 1, steps)
     elapsed = time.perf_counter() - t0
     # The loss being minimised, on a fixed part of the training set; accuracy on held-out data.
-    n_eval = min(len(task.x_train), _EVAL_ROWS)
-    final_loss, _ = _evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
-    test_loss, final_acc = _evaluate(params, task.x_test, task.y_test, policy)
+    n_eval = min(len(task.x_train), EVAL_ROWS)
+    final_loss, _ = evaluate(params, task.x_train[:n_eval], task.y_train[:n_eval], policy)
+    test_loss, final_acc = evaluate(params, task.x_test, task.y_test, policy)
     return rec.history(
         precision=policy.name,
         variant=getattr(policy, "variant", None),
@@ -188,14 +188,14 @@ def compare(
     place of ``fp8_recipe``. ``kw`` goes to :func:`run` (``task=`` replaces the default task). Every run is checked
     before the first one trains, so a bad pair fails at once, not after the others' training.
     """
-    setups = _compare_setups(steps, seed, accumulator, runs, progress, **kw)
+    setups = compare_setups(steps, seed, accumulator, runs, progress, **kw)
     with single_threaded_blas():
-        return [_train(setup) for setup in setups]
+        return [train_setup(setup) for setup in setups]
 
 
-def _compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_RunSetup]:
+def compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_RunSetup]:
     """The checked setups of :func:`compare`'s runs (the fp32 baseline takes no accumulator)."""
-    _check_callable("progress", progress, optional=True)
+    check_callable("progress", progress, optional=True)
     runs = _check_runs(runs)
     task = kw.pop("task", None)
     if task is None:
@@ -206,7 +206,7 @@ def _compare_setups(steps, seed, accumulator, runs, progress, **kw) -> list[_Run
         cb = None if progress is None else (lambda i, n, _l=f"{name}+{ls}": progress(_l, i, n))
         acc = accumulator if precision.strip().lower() != "fp32" else None
         run_kw = {**kw, "fp8_recipe": recipe[0]} if recipe else kw
-        setups.append(_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **run_kw))
+        setups.append(make_run_setup(precision, ls, steps, seed, acc, task=task, progress=cb, **run_kw))
     return setups
 
 

@@ -7,8 +7,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .checks import _check_int
-from .task import _check_weight_count, _check_widths
+from .checks import check_int
+from .task import check_weight_count, check_widths
 
 
 def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
@@ -21,9 +21,9 @@ def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
     >>> [p.shape for p in init_params((4, 3, 2), 0)]
     [(4, 3), (3,), (3, 2), (2,)]
     """
-    widths = _check_widths(widths)
-    seed = _check_int("seed", seed, 0)
-    _check_weight_count(widths)
+    widths = check_widths(widths)
+    seed = check_int("seed", seed, 0)
+    check_weight_count(widths)
     rng = np.random.default_rng([seed, 0x1417])
     params = []
     for fan_in, fan_out in zip(widths[:-1], widths[1:]):
@@ -33,7 +33,7 @@ def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
     return params
 
 
-def _forward(params, x, policy, record=True):
+def forward(params, x, policy, record=True):
     """Logits and the per-layer cache (GEMM operands as cast, and ReLU masks)."""
     n_layers = len(params) // 2
     cache = []
@@ -52,7 +52,7 @@ def _forward(params, x, policy, record=True):
     return z, cache
 
 
-def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray]:
+def bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray]:
     """Mean binary cross-entropy with logits over every element (FP32), and ``sigmoid(logits)``.
 
     This is ``torch.nn.BCEWithLogitsLoss()`` with its default ``reduction="mean"``: the average
@@ -61,7 +61,7 @@ def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray
     where ``0.5 + 0.5 tanh(z/2)`` is exactly 0 from -20 on. Which loss gradients are exactly 0
     before the cast to FP16, and so which ones can underflow, follows from this.
 
-    >>> loss, sig = _bce_loss(np.float32([[-30.0, 0.0]]), np.float32([[0.0, 1.0]]))
+    >>> loss, sig = bce_loss(np.float32([[-30.0, 0.0]]), np.float32([[0.0, 1.0]]))
     >>> sig.tolist()[0][1], bool(0 < sig[0, 0] < 1e-12)
     (0.5, True)
     """
@@ -71,7 +71,7 @@ def _bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray
     return np.float32(per.mean(dtype=np.float32)), sig
 
 
-def _backward(params, cache, sig, y, loss_scale, policy, stats):
+def backward(params, cache, sig, y, loss_scale, policy, stats):
     """Gradients of ``loss * loss_scale`` w.r.t. ``[W1, b1, ...]``, as the low format holds them."""
     n_layers = len(params) // 2
     # d(mean BCE)/dlogits = (sigmoid - y) / (batch * labels), times the loss scale (FP32).
@@ -91,9 +91,9 @@ def _backward(params, cache, sig, y, loss_scale, policy, stats):
     return grads
 
 
-def _evaluate(params, x: np.ndarray, y: np.ndarray, policy) -> tuple[float, float]:
+def evaluate(params, x: np.ndarray, y: np.ndarray, policy) -> tuple[float, float]:
     """Loss and label accuracy of the master weights on ``(x, y)``, forward in the policy's
     precision."""
-    logits, _ = _forward(params, x, policy, record=False)
-    loss, _ = _bce_loss(logits, y)
+    logits, _ = forward(params, x, policy, record=False)
+    loss, _ = bce_loss(logits, y)
     return float(loss), float(np.mean((logits > 0) == (y > 0.5)))

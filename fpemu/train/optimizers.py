@@ -9,7 +9,7 @@ import numpy as np
 from .task import Task
 
 
-def _optimizer(task: Task, params: list[np.ndarray]) -> Callable[[list[np.ndarray]], None]:
+def make_optimizer(task: Task, params: list[np.ndarray]) -> Callable[[list[np.ndarray]], None]:
     """An FP32 update ``apply(grads)`` replacing ``params[i]`` by new arrays (torch semantics)."""
     lr = np.float32(task.lr)
     m = [np.zeros_like(p) for p in params]

@@ -11,11 +11,11 @@ from typing import Sequence
 import numpy as np
 
 from ..formats import get_format
-from .history import History, _check_histories
-from .lesson import _smooth, draw_lesson
+from .history import History, check_histories
+from .lesson import smooth, draw_lesson
 
 
-def _pyplot():
+def pyplot_agg():
     """matplotlib.pyplot on the file-only Agg backend, or a clear error when it is missing."""
     try:
         import matplotlib
@@ -32,7 +32,7 @@ def _pyplot():
 PLOT_FILES = ("lesson.png", "loss.png", "loss_scale.png", "grad_hist.png")
 
 
-def _plot_directory(directory: str | Path) -> Path:
+def plot_directory(directory: str | Path) -> Path:
     """Create ``directory`` (and its parents) and make sure the PNGs of :func:`plot` can be
     written there, without writing them: an OSError naming the path otherwise. The ``train``
     command calls it before training, so a bad path fails in a second, not after the runs."""
@@ -51,9 +51,9 @@ def _plot_directory(directory: str | Path) -> Path:
 def plot(histories: Sequence[History], directory: str | Path) -> list[Path]:
     """Write :data:`PLOT_FILES` into ``directory``: ``lesson.png`` (excess loss over FP32, loss
     scale, underflow per kind of gradient), ``loss.png``, ``loss_scale.png``, ``grad_hist.png``."""
-    histories = _check_histories(histories, allow_empty=False)
-    plt = _pyplot()
-    out = _plot_directory(directory)
+    histories = check_histories(histories, allow_empty=False)
+    plt = pyplot_agg()
+    out = plot_directory(directory)
     # A diverged run's Inf/NaN losses are drawn as gaps, without floating-point warnings.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return _draw(plt, histories, out)
@@ -65,7 +65,7 @@ def _draw(plt, histories: list[History], out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for h in histories:
-        ax.plot(np.arange(1, h.steps + 1), _smooth(h.loss), label=h.label, lw=1.3)
+        ax.plot(np.arange(1, h.steps + 1), smooth(h.loss), label=h.label, lw=1.3)
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (moving average of 20 steps)")
     ax.set_yscale("log")

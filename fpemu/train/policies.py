@@ -9,10 +9,10 @@ import numpy as np
 
 from ..formats import Format, get_format
 from .accumulate import accumulator_matmul
-from .checks import _check_int
-from .recipes import CurrentScaling, DelayedScaling, NoScaling, TensorScale, _fp8_recipe, fp8_cast, recipe_name
-from .rounders import _rounder
-from .stats import _CastStats
+from .checks import check_int
+from .recipes import CurrentScaling, DelayedScaling, NoScaling, TensorScale, as_fp8_recipe, fp8_cast, recipe_name
+from .rounders import rounder
+from .stats import CastStats
 
 
 def _default_matmul(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
@@ -38,7 +38,7 @@ class _FP32Policy:
     def cast_fwd(self, x: np.ndarray, slot: tuple, record: bool = True) -> tuple[np.ndarray, None]:
         return x, None
 
-    def cast_grad(self, g: np.ndarray, slot: tuple, stats: _CastStats, kind: str = "act") -> tuple[np.ndarray, None]:
+    def cast_grad(self, g: np.ndarray, slot: tuple, stats: CastStats, kind: str = "act") -> tuple[np.ndarray, None]:
         return g, None
 
     def gemm(self, a: np.ndarray, sa, b: np.ndarray, sb) -> np.ndarray:
@@ -55,7 +55,7 @@ class _FP32Policy:
     def out_fwd(self, y: np.ndarray) -> np.ndarray:
         return y
 
-    def out_grad(self, y: np.ndarray, stats: _CastStats, kind: str = "weight") -> np.ndarray:
+    def out_grad(self, y: np.ndarray, stats: CastStats, kind: str = "weight") -> np.ndarray:
         return y
 
     def end_step(self) -> None:
@@ -68,7 +68,7 @@ class _LowPolicy(_FP32Policy):
     def __init__(self, fmt: str, accumulator: str | None = None) -> None:
         self.low = get_format(fmt)
         self.name = self.low.name
-        self.round = _rounder(self.low)
+        self.round = rounder(self.low)
         self.matmul = _accumulator_matmul(accumulator, self.low) if accumulator is not None else _default_matmul
 
     def gemm(self, a, sa, b, sb):
@@ -206,8 +206,8 @@ def make_policy(
     or a model of :mod:`fpemu.accumulator`; ``fp8_recipe`` as in :func:`run`)."""
     if not isinstance(precision, str):
         raise TypeError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    recipe = _fp8_recipe(fp8_recipe)
-    seed = _check_int("seed", seed, 0)
+    recipe = as_fp8_recipe(fp8_recipe)
+    seed = check_int("seed", seed, 0)
     p = precision.strip().lower()
     if p not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")

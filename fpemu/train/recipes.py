@@ -14,15 +14,15 @@ import numpy as np
 from ..codec import decode, quantize
 from ..formats import Format, get_format
 from ..scaling import scale_from_amax, scaled_cast
-from .checks import _as_float32, _check_bool, _check_float32, _check_int
+from .checks import as_float32, check_bool, check_float32, check_int
 
 def _check_fp8_max(fp8_max: object) -> np.float32:
-    return _check_float32("fp8_max", fp8_max, lambda v: bool(np.isfinite(v) and v > 0), "a finite float32 number > 0")
+    return check_float32("fp8_max", fp8_max, lambda v: bool(np.isfinite(v) and v > 0), "a finite float32 number > 0")
 
 
 def _check_margin(margin: object) -> int:
     # 2**margin must be a finite FP32 number, or every scale would be 0.
-    return _check_int("margin", margin, 0, 127)
+    return check_int("margin", margin, 0, 127)
 
 
 def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0) -> np.float32:
@@ -40,9 +40,9 @@ def delayed_scale(amax: float, old_scale: float, fp8_max: float, margin: int = 0
     >>> bool(delayed_scale(1e-45, 1.0, 448.0) == np.finfo(np.float32).max)
     True
     """
-    amax32 = _as_float32("amax", amax)
+    amax32 = as_float32("amax", amax)
     # >= 0: with a large margin the rule itself can underflow to 0 (as TE's would).
-    old = _check_float32("old_scale", old_scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    old = check_float32("old_scale", old_scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
     fp8_max32 = _check_fp8_max(fp8_max)
     margin = _check_margin(margin)
     if not (np.isfinite(amax32) and amax32 > 0):
@@ -62,9 +62,9 @@ def current_scale(amax: float, fp8_max: float, power_2_scale: bool = False) -> n
     >>> float(current_scale(0.0, 448.0)), float(current_scale(np.inf, 448.0))
     (1.0, 1.0)
     """
-    amax32 = _as_float32("amax", amax)
+    amax32 = as_float32("amax", amax)
     fp8_max32 = _check_fp8_max(fp8_max)
-    _check_bool("power_2_scale", power_2_scale)
+    check_bool("power_2_scale", power_2_scale)
     if amax32 < 0:
         raise ValueError(f"amax is an absolute maximum and cannot be negative, got {amax!r}")
     sf = np.float32(scale_from_amax(amax32, fp8_max32)[()])  # 1 for an amax of 0, Inf or NaN
@@ -120,7 +120,7 @@ class DelayedScaling:
     def __post_init__(self) -> None:
         _check_margin(self.margin)
         # No upper bound: the history grows with the steps actually taken, not with L.
-        _check_int("amax_history_len", self.amax_history_len, 1)
+        check_int("amax_history_len", self.amax_history_len, 1)
         if self.amax_compute_algo not in ("max", "most_recent"):
             raise ValueError(
                 f"amax_compute_algo must be 'max' or 'most_recent', got {self.amax_compute_algo!r}"
@@ -137,7 +137,7 @@ class CurrentScaling:
     bwd_format: str = "e5m2"
 
     def __post_init__(self) -> None:
-        _check_bool("power_2_scale", self.power_2_scale)
+        check_bool("power_2_scale", self.power_2_scale)
         _check_fp8_formats(self)
 
 
@@ -163,7 +163,7 @@ FP8Recipe = DelayedScaling | CurrentScaling | NoScaling
 _RECIPE_NAMES = {"delayed": DelayedScaling, "current": CurrentScaling, "unscaled": NoScaling}
 
 
-def _fp8_recipe(recipe: object) -> FP8Recipe:
+def as_fp8_recipe(recipe: object) -> FP8Recipe:
     """A recipe object from ``"delayed"``, ``"current"``, ``"unscaled"``, None (delayed) or a
     recipe object."""
     if isinstance(recipe, (DelayedScaling, CurrentScaling, NoScaling)):
@@ -224,7 +224,7 @@ class TensorScale:
         if isinstance(self.recipe, NoScaling):
             return self.scale
         x = np.asarray(x)
-        amax = _as_float32("amax", np.max(np.abs(x))) if x.size else np.float32(0.0)
+        amax = as_float32("amax", np.max(np.abs(x))) if x.size else np.float32(0.0)
         if isinstance(self.recipe, CurrentScaling):
             return current_scale(amax, self.fp8_max, self.recipe.power_2_scale)
         if record:

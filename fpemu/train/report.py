@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .history import History, _check_histories
+from .history import History, check_histories
 from .loop import run  # noqa: F401  (summary_table's doctest trains a run)
 from .stats import KIND_NAMES
 
@@ -179,7 +179,7 @@ def summary_table(histories: Sequence[History], title: str | None = None) -> str
     >>> print(summary_table([run("fp32", steps=1)]).splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
     run  final loss  vs fp32  accuracy  flushed  overflowed  skipped  final scale  time (s)  what happened
     """
-    histories = _check_histories(histories)
+    histories = check_histories(histories)
     head = ("run", "final loss", "vs fp32", "accuracy", "flushed", "overflowed", "skipped", "final scale",
             "time (s)", "what happened")
     rows = [_row(h, baseline_of(h, histories)) for h in histories]

@@ -9,7 +9,7 @@ import numpy as np
 from ..formats import Format
 
 
-def _rounder(fmt: Format, overflow: str | None = None) -> Callable[[np.ndarray], np.ndarray]:
+def rounder(fmt: Format, overflow: str | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """A function rounding an FP32 array to ``fmt`` (RNE; values returned as FP32).
 
     This is the policies' hot path; :func:`fpemu.quantize` has float32 fast paths for it (the

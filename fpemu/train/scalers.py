@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .checks import _check_callable, _check_float32, _check_int, _check_scale, _float_array, _reciprocal
+from .checks import check_callable, check_float32, check_int, check_scale, float_array, reciprocal
 
 LOSS_SCALES = ("none", "static", "dynamic")
 
@@ -30,8 +30,8 @@ def unscale_grads(
     True
     """
     # torch: scale.double().reciprocal().float(); a scale backed off to 0 gives Inf.
-    _check_float32("scale", scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
-    inv = _reciprocal(scale)
+    check_float32("scale", scale, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    inv = reciprocal(scale)
     grads32 = _fp32_grads(grads)
     found_inf = any(not bool(np.isfinite(g).all()) for g in grads32)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN results are torch's too
@@ -42,10 +42,10 @@ def unscale_grads(
 def _fp32_grads(grads: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Gradients as FP32 arrays (no copy of FP32 ones); a value beyond FP32's range is Inf
     there, without a warning: the scaler's check is what finds it. Non-float gradients are
-    refused (:func:`_float_array`)."""
+    refused (:func:`float_array`)."""
     if not isinstance(grads, (list, tuple)):
         raise TypeError(f"grads must be a list or tuple of arrays, got {type(grads).__name__}")
-    arrays = [_float_array(f"grads[{i}]", g) for i, g in enumerate(grads)]  # all checked first
+    arrays = [float_array(f"grads[{i}]", g) for i, g in enumerate(grads)]  # all checked first
     with np.errstate(over="ignore"):
         return [np.asarray(g, dtype=np.float32) for g in arrays]
 
@@ -68,7 +68,7 @@ class GradScaler:
 
     torch asserts ``growth_factor > 1`` and ``backoff_factor < 1``; here, in addition, every
     number must be a finite FP32 value, ``backoff_factor`` positive and ``init_scale`` one whose
-    FP32 reciprocal is finite (:func:`_check_scale`): anything else is a ValueError.
+    FP32 reciprocal is finite (:func:`check_scale`): anything else is a ValueError.
 
     >>> s = GradScaler(init_scale=4.0, growth_interval=1)
     >>> _ = s.unscale([np.ones(2, np.float32)]); s.update(); s.get_scale()
@@ -86,14 +86,14 @@ class GradScaler:
         if not isinstance(enabled, (bool, np.bool_)):
             raise TypeError(f"enabled must be True or False, got {enabled!r}")
         self.enabled = bool(enabled)
-        self._scale = _check_scale("init_scale", init_scale)
-        self._growth_factor = _check_float32(
+        self._scale = check_scale("init_scale", init_scale)
+        self._growth_factor = check_float32(
             "growth_factor", growth_factor, lambda v: bool(np.isfinite(v) and v > 1), "a finite float32 number > 1.0"
         )
-        self._backoff_factor = _check_float32(
+        self._backoff_factor = check_float32(
             "backoff_factor", backoff_factor, lambda v: bool(0 < v < 1), "a float32 number in (0, 1)"
         )
-        self._growth_interval = _check_int("growth_interval", growth_interval, 1)
+        self._growth_interval = check_int("growth_interval", growth_interval, 1)
         self._growth_tracker = 0
         self._found_inf: bool | None = None  # None: not unscaled yet in this iteration
         self._unscaled: list[np.ndarray] | None = None
@@ -102,7 +102,7 @@ class GradScaler:
     def scale(self, x: np.ndarray | float) -> np.ndarray:
         """Return ``x * scale`` in FP32 (``x`` itself when disabled); an overflow is Inf. The
         loss is a real number or array (float or integer; complex, boolean or text refused)."""
-        x = _float_array("the loss to scale", x, integers=True)
+        x = float_array("the loss to scale", x, integers=True)
         with np.errstate(over="ignore"):  # Inf is what the scaler's check is there to catch
             x = np.asarray(x, dtype=np.float32)
             return x * self._scale if self.enabled else x
@@ -122,7 +122,7 @@ class GradScaler:
         ``grads`` are the scaled gradients; if :meth:`unscale` was already called in this
         iteration its result is used instead. Returns True when the step was taken.
         """
-        _check_callable("apply", apply)
+        check_callable("apply", apply)
         if not self.enabled:
             apply(_fp32_grads(grads))
             return True
@@ -138,7 +138,7 @@ class GradScaler:
         if not self.enabled:
             return
         if new_scale is not None:
-            self._scale = _check_scale("new_scale", new_scale)
+            self._scale = check_scale("new_scale", new_scale)
         else:
             if self._found_inf is None:
                 raise RuntimeError("no inf checks were recorded prior to update()")
@@ -180,7 +180,7 @@ class GradScaler:
         if not isinstance(state, dict) or any(k not in state for k in keys):
             raise ValueError(f"state must be a dict with the keys {', '.join(keys)}")
         checked = GradScaler(state["scale"], state["growth_factor"], state["backoff_factor"], state["growth_interval"])
-        tracker = _check_int("_growth_tracker", state["_growth_tracker"], 0, checked._growth_interval - 1)
+        tracker = check_int("_growth_tracker", state["_growth_tracker"], 0, checked._growth_interval - 1)
         self._scale, self._growth_factor = checked._scale, checked._growth_factor
         self._backoff_factor, self._growth_interval = checked._backoff_factor, checked._growth_interval
         self._growth_tracker = tracker
@@ -215,20 +215,20 @@ class StaticLossScaler(GradScaler):
     """
 
     def __init__(self, scale: float = 1024.0) -> None:
-        super().__init__(init_scale=_check_scale("scale", scale))
+        super().__init__(init_scale=check_scale("scale", scale))
 
     def update(self, new_scale: float | None = None) -> None:
         if new_scale is not None:
-            self._scale = _check_scale("new_scale", new_scale)
+            self._scale = check_scale("new_scale", new_scale)
         self._found_inf = None
         self._unscaled = None
 
 
-def _make_scaler(loss_scale: str, init_scale: float | None, **kw) -> GradScaler:
+def make_scaler(loss_scale: str, init_scale: float | None, **kw) -> GradScaler:
     """The scaler of a loss-scaling name. Every scaler argument is checked, used or not: a
     nonsense value is an error even where it would be ignored."""
     if init_scale is not None:
-        _check_scale("init_scale", init_scale)
+        check_scale("init_scale", init_scale)
     GradScaler(**kw)  # checks growth_factor, backoff_factor and growth_interval
     if loss_scale == "none":
         return GradScaler(enabled=False)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_HIST_LO, _HIST_HI = -80, 24  # exponent bins floor(log2|g|) of the gradient histogram
+HIST_LO, HIST_HI = -80, 24  # exponent bins floor(log2|g|) of the gradient histogram
 
 # The kinds of gradient tensor a step casts, in the order tables and plots list them, with the
 # words a sentence uses for them.
@@ -21,13 +21,13 @@ KIND_NAMES = {
 
 
 @dataclass
-class _CastStats:
+class CastStats:
     """Counters of the gradient values rounded to the low format during one step, per kind of
     tensor (``"loss"``: the gradient of the loss w.r.t. the logits; ``"act"``: the activation
     gradients entering the backward GEMMs; ``"weight"``, ``"bias"``: the parameter gradients
     the GEMMs write out).
 
-    >>> s = _CastStats()
+    >>> s = CastStats()
     >>> s.add(np.array([1e-9, 2.0, 0.0], np.float32), np.array([0.0, 2.0, 0.0], np.float32), kind="loss")
     >>> s.nonzero, s.underflow, s.kinds["loss"].tolist()
     (2, 1, [2, 1, 0])
@@ -66,12 +66,12 @@ class _CastStats:
 
 
 def _exponent_histogram(g: np.ndarray) -> np.ndarray:
-    """Counts of ``floor(log2|g|)`` over the bins ``_HIST_LO .. _HIST_HI`` (ends clipped).
+    """Counts of ``floor(log2|g|)`` over the bins ``HIST_LO .. HIST_HI`` (ends clipped).
 
-    >>> int(_exponent_histogram(np.array([3.0, 0.25, 0.0]))[1 - _HIST_LO])
+    >>> int(_exponent_histogram(np.array([3.0, 0.25, 0.0]))[1 - HIST_LO])
     1
     """
     g = g[(g != 0) & np.isfinite(g)]
     _, e = np.frexp(g)  # |g| = m * 2**e with m in [0.5, 1): floor(log2|g|) = e - 1
-    e = np.clip(e.astype(np.int64) - 1, _HIST_LO, _HIST_HI) - _HIST_LO
-    return np.bincount(e, minlength=_HIST_HI - _HIST_LO + 1)
+    e = np.clip(e.astype(np.int64) - 1, HIST_LO, HIST_HI) - HIST_LO
+    return np.bincount(e, minlength=HIST_HI - HIST_LO + 1)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import _check_float32, _check_int
+from .checks import check_float32, check_int
 
 # What training allocates follows from the task's sizes: arrays of at most this many values
 # (256 MiB of FP32 each) and at most this many hidden layers. Larger tasks are refused before
 # anything is allocated.
 TASK_LIMITS = {"max_values": 2**26, "max_depth": 1024}
-_EVAL_ROWS = 4096  # training examples the final training loss is measured on
+EVAL_ROWS = 4096  # training examples the final training loss is measured on
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Task:
     def __post_init__(self) -> None:
         for name in ("x_train", "y_train", "x_test", "y_test"):
             object.__setattr__(self, name, _data_array(name, getattr(self, name)))
-        object.__setattr__(self, "widths", _check_widths(self.widths))
+        object.__setattr__(self, "widths", check_widths(self.widths))
         self._check_shapes()
         batch, lr, momentum = _check_training(len(self.x_train), self.batch_size, self.lr, self.optimizer, self.momentum)
         object.__setattr__(self, "batch_size", batch)
@@ -80,10 +80,10 @@ def _data_array(name: str, value: object) -> np.ndarray:
     return arr
 
 
-def _check_widths(widths: object) -> tuple[int, ...]:
+def check_widths(widths: object) -> tuple[int, ...]:
     if not isinstance(widths, (tuple, list)) or len(widths) < 2:
         raise TypeError(f"widths must be a tuple of at least two layer widths, got {widths!r}")
-    out = tuple(_check_int("every width", w, 1) for w in widths)
+    out = tuple(check_int("every width", w, 1) for w in widths)
     if len(out) - 2 > TASK_LIMITS["max_depth"]:
         raise ValueError(f"at most {TASK_LIMITS['max_depth']} hidden layers, got {len(out) - 2}")
     return out
@@ -91,12 +91,12 @@ def _check_widths(widths: object) -> tuple[int, ...]:
 
 def _check_training(n_train: int, batch_size: object, lr: object, optimizer: object, momentum: object) -> tuple[int, float, float]:
     """batch_size, lr and momentum checked (torch.optim's rules, in FP32), the optimizer name."""
-    batch = _check_int("batch_size", batch_size, 1)
+    batch = check_int("batch_size", batch_size, 1)
     if batch > n_train:
         raise ValueError(f"batch_size ({batch}) cannot exceed the {n_train} training examples")
     finite_nonneg = lambda v: bool(np.isfinite(v) and v >= 0)  # noqa: E731
-    _check_float32("lr", lr, finite_nonneg, "a finite float32 number >= 0")
-    _check_float32("momentum", momentum, finite_nonneg, "a finite float32 number >= 0")
+    check_float32("lr", lr, finite_nonneg, "a finite float32 number >= 0")
+    check_float32("momentum", momentum, finite_nonneg, "a finite float32 number >= 0")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     return batch, float(lr), float(momentum)  # as given; the optimizer rounds them to FP32
@@ -105,8 +105,8 @@ def _check_training(n_train: int, batch_size: object, lr: object, optimizer: obj
 def _check_network_size(widths: tuple[int, ...], batch_size: int, n_train: int, n_test: int) -> None:
     """Weights, and the activations of a batch or an evaluation, within TASK_LIMITS."""
     limit = TASK_LIMITS["max_values"]
-    _check_weight_count(widths)
-    rows = max(batch_size, min(n_train, _EVAL_ROWS), n_test)
+    check_weight_count(widths)
+    rows = max(batch_size, min(n_train, EVAL_ROWS), n_test)
     if rows * sum(widths) > limit:
         raise ValueError(
             f"{rows} examples through layers of widths {sum(widths)} in all would need "
@@ -114,7 +114,7 @@ def _check_network_size(widths: tuple[int, ...], batch_size: int, n_train: int, 
         )
 
 
-def _check_weight_count(widths: tuple[int, ...]) -> None:
+def check_weight_count(widths: tuple[int, ...]) -> None:
     limit = TASK_LIMITS["max_values"]
     weights = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
     if weights > limit:
@@ -154,12 +154,12 @@ def make_task(
     >>> t.x_train.shape, t.y_train.shape, t.widths
     ((8192, 32), (8192, 1024), (32, 64, 64, 1024))
     """
-    seed = _check_int("seed", seed, 0)
-    sizes = {k: _check_int(k, v, 1) for k, v in dict(
+    seed = check_int("seed", seed, 0)
+    sizes = {k: check_int(k, v, 1) for k, v in dict(
         n_features=n_features, n_clusters=n_clusters, n_labels=n_labels, hidden=hidden, n_train=n_train, n_test=n_test
     ).items()}
-    depth = _check_int("depth", depth, 0, TASK_LIMITS["max_depth"])
-    _check_float32("noise", noise, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
+    depth = check_int("depth", depth, 0, TASK_LIMITS["max_depth"])
+    check_float32("noise", noise, lambda v: bool(np.isfinite(v) and v >= 0), "a finite float32 number >= 0")
     batch_size, _, _ = _check_training(n_train, batch_size, lr, optimizer, momentum)
     _check_data_size(**sizes)
     widths = (n_features,) + (hidden,) * depth + (n_labels,)

@@ -13,8 +13,8 @@ from ..parallel import dask_scheduler
 from ..progress import progress
 from .block_gemm import block_gemm_vectors
 from .cheader import MAX_HEADER_BYTES
-from .files import _ext, _read, _verify, _write
-from .make import _KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
+from .files import file_type, read, verify, write_vectors_file
+from .make import VECTOR_KINDS, MAX_K, MAX_VALUES, block_vectors, cast_vectors, dot_vectors
 
 
 def _is_block_format(name: str) -> bool:
@@ -42,7 +42,7 @@ def _refuse(options: list[str], what: str) -> None:
 def _refuse_large_header(args: argparse.Namespace, rows: int, per_row: int) -> None:
     """Refuse, before the work, a C header of ``rows`` rows of at least ``per_row`` bytes
     that would be over the limit (the writer checks the exact size again)."""
-    if _ext(args.out) == ".h" and rows * per_row > MAX_HEADER_BYTES:
+    if file_type(args.out) == ".h" and rows * per_row > MAX_HEADER_BYTES:
         raise ValueError(f"--n {rows:,} makes at least {rows * per_row:,} bytes of arrays, too many for a C header "
                          f"(at most {MAX_HEADER_BYTES:,} bytes): write .bin and read it at run time, or fewer cases")  # fmt: skip
 
@@ -62,7 +62,7 @@ def _vectors_from_args(args: argparse.Namespace) -> Callable[[], dict[str, Any]]
                 f"block-scaled GEMM vectors ({args.format} --accumulator)")
         if args.kind not in (None, "random"):
             raise ValueError(f"block-scaled GEMM vectors are random: --kind {args.kind} does not apply")
-        if _ext(args.out) == ".csv":
+        if file_type(args.out) == ".csv":
             raise ValueError("a block-scaled GEMM's buffers have different row counts, which CSV cannot hold: "
                              "write .npz, .json, .bin or .h")
         n = 128 if args.n is None else args.n
@@ -105,16 +105,16 @@ def cmd_vectors(args: argparse.Namespace) -> int:
     from ..errors import RunError
 
     check_output_path(args.out)  # before the work, which can take seconds
-    ext = _ext(args.out)
+    ext = file_type(args.out)
     make = _vectors_from_args(args)  # every option checked before a scheduler is reached
     with progress(3, "vectors: make, write, re-check", enabled=None if not args.quiet else False) as step:
         with dask_scheduler(args.scheduler):
             v = make()
         step()
         with atomic_output(args.out) as tmp:
-            _write(v, tmp, ext, target=args.out)
+            write_vectors_file(v, tmp, ext, target=args.out)
             step()
-            n, same = _verify(_read(tmp, ext))
+            n, same = verify(read(tmp, ext))
             if same != n:
                 raise RunError(f"{args.out}: read back, {n - same} of {n} cases differ from fpemu (a writer bug); "
                                "nothing written")
@@ -162,7 +162,7 @@ def register_cli(subparsers) -> None:
                                   "--accumulator the dot inputs (fp16 ...)")  # fmt: skip
     p.add_argument("--out", required=True, help="output file: .npz, .csv, .json, .bin (raw arrays after a JSON header line, "
                                               "for C++/CUDA) or .h (a C header, small sets); suffix in any case")
-    p.add_argument("--kind", default=None, type=option_name, choices=_KINDS, help=_KIND_HELP)
+    p.add_argument("--kind", default=None, type=option_name, choices=VECTOR_KINDS, help=_KIND_HELP)
     p.add_argument("--n", type=int, default=None,
                    help=f"--kind random: cases (default 10000), blocks (64) or dot rows (1000); "
                         f"at most {MAX_VALUES:,} values per file")  # fmt: skip

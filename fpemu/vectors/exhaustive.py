@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cases import _code_values, _magnitude_codes, _nan_patterns
+from ..cases import code_values, magnitude_codes, nan_patterns
 from ..formats import Format, get_format
 
 _UINT_OF_DTYPE = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
@@ -20,7 +20,7 @@ def _anchors(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
     first interval) and the midpoints between neighbours, as exact float64s; the last
     midpoint is the overflow tie, between the largest value and the next one the exponent
     range would have."""
-    vals = np.union1d([0.0], _code_values(_magnitude_codes(fmt), fmt))
+    vals = np.union1d([0.0], code_values(magnitude_codes(fmt), fmt))
     ulp_max = np.ldexp(1.0, fmt.emax - fmt.mantissa_bits)
     nxt = np.append(vals[1:], fmt.max + ulp_max)
     return vals, (vals + nxt) / 2  # exact: neighbours differ by at most one binade
@@ -32,7 +32,7 @@ def _exhaustive_nans(fmt: Format, dtype: np.dtype) -> np.ndarray:
     with the bits below them zero, one and all ones, both signs; otherwise the edge cases'
     quiet, signalling and payload NaNs."""
     if fmt.nan != "ieee":
-        return _nan_patterns(dtype)
+        return nan_patterns(dtype)
     nmant = np.finfo(dtype).nmant
     uint = _UINT_OF_DTYPE[dtype]
     drop = nmant - fmt.mantissa_bits

@@ -16,7 +16,7 @@ from ..codec import encode
 from ..outputs import atomic_output
 from .binary import read_binary, write_binary
 from .cheader import read_c_header, write_c_header
-from .make import _FLOAT
+from .make import FLOAT
 
 _EXTS = (".npz", ".csv", ".json", ".bin", ".h")
 
@@ -40,7 +40,7 @@ def _hexes(arr: np.ndarray) -> list:
     return [f"{int(v):0{width}X}" for v in np.asarray(arr).ravel()]
 
 
-def _ext(path: str | Path) -> str:
+def file_type(path: str | Path) -> str:
     """The file type from the suffix, case-insensitive (``V.NPZ`` is an .npz file)."""
     ext = Path(path).suffix.lower()
     if ext not in _EXTS:
@@ -48,7 +48,7 @@ def _ext(path: str | Path) -> str:
     return ext
 
 
-def _write(vectors: dict[str, Any], path: Path, ext: str, target: str | Path | None = None) -> None:
+def write_vectors_file(vectors: dict[str, Any], path: Path, ext: str, target: str | Path | None = None) -> None:
     """Write vectors to exactly ``path`` in the format ``ext`` names; ``target`` is the file's
     final name (a C header's identifiers come from it), by default ``path``."""
     meta = vectors["meta"]
@@ -85,9 +85,9 @@ def write_vectors(vectors: dict[str, Any], path: str | Path) -> None:
     the file's name, at most :data:`~fpemu.vectors.cheader.MAX_HEADER_BYTES` of arrays). The
     suffix is read case-insensitively and the file is written at exactly ``path``, all at
     once: a failure leaves no partial file (docs/golden.md describes every layout)."""
-    ext = _ext(path)
+    ext = file_type(path)
     with atomic_output(path) as tmp:
-        _write(vectors, tmp, ext, target=path)
+        write_vectors_file(vectors, tmp, ext, target=path)
 
 
 def _dtype_name(arr: np.ndarray) -> str:
@@ -106,7 +106,7 @@ def _from_hex(hexes: list, dtype: str, shape: tuple) -> np.ndarray:
     return u.view(dt).reshape(shape)
 
 
-def _read(path: Path, ext: str) -> dict[str, Any]:
+def read(path: Path, ext: str) -> dict[str, Any]:
     if ext == ".bin":
         return read_binary(path)
     if ext == ".h":
@@ -194,9 +194,9 @@ def read_vectors(path: str | Path) -> dict[str, Any]:
     """Read a file written by :func:`write_vectors` (arrays come back bit for bit). A file
     that is not one raises :class:`VectorFileError` naming it and what is missing; one that
     cannot be read at all, an OSError."""
-    ext = _ext(path)
+    ext = file_type(path)
     try:
-        v = _read(Path(path), ext)
+        v = read(Path(path), ext)
     except VectorFileError:
         raise
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
@@ -216,17 +216,17 @@ def verify_vectors(path: str | Path) -> tuple[int, int]:
     """
     v = read_vectors(path)
     try:
-        return _verify(v)
+        return verify(v)
     except (ValueError, KeyError, TypeError, IndexError) as exc:  # arrays that do not fit their metadata
         raise VectorFileError(f"{path}: its contents cannot be re-checked ({_text(exc)})") from None
 
 
-def _verify(v: dict[str, Any]) -> tuple[int, int]:
+def verify(v: dict[str, Any]) -> tuple[int, int]:
     meta = v["meta"]
     if meta["type"] == "cast":
         from ..codec import ROUNDING_MODES
 
-        x = v["input_bits"].view(_FLOAT[meta["source"]])
+        x = v["input_bits"].view(FLOAT[meta["source"]])
         opts = dict(overflow=meta["overflow"], nan=meta["nan"], directed_overflow=meta.get("directed_overflow"),
                     via=meta.get("via"))
         stochastic = ROUNDING_MODES.get(str(meta["rounding"]).lower(), "").startswith("stochastic")

@@ -19,9 +19,9 @@ from .exhaustive import exhaustive_inputs
 if TYPE_CHECKING:
     from ..accumulator import Accumulator
 
-_KINDS = ("edge", "random", "exhaustive")
+VECTOR_KINDS = ("edge", "random", "exhaustive")
 _UINT = {"f32": np.uint32, "f64": np.uint64}
-_FLOAT = {"f32": np.float32, "f64": np.float64}
+FLOAT = {"f32": np.float32, "f64": np.float64}
 
 #: Most input values one file may hold (cast inputs, block elements, dot products): the work
 #: and memory are proportional to it, so a typo such as ``--n 1000000000000`` is refused
@@ -87,9 +87,9 @@ def cast_vectors(
     from ..codec.options import STOCHASTIC_WITH_BITS
 
     f = get_format(fmt)
-    if kind not in _KINDS:
-        raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
-    if source not in _FLOAT:
+    if kind not in VECTOR_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(VECTOR_KINDS)}, got {kind!r}")
+    if source not in FLOAT:
         raise ValueError(f"source must be 'f32' or 'f64', got {source!r}")
     _check_seed(seed)
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan)
@@ -101,12 +101,12 @@ def cast_vectors(
         if stochastic:
             raise ValueError("stochastic rounding depends on every input bit below the kept ones, so no input set "
                              "is exhaustive for it: use --kind edge or random (with --seed)")  # fmt: skip
-        x = exhaustive_inputs(f, _FLOAT[source])
+        x = exhaustive_inputs(f, FLOAT[source])
     elif kind == "edge":
-        x, _ = edge_cases(f, _FLOAT[source])
+        x, _ = edge_cases(f, FLOAT[source])
     else:
         n = _positive_count("n", n, MAX_VALUES, what="cast inputs per file")
-        x, _ = random_cases(f, _FLOAT[source], n, seed)
+        x, _ = random_cases(f, FLOAT[source], n, seed)
     if not f.has_nan and option_name(conv.nan) in (None, "raise"):
         x = x[~np.isnan(x)]  # fpemu raises on these by default: no expected code to give
     bits = None

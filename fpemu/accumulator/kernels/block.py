@@ -11,15 +11,15 @@ import numpy as np
 
 from ...arith import aligned_sum, exponent
 from ..model import Accumulator
-from .products import _Products, _with_specials
-from .rounding import _add, _round, _Target
-from .two_stage import _late_sum
+from .products import Products, with_specials
+from .rounding import add_rounded, round_to_target, Target
+from .two_stage import late_sum
 
 
-def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: _Target) -> np.ndarray:
+def _block_step(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: Target) -> np.ndarray:
     """One block FMA on products s..e-1 and accumulator c (exponent ec), rounded."""
     if acc.late_c:
-        total = _late_sum(prods, s, e, c, ec, acc)
+        total = late_sum(prods, s, e, c, ec, acc)
     else:
         ks = range(s, e)
         total, _ = aligned_sum(
@@ -30,17 +30,17 @@ def _block_step(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray,
         )
     # total is +0 when the sum is exactly zero; a non-zero sum may still round to a zero,
     # which keeps its sign (signed_underflow) or becomes +0.
-    return _round(total, t) if acc.signed_underflow else _round(total, t) + 0.0
+    return round_to_target(total, t) if acc.signed_underflow else round_to_target(total, t) + 0.0
 
 
-def _overflowed(prods: _Products, s: int, e: int, result: np.ndarray) -> np.ndarray:
+def _overflowed(prods: Products, s: int, e: int, result: np.ndarray) -> np.ndarray:
     """product_overflow: a product of magnitude >= 2**128 makes the block +-Inf (NaN for both
     signs), whatever the other terms.
 
-    >>> from .products import _Products
+    >>> from .products import Products
     >>> from ...formats import get_format
     >>> bf16 = get_format("bf16")
-    >>> p = _Products(np.array([[2.0**100, 1.0], [2.0**100, -2.0**100]]), np.array([[2.0**28, 1.0], [2.0**30] * 2]),
+    >>> p = Products(np.array([[2.0**100, 1.0], [2.0**100, -2.0**100]]), np.array([[2.0**28, 1.0], [2.0**30] * 2]),
     ...               bf16, bf16, False, False)
     >>> _overflowed(p, 0, 2, np.array([1.0, 2.0])).tolist()
     [inf, nan]
@@ -51,7 +51,7 @@ def _overflowed(prods: _Products, s: int, e: int, result: np.ndarray) -> np.ndar
     return np.where(pos & neg, np.nan, np.where(pos, np.inf, np.where(neg, -np.inf, result)))
 
 
-def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
+def run_block(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: Target, c_emin: int) -> np.ndarray:
     if not acc.c_after:
         return _chain_blocks(prods, k0, k1, c, acc, t, c_emin)
     # c_after: each instruction's blocks run from a zero accumulator; c (then the previous
@@ -61,13 +61,13 @@ def _run_block(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulat
         e = min(s + step, k1)
         part = _chain_blocks(prods, s, e, np.zeros(prods.R), acc, t, c_emin)
         finite = np.isfinite(part) & np.isfinite(c)
-        rounded = _add(np.where(finite, part, 0.0), np.where(finite, c, 0.0), t)
+        rounded = add_rounded(np.where(finite, part, 0.0), np.where(finite, c, 0.0), t)
         with np.errstate(invalid="ignore"):  # Inf + -Inf is NaN, as IEEE has it
             c = np.where(finite, rounded if acc.signed_underflow else rounded + 0.0, part + c)
     return c
 
 
-def _chain_blocks(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: _Target, c_emin: int) -> np.ndarray:
+def _chain_blocks(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: Target, c_emin: int) -> np.ndarray:
     """Blocks of products k0..k1-1 chained, the first from c (each result the next one's c)."""
     n = acc.block
     # No products (K = 0): c alone goes through one block FMA, exactly as it does when K is
@@ -81,5 +81,5 @@ def _chain_blocks(prods: _Products, k0: int, k1: int, c: np.ndarray, acc: Accumu
         if acc.product_overflow:
             result = _overflowed(prods, s, e, result)
         # Inf/NaN operands first (as their float64 sum has it), then the overflowed products.
-        c = _with_specials(prods, s, e, c, result)
+        c = with_specials(prods, s, e, c, result)
     return c

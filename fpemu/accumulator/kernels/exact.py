@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...arith import pow2
-from .products import _Products
+from .products import Products
 
 _LIMB = 30  # bits per limb of the long accumulator
 
 
-def _exact_sum(prods: _Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
+def exact_sum(prods: Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
     """The exact sum of the products and c, rounded to odd at 53 bits (float64).
 
     A Kulisch-style long accumulator: every term (a float64, 53-bit integer significand m at
@@ -45,17 +45,17 @@ def _exact_sum(prods: _Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
     return _read_limbs(limbs, base)
 
 
-def _signed_zero(prods: _Products, k0: int, k1: int, c: np.ndarray, rounded: np.ndarray) -> np.ndarray:
+def signed_zero(prods: Products, k0: int, k1: int, c: np.ndarray, rounded: np.ndarray) -> np.ndarray:
     """The rounded exact sum with IEEE 754's sign of zero (RNE): a non-zero sum that rounds to
     zero keeps its sign (``rounded`` has it already); an exact zero is -0 only when every term,
     c and each product, is -0 (-0 + -0 = -0), and +0 otherwise (1 - 1 = +0, +0 + -0 = +0).
 
-    >>> from .products import _Products
+    >>> from .products import Products
     >>> from ...formats import get_format
     >>> f = get_format("fp32")
-    >>> p = _Products(np.array([[-0.0, 0.0], [0.0, -0.0], [1.0, -1.0]]), np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0]]),
+    >>> p = Products(np.array([[-0.0, 0.0], [0.0, -0.0], [1.0, -1.0]]), np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0]]),
     ...               f, f, False, False)
-    >>> np.signbit(_signed_zero(p, 0, 2, np.array([-0.0, -0.0, -0.0]), np.zeros(3))).tolist()
+    >>> np.signbit(signed_zero(p, 0, 2, np.array([-0.0, -0.0, -0.0]), np.zeros(3))).tolist()
     [True, False, False]
     """
     negative = (c == 0) & np.signbit(c)
@@ -66,7 +66,7 @@ def _signed_zero(prods: _Products, k0: int, k1: int, c: np.ndarray, rounded: np.
     return np.where(rounded == 0, np.where(np.signbit(rounded), rounded, zero), rounded)
 
 
-def _term_range(prods: _Products, c: np.ndarray) -> tuple[int, int]:
+def _term_range(prods: Products, c: np.ndarray) -> tuple[int, int]:
     """Lowest bit weight and highest exponent any term can have (float64 frexp terms)."""
 
     def span(v: np.ndarray) -> tuple[int, int]:

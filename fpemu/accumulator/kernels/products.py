@@ -19,7 +19,7 @@ def _flush_inputs(v: np.ndarray, fmt: Format) -> np.ndarray:
     return np.where(np.abs(v) < fmt.min_normal, 0.0, v)
 
 
-class _Products:
+class Products:
     """Exact products for R output elements, handed out one k at a time.
 
     ``value(k)`` is the float64 product for every element (exact; non-finite products are
@@ -28,7 +28,7 @@ class _Products:
     one, or ``zero_exponent`` plus the partner's exponent when a zero operand has one). Both
     are computed on demand, so a GEMM never holds more than a few (R,) arrays: R is kept
     cache-sized by the caller. A GEMM prepares B once
-    (:func:`_operand`) and hands it to every chunk of rows of A.
+    (:func:`prepare_operand`) and hands it to every chunk of rows of A.
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray | _Operand, fa: Format, fb: Format, outer: bool, flush: bool,
@@ -37,17 +37,17 @@ class _Products:
         # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
         self.outer = outer
         self.lane_ordered = lane_ordered  # k already in the model's lane order (the caller did it)
-        opa = _operand(a.T, fa, flush, zero_exponent)
-        opb = b if isinstance(b, _Operand) else _operand(b if outer else b.T, fb, flush, zero_exponent)
+        opa = prepare_operand(a.T, fa, flush, zero_exponent)
+        opb = b if isinstance(b, _Operand) else prepare_operand(b if outer else b.T, fb, flush, zero_exponent)
         self.nonfinite = opa.nonfinite or opb.nonfinite
         self.a_raw, self.a, self.ea = opa.raw, opa.finite, opa.exponent
         self.b_raw, self.b, self.eb = opb.raw, opb.finite, opb.exponent
         self.K = self.a.shape[0]
         self.R = a.shape[0] * self.b.shape[1] if outer else a.shape[0]
 
-    def reordered(self, order: np.ndarray) -> _Products:
+    def reordered(self, order: np.ndarray) -> Products:
         """The same products with k taken in ``order`` (a permutation of 0..K-1)."""
-        new = object.__new__(_Products)
+        new = object.__new__(Products)
         new.__dict__.update(self.__dict__)
         new.lane_ordered = True
         for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
@@ -101,7 +101,7 @@ class _Operand(NamedTuple):
     nonfinite: bool
 
 
-def _operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int | None) -> _Operand:
+def prepare_operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int | None) -> _Operand:
     """An operand prepared once (k-major: B of a GEMM as it is, A and dot operands transposed)."""
     raw = np.ascontiguousarray(_flush_inputs(x_kmajor, fmt) if flush else x_kmajor)
     nonfinite = not np.isfinite(raw).all()
@@ -112,7 +112,7 @@ def _operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int 
     return _Operand(raw, finite, exps, nonfinite)
 
 
-def _with_specials(prods: _Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:
+def with_specials(prods: Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:
     """Where a product or c is Inf/NaN, the answer is their float64 sum (NaN for NaN inputs,
     Inf*0 and Inf-Inf; otherwise the Inf)."""
     bad_c = ~np.isfinite(c)

@@ -15,7 +15,7 @@ from ...formats import Format, get_format
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     """A rounding target: the format results are rounded to (fp32 with fewer fraction bits
     is a Format of its own), the rounding mode ("rz" or "rne"), and whether subnormal results
     flush to zero."""
@@ -29,22 +29,22 @@ class _Target:
         return self.format.emin
 
 
-def _target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False) -> _Target:
+def rounding_target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False) -> Target:
     f = get_format(fmt)
     if frac_bits is not None and frac_bits != f.mantissa_bits:
         f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
-    return _Target(f, mode, flush)
+    return Target(f, mode, flush)
 
 
 _ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
 
 
-def _round(v: np.ndarray, t: _Target) -> np.ndarray:
+def round_to_target(v: np.ndarray, t: Target) -> np.ndarray:
     """Round float64 values (exact inputs) to the target with the codec (fp32 RNE: numpy's
     IEEE cast, the same rounding); IEEE overflow (RNE -> Inf, RZ -> largest finite); a zero
     keeps its sign.
 
-    >>> _round(np.array([1 + 2**-23 + 2**-24, -3.0]), _target("fp16", "rne")).tolist()
+    >>> round_to_target(np.array([1 + 2**-23 + 2**-24, -3.0]), rounding_target("fp16", "rne")).tolist()
     [1.0, -3.0]
     """
     v = np.asarray(v, dtype=np.float64)
@@ -88,16 +88,16 @@ def _truncated(v: np.ndarray, fmt: Format) -> np.ndarray:
     return r
 
 
-def _add(x: np.ndarray, y: np.ndarray, t: _Target) -> np.ndarray:
+def add_rounded(x: np.ndarray, y: np.ndarray, t: Target) -> np.ndarray:
     """round(x + y) to the target, exactly (x, y exact float64 values)."""
-    return _round(round_to_odd_sum(x, y), t)
+    return round_to_target(round_to_odd_sum(x, y), t)
 
 
-def _read_acc(c: np.ndarray, t: _Target) -> np.ndarray:
+def read_acc(c: np.ndarray, t: Target) -> np.ndarray:
     """The accumulator operand as a flushing unit reads it: a zero or subnormal one is +0
     (MMA-Sim's CDNA2 flushes c to +0, the sign not kept); unchanged without flushing.
 
-    >>> _read_acc(np.array([-0.0, -2.0**-130, 1.0]), _target("fp32", "rne", flush=True)).tolist()
+    >>> read_acc(np.array([-0.0, -2.0**-130, 1.0]), rounding_target("fp32", "rne", flush=True)).tolist()
     [0.0, 0.0, 1.0]
     """
     if not t.flush:

@@ -7,12 +7,12 @@ import numpy as np
 
 from ...formats import get_format
 from ..model import Accumulator
-from .block import _run_block
-from .exact import _exact_sum, _signed_zero
-from .pairwise import _run_pairwise
-from .products import _Products, _with_specials
-from .rounding import _add, _round, _target
-from .sequential import _run_sequential
+from .block import run_block
+from .exact import exact_sum, signed_zero
+from .pairwise import run_pairwise
+from .products import Products, with_specials
+from .rounding import add_rounded, round_to_target, rounding_target
+from .sequential import run_sequential
 
 
 def lane_permutation(K: int, instruction_k: int, lane_order: str) -> np.ndarray:
@@ -31,36 +31,36 @@ def lane_permutation(K: int, instruction_k: int, lane_order: str) -> np.ndarray:
     return order[order < K]
 
 
-def _run(prods: _Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
+def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     """The model over all of K; float64 result values in the output format."""
     acc = acc.for_output(out)
     K = prods.K
     if acc.lane_order is not None and not prods.lane_ordered:
         prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
     if acc.kind == "exact":
-        rounded = _round(_exact_sum(prods, 0, K, c), _target(out, "rne"))
-        return _with_specials(prods, 0, K, c, _signed_zero(prods, 0, K, c, rounded))
+        rounded = round_to_target(exact_sum(prods, 0, K, c), rounding_target(out, "rne"))
+        return with_specials(prods, 0, K, c, signed_zero(prods, 0, K, c, rounded))
     if acc.kind == "block":
-        t = _target("fp16", "rne") if out == "fp16" else _target("fp32", acc.out_rounding, acc.out_frac_bits)
+        t = rounding_target("fp16", "rne") if out == "fp16" else rounding_target("fp32", acc.out_rounding, acc.out_frac_bits)
         c_emin = get_format("fp16" if out == "fp16" else "fp32").emin
-        step = lambda k0, k1, c0: _run_block(prods, k0, k1, c0, acc, t, c_emin)  # noqa: E731
+        step = lambda k0, k1, c0: run_block(prods, k0, k1, c0, acc, t, c_emin)  # noqa: E731
     else:
-        t = _target(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
+        t = rounding_target(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
         if acc.kind == "sequential":
-            step = lambda k0, k1, c0: _run_sequential(prods, k0, k1, c0, t, acc)  # noqa: E731
+            step = lambda k0, k1, c0: run_sequential(prods, k0, k1, c0, t, acc)  # noqa: E731
         else:
-            step = lambda k0, k1, c0: _run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
+            step = lambda k0, k1, c0: run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
     if acc.promote is None:
         result = step(0, K, c)
     else:
         # DeepSeek-V3: each interval starts from a zero accumulator in the unit; its result is
         # added to the fp32 register accumulator on the CUDA cores (RNE).
-        fp32 = _target("fp32", "rne")
-        result = _round(c, fp32)
+        fp32 = rounding_target("fp32", "rne")
+        result = round_to_target(c, fp32)
         for s in range(0, K, acc.promote):
             partial = step(s, min(s + acc.promote, K), np.zeros(prods.R))
             finite = np.where(np.isfinite(result), result, 0.0)
-            total = _add(finite, np.where(np.isfinite(partial), partial, 0.0), fp32)
+            total = add_rounded(finite, np.where(np.isfinite(partial), partial, 0.0), fp32)
             with np.errstate(invalid="ignore"):
                 naive = result + partial
             result = np.where(np.isfinite(naive), total, naive)

@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import Accumulator
-from .products import _Products, _with_specials
-from .rounding import _add, _read_acc, _round, _Target
+from .products import Products, with_specials
+from .rounding import add_rounded, read_acc, round_to_target, Target
 
 
-def _run_sequential(prods: _Products, k0: int, k1: int, c: np.ndarray, t: _Target, acc: Accumulator | None = None) -> np.ndarray:
+def run_sequential(prods: Products, k0: int, k1: int, c: np.ndarray, t: Target, acc: Accumulator | None = None) -> np.ndarray:
     every = acc.instruction_k if acc is not None else None
-    out = _read_acc(_round(c, t), t)
+    out = read_acc(round_to_target(c, t), t)
     for k in range(k0, k1):
         if every and k > k0 and (k - k0) % every == 0:
-            out = _read_acc(out, t)  # a new instruction reads its accumulator operand
+            out = read_acc(out, t)  # a new instruction reads its accumulator operand
         finite = np.where(np.isfinite(out), out, 0.0)
-        out = _with_specials(prods, k, k + 1, out, _add(finite, prods.value(k), t))
+        out = with_specials(prods, k, k + 1, out, add_rounded(finite, prods.value(k), t))
     return out

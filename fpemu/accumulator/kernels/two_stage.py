@@ -13,7 +13,7 @@ import numpy as np
 
 from ...arith import NO_EXPONENT, aligned_sum, cut_below, exponent
 from ..model import Accumulator
-from .products import _Products
+from .products import Products
 
 
 def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
@@ -27,16 +27,16 @@ def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
     return [ks for ks in lanes if len(ks)]
 
 
-def _late_sum(prods: _Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator) -> np.ndarray:
+def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator) -> np.ndarray:
     """The exact (float64) value of one two-stage block: products s..e-1 and accumulator c
     (finite, exponent ec), before the final rounding.
 
     >>> from ..lookup import get_accumulator
-    >>> from .products import _Products
+    >>> from .products import Products
     >>> from ...formats import get_format
     >>> bf16 = get_format("bf16")
-    >>> p = _Products(np.array([[2.0**-24]]), np.array([[1 + 2**-7]]), bf16, bf16, False, False, -126)
-    >>> _late_sum(p, 0, 1, np.array([1.0]), np.array([0]), get_accumulator("mi300", "bf16")) == 1 + 2**-24 + 2**-31
+    >>> p = Products(np.array([[2.0**-24]]), np.array([[1 + 2**-7]]), bf16, bf16, False, False, -126)
+    >>> late_sum(p, 0, 1, np.array([1.0]), np.array([0]), get_accumulator("mi300", "bf16")) == 1 + 2**-24 + 2**-31
     array([ True])
     """
     F = acc.frac_bits

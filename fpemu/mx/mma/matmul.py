@@ -12,9 +12,9 @@ from ...codec.operands import accumulator_operand
 from ...codec.returns import check_returns, deliver_values
 from ...parallel import run_each
 from ..array import BlockArray
-from ..dot_products import _check_matmul, _exact_matmul
+from ..dot_products import check_matmul, exact_matmul
 from ..formats import BlockFormat
-from ..mx_scales import _rn32_product
+from ..mx_scales import rn32_product
 from .lookup import get_block_accumulator
 from .model import BlockScaledAccumulator
 
@@ -73,7 +73,7 @@ def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.
         return acc * alpha
     p = acc.astype(np.float64) * float(ga)  # 24 x 24 bits: exact
     finite = np.isfinite(p)
-    out = _rn32_product(np.where(finite, p, 0.0), float(gb))
+    out = rn32_product(np.where(finite, p, 0.0), float(gb))
     out[~finite] = (p[~finite] * float(gb)).astype(np.float32)
     return np.where(out == 0, np.copysign(out, acc), out)  # alpha > 0: a zero keeps acc's sign
 
@@ -147,14 +147,14 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     >>> [float(matmul(x, y, accumulator=acc)[0, 0]) - 1 for acc in ("exact", "b200", "mmasim-blackwell")]
     [4.76837158203125e-07, 4.76837158203125e-07, 0.0]
     """
-    bs = _check_matmul(a, b)
+    bs = check_matmul(a, b)
     returns = check_returns(returns, a)
     if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
         raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
     model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
     if model.kind == "blockwise":
-        acc = _exact_matmul(a, b, c0, workers)
+        acc = exact_matmul(a, b, c0, workers)
     else:
         check_fits(model, a.format, b.format, bs)
         acc = _fused_matmul(a, b, c0, model, workers)

@@ -16,7 +16,7 @@ import numpy as np
 from ...arith import NO_EXPONENT, exponent
 from ...codec import decode
 from ..array import BlockArray
-from ..dot_products import _k_scales
+from ..dot_products import k_scales
 from .model import BlockScaledAccumulator
 
 #: "No set bit": the lowest-bit bound of a row without a non-zero element.
@@ -73,7 +73,7 @@ class Side:
 
     def __init__(self, q: BlockArray, k_axis: int, model: BlockScaledAccumulator) -> None:
         codes = q.codes if k_axis == 1 else q.codes.T
-        scales = _k_scales(q, k_axis)
+        scales = k_scales(q, k_axis)
         scales = scales if k_axis == 1 else scales.T
         ik = model.instruction_k
         k = codes.shape[1]

@@ -17,7 +17,7 @@ from .loop import (
     DEFAULT_GPT_STEPS,
     GPT_RUNS,
     GPTSetup,
-    _train,
+    train_gpt_setup,
     compare_setups,
     gpt_setup,
 )
@@ -41,30 +41,30 @@ def gpt_setups(args: argparse.Namespace, progress: Callable[[str, int, int], Non
 
 def train_setups(setups: list[GPTSetup]) -> list:
     """Train the runs; their histories."""
-    return [_train(s)[0] for s in setups]
+    return [train_gpt_setup(s)[0] for s in setups]
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
     """``fpemu infer``: train the transformer in FP32, then run it with FP8/FP4 weights and
     activations and compare with FP32."""
     from ...errors import RunError
-    from ..files import _check_json_file, _finite_or_null
+    from ..files import check_json_file, finite_or_null
 
     formats = _formats(args.formats)
     steps = DEFAULT_GPT_STEPS if args.steps is None else args.steps
     setup = gpt_setup("fp32", None, steps, args.seed)  # checks the arguments before any work
     if args.json_file:
         try:
-            _check_json_file(args.json_file)
+            check_json_file(args.json_file)
         except OSError as exc:
             raise RunError(f"cannot write --json-file {exc.filename or args.json_file}: {exc.strerror or exc}") from None
     # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
     with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
         setup = replace(setup, progress=lambda i, n: step())
-        _, params = _train(setup)
+        _, params = train_gpt_setup(setup)
         rows = quantized_inference(params, setup.task, formats, seed=setup.seed, progress=lambda i, n: step())
     payload = {"steps": setup.steps, "seed": setup.seed, "rows": rows}
-    text = json.dumps(_finite_or_null(payload), indent=1, allow_nan=False)  # strict JSON: NaN/Inf as null
+    text = json.dumps(finite_or_null(payload), indent=1, allow_nan=False)  # strict JSON: NaN/Inf as null
     if args.json:
         print(text)
     else:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import _check_int
+from ..checks import check_int
 from .corpus import ALPHABET
 
 # Resource bound: every parameter array and every activation of a step within this many values.
@@ -32,7 +32,7 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab", "context", "d_model", "n_head", "n_layer", "d_ff"):
-            _check_int(name, getattr(self, name), 1)
+            check_int(name, getattr(self, name), 1)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
         biggest = max(self.vocab, self.context, 3 * self.d_model, self.d_ff) * max(self.d_model, self.d_ff)
@@ -79,7 +79,7 @@ def init_gpt(cfg: GPTConfig, seed: int, dtype=np.float32) -> dict[str, np.ndarra
     >>> p["h0.ln1.g"][:2].tolist(), p["h0.qkv.b"][:2].tolist(), p["wte"].dtype.name
     ([1.0, 1.0], [0.0, 0.0], 'float32')
     """
-    seed = _check_int("seed", seed, 0)
+    seed = check_int("seed", seed, 0)
     rng = np.random.default_rng([seed, 0x697])
     params = {}
     for name, shape in param_shapes(cfg).items():

@@ -3,7 +3,7 @@
 per-tensor FP8.
 
 Each class keeps what its backward needs in a context object returned by :meth:`fwd`.
-``stats`` (:class:`fpemu.train.stats._CastStats`) counts every gradient value rounded to a low
+``stats`` (:class:`fpemu.train.stats.CastStats`) counts every gradient value rounded to a low
 format: ``kind`` is ``"loss"`` for the logits' gradient, ``"act"`` for other activation
 gradients, and ``"weight"``, ``"bias"`` for what the GEMMs write.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from ...formats import Format, get_format
 from ..recipes import CurrentScaling, DelayedScaling, TensorScale, fp8_cast
-from ..rounders import _rounder
+from ..rounders import rounder
 
 
 def _plain(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
@@ -63,7 +63,7 @@ class LinearLow(LinearFP32):
     def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None) -> None:
         self.low = get_format(fmt)
         self.name = self.low.name
-        self.round = _rounder(self.low)
+        self.round = rounder(self.low)
         self.mm = matmul or _plain
 
     def fwd(self, x, w, b):

@@ -10,9 +10,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..blas import single_threaded_blas
-from ..checks import _check_callable, _check_int
-from ..history import History, _Recorder
-from ..scalers import LOSS_SCALES, _make_scaler
+from ..checks import check_callable, check_int
+from ..history import History, Recorder
+from ..scalers import LOSS_SCALES, make_scaler
 from .config import GPTConfig, init_gpt
 from .layers import cross_entropy
 from .model import forward, loss_and_grads
@@ -67,9 +67,9 @@ def gpt_setup(
     progress: Callable[[int, int], None] | None = None,
 ) -> GPTSetup:
     """Check every argument of :func:`run_gpt` and build the run (no training yet)."""
-    steps = _check_int("steps", steps, 1, 10**6)
-    seed = _check_int("seed", seed, 0)
-    _check_callable("progress", progress, optional=True)
+    steps = check_int("steps", steps, 1, 10**6)
+    seed = check_int("seed", seed, 0)
+    check_callable("progress", progress, optional=True)
     if task is not None and not isinstance(task, GPTTask):
         raise TypeError(f"task must be a GPTTask (see make_gpt_task) or None, got {task!r}")
     if loss_scale is not None and loss_scale not in LOSS_SCALES:
@@ -81,17 +81,17 @@ def gpt_setup(
         loss_scale = "dynamic" if prec.name == "fp16" else "none"
     if prec.name == "fp32":
         loss_scale = "none"
-    scaler = _make_scaler(loss_scale, init_scale, growth_interval=growth_interval)
+    scaler = make_scaler(loss_scale, init_scale, growth_interval=growth_interval)
     return GPTSetup(task or make_gpt_task(seed), prec, scaler, loss_scale, steps, seed, progress)
 
 
 def train_gpt(precision: str = "fp32", loss_scale: str | None = None, steps: int = DEFAULT_GPT_STEPS,
               seed: int = 0, **kw) -> tuple[History, dict]:
     """:func:`run_gpt`, also returning the trained FP32 master weights."""
-    return _train(gpt_setup(precision, loss_scale, steps, seed, **kw))
+    return train_gpt_setup(gpt_setup(precision, loss_scale, steps, seed, **kw))
 
 
-def _train(setup: GPTSetup) -> tuple[History, dict]:
+def train_gpt_setup(setup: GPTSetup) -> tuple[History, dict]:
     with single_threaded_blas(), np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         return _loop(setup)
 
@@ -103,7 +103,7 @@ def _loop(setup: GPTSetup) -> tuple[History, dict]:
     names = list(params)
     opt = AdamW(params, task.weight_decay)
     rng = np.random.default_rng([seed, 0xB47C])
-    rec = _Recorder(steps)
+    rec = Recorder(steps)
     t0 = time.perf_counter()
     for step in range(steps):
         x, y = batch(task.train, rng, task.batch_size, cfg.context)
@@ -152,17 +152,17 @@ def compare_gpt(steps: int = DEFAULT_GPT_STEPS, seed: int = 0,
                 progress: Callable[[str, int, int], None] | None = None, **kw) -> list[History]:
     """Train every run of ``runs`` ((precision, fp8 recipe, NVFP4 recipe) triples) on the same
     task and seed."""
-    return [_train(setup)[0] for setup in compare_setups(steps, seed, runs, progress, **kw)]
+    return [train_gpt_setup(setup)[0] for setup in compare_setups(steps, seed, runs, progress, **kw)]
 
 
 def compare_setups(steps: int, seed: int, runs: Sequence[tuple[str, str, str]],
                    progress: Callable[[str, int, int], None] | None = None, **kw) -> list[GPTSetup]:
     """The checked setups of :func:`compare_gpt` (every run checked before the first trains)."""
-    _check_callable("progress", progress, optional=True)
+    check_callable("progress", progress, optional=True)
     if not isinstance(runs, (list, tuple)) or not runs or not all(
             isinstance(r, (list, tuple)) and len(r) == 3 and all(isinstance(v, str) for v in r) for r in runs):
         raise TypeError(f"runs must be a non-empty list of (precision, fp8 recipe, nvfp4 recipe), got {runs!r}")
-    task = kw.pop("task", None) or make_gpt_task(_check_int("seed", seed, 0))
+    task = kw.pop("task", None) or make_gpt_task(check_int("seed", seed, 0))
     setups = []
     for p, fp8, nv in runs:
         tag = p + (f"[{fp8}]" if p == "fp8" else f"[{nv}]" if p == "nvfp4" else "")

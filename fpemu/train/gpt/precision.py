@@ -24,9 +24,9 @@ import numpy as np
 
 from ...formats import Format, get_format
 from ..accumulate import accumulator_matmul
-from ..checks import _check_int
-from ..recipes import CurrentScaling, DelayedScaling, _fp8_recipe, recipe_name
-from ..rounders import _rounder
+from ..checks import check_int
+from ..recipes import CurrentScaling, DelayedScaling, as_fp8_recipe, recipe_name
+from ..rounders import rounder
 from .blocks import LinearBlock, NVFP4Recipe, parse_recipe
 from .linears import LinearFP8, LinearFP32, LinearLow
 
@@ -76,9 +76,9 @@ def make_gpt_precision(
     if not isinstance(precision, str) or precision.strip().lower() not in GPT_PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(GPT_PRECISIONS)}")
     p = precision.strip().lower()
-    n_layer = _check_int("n_layer", n_layer, 1)
-    seed = _check_int("seed", seed, 0)
-    recipe = _fp8_recipe(fp8_recipe)
+    n_layer = check_int("n_layer", n_layer, 1)
+    seed = check_int("seed", seed, 0)
+    recipe = as_fp8_recipe(fp8_recipe)
     nv = parse_recipe(nvfp4_recipe) if isinstance(nvfp4_recipe, str) else (nvfp4_recipe or NVFP4Recipe())
     if not isinstance(nv, NVFP4Recipe):
         raise TypeError(f"nvfp4_recipe must be an NVFP4Recipe or a string, got {nvfp4_recipe!r}")
@@ -113,7 +113,7 @@ def make_gpt_precision(
     low = None if p == "fp32" else blocks[0]["qkv"].low
     return GPTPrecision(
         name=p, variant=variant, low=low, blocks=blocks, head=head,
-        attn=_rounder(get_format(attn_fmt)) if attn_fmt else None,
-        act=_rounder(get_format(p)) if p in ("fp16", "bf16") else None,
+        attn=rounder(get_format(attn_fmt)) if attn_fmt else None,
+        act=rounder(get_format(p)) if p in ("fp16", "bf16") else None,
         linears=[lin for b in blocks for lin in b.values()] + [head],
     )

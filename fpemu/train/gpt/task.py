@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import _check_float32, _check_int
+from ..checks import check_float32, check_int
 from .config import GPTConfig
 from .corpus import make_corpus
 
@@ -50,16 +50,16 @@ def make_gpt_task(
     >>> t.config.n_layer, t.batch_size * t.config.context, len(t.val) >= 500
     (3, 256, True)
     """
-    seed = _check_int("seed", seed, 0)
+    seed = check_int("seed", seed, 0)
     cfg = GPTConfig(**config)
-    batch_size = _check_int("batch_size", batch_size, 1, 4096)
-    n_train = _check_int("n_train", n_train, cfg.context + 2, 2**26)
-    n_val = _check_int("n_val", n_val, cfg.context + 2, 2**26)
-    n_eval = _check_int("n_eval", n_eval, 1, 4096)
-    warmup = _check_int("warmup", warmup, 0)
+    batch_size = check_int("batch_size", batch_size, 1, 4096)
+    n_train = check_int("n_train", n_train, cfg.context + 2, 2**26)
+    n_val = check_int("n_val", n_val, cfg.context + 2, 2**26)
+    n_eval = check_int("n_eval", n_eval, 1, 4096)
+    warmup = check_int("warmup", warmup, 0)
     ok = lambda v: bool(np.isfinite(v) and v >= 0)  # noqa: E731
     for name, value in (("lr", lr), ("weight_decay", weight_decay), ("clip", clip)):
-        _check_float32(name, value, ok, "a finite float32 number >= 0")
+        check_float32(name, value, ok, "a finite float32 number >= 0")
     if batch_size * cfg.context * max(cfg.vocab, cfg.d_ff, 3 * cfg.d_model) > 2**26:
         raise ValueError("a batch's activations would exceed 2**26 values: use a smaller batch or model")
     train, val = make_corpus(seed, n_train, n_val)
