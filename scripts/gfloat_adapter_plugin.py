@@ -34,9 +34,10 @@ The translation:
   ``FloatValue`` besides the value (sign bit, exponent field, significand, class) are read off
   the code with the fpemu format's widths and bias.
 
-Tensors of other array libraries (torch) go through NumPy and come back in their own type;
-under ``torch.compile`` the fpemu call is left out of the graph (``torch.compiler.disable``),
-since fpemu is NumPy code.
+Tensors of other array libraries (torch, JAX, array-API ones) go through NumPy and come back
+in their own type. fpemu is NumPy code, so under ``torch.compile`` the fpemu call is left out
+of the graph (``torch.compiler.disable``), and a JAX array (also a tracer under ``jax.jit``)
+is rounded through ``jax.pure_callback``, which hands fpemu the concrete values.
 
 At the end of the session the outcome counts and the number of calls made to each
 replacement are written as JSON to the file named by ``$GFLOAT_ADAPTER_RESULT``.
@@ -226,6 +227,25 @@ def _round_torch(fi: Any, v: Any, rnd: Any, sat: bool, srbits: Any, srnumbits: i
     return _ROUND_TORCH(fi, v, rnd, sat, srbits, srnumbits)
 
 
+def _is_jax(x: Any) -> bool:
+    """A JAX array, concrete or a tracer under ``jax.jit`` (both are ``jax.Array``)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array)
+
+
+def _round_jax(fi: Any, v: Any, rnd: Any, sat: bool, srbits: Any, srnumbits: int) -> Any:
+    """round_ndarray of a JAX array: fpemu on its NumPy copy through ``jax.pure_callback``, so
+    that under ``jax.jit`` the NumPy code runs on the concrete values, not on the tracer."""
+    import jax
+
+    def host(x: Any, *bits: Any) -> np.ndarray:
+        out = _round_numpy(fi, np.asarray(x), rnd, sat, np.asarray(bits[0]) if bits else None, srnumbits)
+        return np.asarray(out, dtype=x.dtype)
+
+    args = (v,) if srbits is None else (v, srbits)
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(v.shape, v.dtype), *args, vmap_method="sequential")
+
+
 def _default_round_mode() -> Any:
     from gfloat import RoundMode
 
@@ -248,6 +268,8 @@ def round_ndarray(fi: Any, v: Any, rnd: Any = None, sat: bool = False, srbits: A
     rnd = _default_round_mode() if rnd is None else rnd
     if _is_torch(v):
         return _round_torch(fi, v, rnd, sat, srbits, srnumbits)
+    if _is_jax(v):
+        return _round_jax(fi, v, rnd, sat, srbits, srnumbits)
     out = _round_numpy(fi, v, rnd, sat, srbits, srnumbits)
     if isinstance(v, np.ndarray) or np.isscalar(v):
         return out
