@@ -75,10 +75,13 @@ def page(browser, url):
 
 
 def settle(page, action) -> None:
-    """Do ``action`` and wait until the page has had the server's answer."""
+    """Do ``action`` and wait until the page has had the server's answer to the last request
+    it made (leaving a field fires that field's own change first: an earlier answer alone
+    does not count)."""
     seq = int(page.evaluate("document.body.dataset.seq"))
     action()
-    page.wait_for_function(f"Number(document.body.dataset.seq) > {seq}")
+    page.wait_for_function(f"Number(document.body.dataset.seq) > {seq} && "
+                           "(document.body.dataset.asked || '0') === (document.body.dataset.answered || '0')")
 
 
 def shot(page, name: str) -> None:

@@ -15,17 +15,8 @@ from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
 from .elements import element_table
 from .formats import BlockFormat, get_block_format
-from .layout import (
-    axes_tuple,
-    block_tuple,
-    moved,
-    output_rows,
-    region_rows,
-    block_regions,
-    row_chunks,
-    store_rows,
-    unmoved,
-)
+from .layout import axes_tuple, block_regions, block_tuple, moved
+from .layout import output_rows, region_rows, row_chunks, store_rows, unmoved
 from .mx_scales import SCALE_ROUNDINGS, pow2_from_e8m0
 from .nvfp4_scales import nvfp4_decode_scale, te_amax_is_degenerate
 from .packing import pack_codes

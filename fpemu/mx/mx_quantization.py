@@ -16,16 +16,7 @@ from .conventions import MXRule
 from .elements import TINY_MATTERS, encode_elements, nan_fill, restore_underflow
 from .formats import BlockFormat
 from .inputs import stochastic_positions
-from .layout import (
-    moved,
-    nblocks,
-    output_rows,
-    region_rows,
-    block_regions,
-    row_chunks,
-    store_rows,
-    unmoved,
-)
+from .layout import block_regions, moved, nblocks, output_rows, region_rows, row_chunks, store_rows, unmoved
 from .mx_scales import block_amax_bits, mx_scale_codes, pow2_from_e8m0
 
 

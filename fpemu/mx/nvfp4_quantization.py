@@ -13,16 +13,7 @@ from .array import BlockArray
 from .elements import encode_elements
 from .formats import BlockFormat
 from .inputs import float32_input, stochastic_positions
-from .layout import (
-    moved,
-    nblocks,
-    output_rows,
-    region_rows,
-    block_regions,
-    row_chunks,
-    store_rows,
-    unmoved,
-)
+from .layout import block_regions, moved, nblocks, output_rows, region_rows, row_chunks, store_rows, unmoved
 from .mx_scales import block_amax_bits
 from .nvfp4_scales import nvfp4_block_scales, nvfp4_decode_scale, tensor_amax
 

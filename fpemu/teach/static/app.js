@@ -26,6 +26,7 @@ const page = { bits: "", blocks: [], formats: [], seq: 0, ticket: 0, hash: "", t
 function done() {  // one request answered (tests wait on this counter)
   page.seq += 1;
   document.body.dataset.seq = String(page.seq);
+  document.body.dataset.answered = String(page.ticket);  // (asked = answered: nothing in flight)
 }
 
 async function api(path, body) {
@@ -278,6 +279,7 @@ function showError(resultId, errorId, message) {  // an error replaces the resul
 // (answers can arrive out of order), and only the latest counts as done.
 async function call(work, resultId, errorId) {
   const ticket = ++page.ticket;
+  document.body.dataset.asked = String(ticket);
   const current = () => ticket === page.ticket;
   try {
     await work(current);
@@ -330,6 +332,7 @@ function typedCode(id) {  // the hex or the integer field: a code, or an error i
     if (text === "" || code < 0n) throw new Error();
   } catch (e) {
     page.ticket += 1;  // (what was asked before is stale now)
+    document.body.dataset.asked = String(page.ticket);
     showError("result", "error", id === "hex" ? "a code in hex is digits 0-9 and A-F, got '" + text + "'"
       : "a code as an integer is digits 0-9, got '" + text + "'");
     done();
