@@ -172,3 +172,21 @@ def test_explore_stops_on_ctrl_c_even_if_the_parent_blocked_or_ignored_it(how):
             proc.kill()
             pytest.fail(f"fpemu explore did not stop on SIGINT with SIGINT {how} in its parent")
     assert proc.returncode == 0 and err.strip() == "stopped"
+
+
+@pytest.mark.parametrize("gone", [BrokenPipeError, ConnectionResetError])
+def test_a_page_that_went_away_is_not_a_traceback(gone):
+    """A browser that closes its connection before the answer is written (a reload, a request
+    it dropped) ends that request quietly instead of socketserver's traceback on stderr."""
+    from fpemu.teach.server import _Handler
+
+    class Gone:
+        def write(self, data):
+            raise gone()
+
+    handler = object.__new__(_Handler)  # (no socket: only what _send touches)
+    handler.send_response = handler.send_header = lambda *args: None
+    handler.end_headers = lambda: None
+    handler.wfile = Gone()
+    handler._send(200, b"{}", "application/json")
+    assert handler.close_connection is True
