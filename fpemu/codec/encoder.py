@@ -249,8 +249,13 @@ def _encode_dask(x, fmt: Format, opts: Conversion, rng: Any, random_bits: Any, w
 
 
 def _integers(arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
-    """Integer input as float64 that rounds once: to odd at 53 bits (exact for formats of up to
-    51 significant bits), or numpy's correctly rounded cast for binary64 under RNE."""
+    """Integer input as floats that round once. Integers of at most 16 bits as float32 (every
+    one is a float32, exactly, so the codes are those of the same values as float64, and the
+    float32 paths are the fast ones, as for float16 input); wider ones as float64: rounded to
+    odd at 53 bits (exact for formats of up to 51 significant bits), or numpy's correctly
+    rounded cast for binary64 under RNE."""
+    if arr.dtype.itemsize <= 2:  # |v| < 2**16 <= 2**24: exact in float32
+        return arr.astype(np.float32)
     if fmt.mantissa_bits < 51 or not arr.size:
         return integers_to_float64(arr)
     big = np.abs(arr.astype(np.float64)) >= 2.0**53
