@@ -38,8 +38,9 @@ def k_block(q: BlockArray, k_axis: int) -> int:
 _K_PART = 1 << 14
 
 
-def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """sum_k ia[m, k] * ib[k, n], exact, as float64 rounded to odd.
+def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray, paired: bool = False) -> np.ndarray:
+    """sum_k ia[m, k] * ib[k, n], exact, as float64 rounded to odd (``paired``: ib is (M, K)
+    and the result sum_k ia[m, k] * ib[m, k], (M,)).
 
     ia and ib are integers below 2**32 in magnitude. ia is split into 16-bit halves so every
     product is below 2**48; K is summed 2**14 at a time so no int64 sum overflows, and the
@@ -47,11 +48,16 @@ def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     2**31. Rounding to odd at 53 bits followed by one rounding to float32 equals a single
     rounding of the exact sum (Boldo and Melquiond), so no double rounding creeps in.
     """
-    m, n = ia.shape[0], ib.shape[1]
-    top, mid, low = (np.zeros((m, n), np.int64) for _ in range(3))
+    shape = (ia.shape[0],) if paired else (ia.shape[0], ib.shape[1])
+    top, mid, low = (np.zeros(shape, np.int64) for _ in range(3))
     for s in range(0, max(ia.shape[1], 1), _K_PART):
-        a, b = ia[:, s : s + _K_PART], ib[s : s + _K_PART]
-        hi, lo = (a >> 16) @ b, (a & 0xFFFF) @ b  # the part's sum is hi * 2**16 + lo
+        a = ia[:, s : s + _K_PART]
+        if paired:  # integer sums: exact in any order, the same limbs as the matrix product's
+            b = ib[:, s : s + _K_PART]
+            hi, lo = ((a >> 16) * b).sum(axis=1), ((a & 0xFFFF) * b).sum(axis=1)
+        else:
+            b = ib[s : s + _K_PART]
+            hi, lo = (a >> 16) @ b, (a & 0xFFFF) @ b  # the part's sum is hi * 2**16 + lo
         hi += lo >> 16  # carry so that 0 <= lo < 2**16 (arithmetic shift keeps the sign)
         low += lo & 0xFFFF
         mid += hi & 0xFFFFFFFF
@@ -164,14 +170,35 @@ def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | Non
 _MIN_ROWS = 64
 
 
+def exact_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
+    """d[i] = a[i] . b[i] + c[i] in the exact model for (R, K) block arrays both blocked along
+    K (axis 1), before NVFP4's per-tensor scales: (R,) float32, each row the bits the (1, K) x
+    (K, 1) :func:`exact_matmul` of that pair gives, without forming the R x R products. The
+    rows run in pieces on ``workers`` threads."""
+    bs = a.block_size
+    r = a.shape[0]
+    count = max(1, min(resolve_workers(workers), r // _MIN_ROWS))
+    rows = [slice(r * i // count, r * (i + 1) // count) for i in range(count)]
+
+    def piece(part: slice) -> np.ndarray:
+        pa, pb = _rows_of(a, part), _rows_of(b, part)
+        return _matmul_rows(_Operand(pa, 1), _Operand(pb, 1), pa, pb, bs, c[part], paired=True)
+
+    parts = run_each(piece, rows, count)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
 def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
     """Rows of an (M, K) block array blocked along K (axis 1)."""
     return BlockArray(q.codes[rows], q.scales[rows], q.format, q.axis, q.block_size,
                       q.global_scale, q.global_amax, q.variant, q.scale_rounding)
 
 
-def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray) -> np.ndarray:
-    """The rows of C that opa holds (see :func:`exact_matmul`), from their accumulator c."""
+def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray,
+                 paired: bool = False) -> np.ndarray:  # fmt: skip
+    """The rows of C that opa holds (see :func:`exact_matmul`), from their accumulator c;
+    ``paired``: opb holds as many rows as opa (b read as (R, K)) and row i meets row i only,
+    (R,) results (see :func:`exact_dot_rows`)."""
     k = a.shape[1]
     shift = a.format.int_shift + b.format.int_shift
     acc = np.array(c, dtype=np.float32)
@@ -180,16 +207,22 @@ def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs:
             ks = slice(j * bs, min((j + 1) * bs, k))
             ia, bad_a = opa.ints(j, ks)
             ib, bad_b = opb.ints(j, ks)
-            exact = _exact_sums_odd(ia, ib.T)
-            e = opa.exp[:, j, None] + opb.exp[None, :, j] - shift
+            if paired:
+                exact = _exact_sums_odd(ia, ib, True)
+                e = opa.exp[:, j] + opb.exp[:, j] - shift
+                special = bad_a | bad_b
+            else:
+                exact = _exact_sums_odd(ia, ib.T)
+                e = opa.exp[:, j, None] + opb.exp[None, :, j] - shift
+                special = bad_a[:, None] | bad_b[None, :]
             block = np.ldexp(exact, e.astype(np.int32)).astype(np.float32)
-            special = bad_a[:, None] | bad_b[None, :]
             if special.any():
-                block = np.where(special, _special_block(opa, opb, j, ks), block)
+                block = np.where(special, _special_block(opa, opb, j, ks, paired), block)
             # The sign of an exactly zero block matters only where the running sum is -0.
-            i, n = np.nonzero((exact == 0) & (acc == 0) & np.signbit(acc) & ~special)
-            if i.size:
-                block[i, n] = np.where(_all_products_negative_zero(opa, opb, i, n, ks, bs), -0.0, 0.0)
+            where = np.nonzero((exact == 0) & (acc == 0) & np.signbit(acc) & ~special)
+            if where[0].size:
+                i, n = (where[0], where[0]) if paired else where
+                block[where] = np.where(_all_products_negative_zero(opa, opb, i, n, ks, bs), -0.0, 0.0)
             acc = acc + block
     return acc
 
@@ -213,9 +246,12 @@ def _zeros_and_signs(op: _Operand, rows: np.ndarray, ks: slice, bs: int) -> tupl
     return zero, np.signbit(v)
 
 
-def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice) -> np.ndarray:
+def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice, paired: bool = False) -> np.ndarray:
     """float32 of K-block j's product in float64 (only read where a NaN/Inf takes part, so
     the result is NaN or +-Inf there whatever the rounding of the finite terms)."""
     if opa.q.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
-        return np.full((opa.q.shape[0], opb.q.shape[1]), np.nan, np.float32)
+        shape = (opa.q.shape[0],) if paired else (opa.q.shape[0], opb.q.shape[1])
+        return np.full(shape, np.nan, np.float32)
+    if paired:
+        return (opa.values(j, ks) * opb.values(j, ks)).sum(axis=1).astype(np.float32)
     return (opa.values(j, ks) @ opb.values(j, ks).T).astype(np.float32)

@@ -30,15 +30,17 @@ from .model import BlockScaledAccumulator
 from .operands import Side
 
 
-def _exact_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _exact_products(x: np.ndarray, y: np.ndarray, paired: bool = False) -> np.ndarray:
     """x @ y.T for sums that are exact in float64 in any order, without BLAS: NumPy's own
-    loop. OpenBLAS's threads, spinning after each of these many small products, took the
+    loop (``paired``: row i of x with row i of y only, (rows,)). OpenBLAS's threads, spinning after each of these many small products, took the
     cores from the element-wise work between them (a 512x512x4096 GEMM 7x slower on 2 cores).
 
     >>> _exact_products(np.array([[1.0, 2.0]]), np.array([[3.0, 4.0], [1.0, 0.0]])).tolist()
     [[11.0, 1.0]]
+    >>> _exact_products(np.array([[1.0, 2.0], [1.0, 1.0]]), np.array([[3.0, 4.0], [1.0, 0.0]]), True).tolist()
+    [11.0, 1.0]
     """
-    return np.einsum("ik,jk->ij", x, y)
+    return np.einsum("ik,ik->i" if paired else "ik,jk->ij", x, y)
 
 
 def _round_out(v: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
@@ -86,25 +88,39 @@ def _term_loop(a: Side, b: Side, ks: slice, cf: np.ndarray, ec: np.ndarray, mode
     return _round_out(total, model)
 
 
-def _product_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+def _pair(x: np.ndarray, y: np.ndarray, paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, ...) per-row arrays of a and b lined up for the results: every (a row, b row)
+    pair (a's along axis 0, b's along axis 1), or row i with row i (``paired``)."""
+    return (x, y) if paired else (x[:, None], y[None, :])
+
+
+def _product_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator,
+                  paired: bool = False) -> np.ndarray:  # fmt: skip
     """One instruction with a term per product (``term_exponent="product"``)."""
     ik, F = model.instruction_k, model.frac_bits
     ks = slice(t * ik, (t + 1) * ik)
     cf, ec = _c_terms(c, model)
     # The exact fast path: no term loses a bit and the float64 matrix product cannot round.
     limit = min(F, 53 - a.sig_bits - b.sig_bits - math.ceil(math.log2(ik)))
-    high = np.maximum(ec, a.high[:, t, None] + b.high[None, :, t])
-    fast = (high - (a.low[:, t, None] + b.low[None, :, t]) <= limit) & ((cf == 0) | (ec - 23 >= high - F))
+    ah, bh = _pair(a.high[:, t], b.high[:, t], paired)
+    al, bl = _pair(a.low[:, t], b.low[:, t], paired)
+    high = np.maximum(ec, ah + bh)
+    fast = (high - (al + bl) <= limit) & ((cf == 0) | (ec - 23 >= high - F))
     if not fast.any():
+        if paired:
+            rows = np.arange(c.shape[0])
+            return _term_loop(a, b, ks, cf, ec, model, (rows, rows))
         return _term_loop(a, b, ks, cf, ec, model).reshape(c.shape)
-    out = _round_out(round_to_odd_sum(_exact_products(a.value[:, ks], b.value[:, ks]), cf), model)
+    out = _round_out(round_to_odd_sum(_exact_products(a.value[:, ks], b.value[:, ks], paired), cf), model)
     if not fast.all():
-        i, j = np.nonzero(~fast)
-        out[i, j] = _term_loop(a, b, ks, cf[i, j], ec[i, j], model, (i, j))
+        slow = np.nonzero(~fast)
+        i, j = (slow[0], slow[0]) if paired else slow
+        out[slow] = _term_loop(a, b, ks, cf[slow], ec[slow], model, (i, j))
     return out
 
 
-def _scale_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+def _scale_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccumulator,
+                paired: bool = False) -> np.ndarray:  # fmt: skip
     """One instruction with a term per sub-block (``term_exponent="scale"``): the exact
     sub-block sum times both scale significands, at the scales' exponents."""
     ik, sb = model.instruction_k, model.sub_block
@@ -113,33 +129,39 @@ def _scale_step(a: Side, b: Side, t: int, c: np.ndarray, model: BlockScaledAccum
     values, exps = [cf], [ec]
     for g in range(t * ik, (t + 1) * ik, sb):
         blk = g // a.block
-        sums = _exact_products(a.ints[:, g : g + sb], b.ints[:, g : g + sb])  # integers below 2**53
-        e = a.scale_exp[:, blk, None] + b.scale_exp[None, :, blk]
-        v = sums * (a.scale_sig[:, blk, None] * b.scale_sig[None, :, blk]) * pow2(e - shift)
+        sums = _exact_products(a.ints[:, g : g + sb], b.ints[:, g : g + sb], paired)  # integers below 2**53
+        ea, eb = _pair(a.scale_exp[:, blk], b.scale_exp[:, blk], paired)
+        sa, sb_ = _pair(a.scale_sig[:, blk], b.scale_sig[:, blk], paired)
+        e = ea + eb
+        v = sums * (sa * sb_) * pow2(e - shift)
         values.append(v)
         exps.append(np.where(v == 0, NO_EXPONENT, e) if model.zero_exponent is None else e)
     # A sub-block sum spans up to 52 bits above its scales' exponent: no float64 fast sum.
     return _round_out(aligned_sum(values, exps, model.frac_bits, model.term_rounding, None)[0], model)
 
 
-def _specials(a: Side, b: Side, t: int, c: np.ndarray, out: np.ndarray, ik: int) -> np.ndarray:
+def _specials(a: Side, b: Side, t: int, c: np.ndarray, out: np.ndarray, ik: int,
+              paired: bool = False) -> np.ndarray:  # fmt: skip
     """Where a NaN or Inf takes part (an element, a NaN scale, c), the IEEE value of the
     instruction's products and c: NaN for a NaN, Inf*0 or Inf-Inf, otherwise the Inf."""
-    bad = a.bad[:, t, None] | b.bad[None, :, t] | ~np.isfinite(c)
+    bad_a, bad_b = _pair(a.bad[:, t], b.bad[:, t], paired)
+    bad = bad_a | bad_b | ~np.isfinite(c)
     if not bad.any():
         return out
-    i, j = np.nonzero(bad)
+    where = np.nonzero(bad)
+    i, j = (where[0], where[0]) if paired else where
     ks = slice(t * ik, (t + 1) * ik)
     with np.errstate(invalid="ignore"):
-        s = (a.raw(i, ks) * b.raw(j, ks)).sum(axis=1) + c[i, j]
-    out[i, j] = np.where(np.isfinite(s), out[i, j], s)
+        s = (a.raw(i, ks) * b.raw(j, ks)).sum(axis=1) + c[where]
+    out[where] = np.where(np.isfinite(s), out[where], s)
     return out
 
 
-def run_fused(a: Side, b: Side, c: np.ndarray, model: BlockScaledAccumulator) -> np.ndarray:
+def run_fused(a: Side, b: Side, c: np.ndarray, model: BlockScaledAccumulator, paired: bool = False) -> np.ndarray:
     """The model over all of K for a's rows against b's: (rows of a, rows of b) float64 values
-    in fp32, starting from the accumulator c."""
+    in fp32, starting from the accumulator c; ``paired``: row i of a against row i of b only,
+    (rows,) from c of shape (rows,), each the value the (1, 1) run of that pair gives."""
     step = _product_step if model.term_exponent == "product" else _scale_step
     for t in range(a.kp // model.instruction_k):
-        c = _specials(a, b, t, c, step(a, b, t, c, model), model.instruction_k)
+        c = _specials(a, b, t, c, step(a, b, t, c, model, paired), model.instruction_k, paired)
     return c

@@ -4,6 +4,7 @@ scales applied as the model says."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ from ...codec.operands import accumulator_operand
 from ...codec.returns import check_returns, deliver_values
 from ...parallel import run_each
 from ..array import BlockArray
-from ..dot_products import check_matmul, exact_matmul
+from ..dot_products import check_matmul, exact_dot_rows, exact_matmul
 from ..formats import BlockFormat
 from ..mx_scales import rn32_product
 from .lookup import get_block_accumulator
@@ -161,26 +162,90 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     return deliver_values(_apply_alpha(acc, a, b, model), returns, a)
 
 
+def _rows_2d(q: BlockArray, rows: int) -> BlockArray:
+    """A (..., K) block array blocked along its last axis as (rows, K), blocked along axis 1."""
+    k = q.shape[-1]
+    return BlockArray(q.codes.reshape(rows, k), q.scales.reshape(rows, q.scales.shape[-1]), q.format, 1,
+                      q.block_size, q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+
+
+def _fused_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator,
+                    workers: int | None) -> np.ndarray:  # fmt: skip
+    """Row i of a (R, K) against row i of b (R, K) in the fused model: (R,) fp32 values, each
+    the bits the (1, K) x (K, 1) :func:`matmul` of that pair gives (the kernel's paired mode:
+    the R products, not R x R)."""
+    from .fused import run_fused
+    from .operands import Side
+
+    r = a.shape[0]
+    side_a, side_b = Side(a, 1, model), Side(b, 1, model)  # b's rows read as B's columns are
+    out = np.empty(r, np.float32)
+    rows = 1 << 16  # results per piece: its arrays stay in cache
+
+    def piece(i: int) -> None:
+        part = slice(i, min(i + rows, r))
+        out[part] = run_fused(side_a.take_rows(part), side_b.take_rows(part), c[part], model, paired=True)
+
+    run_each(piece, range(0, r, rows), workers)
+    return out
+
+
+def _check_dot_layout(q: BlockArray) -> None:
+    if not isinstance(q, BlockArray):
+        raise TypeError(f"dot takes BlockArrays, got {type(q).__name__}")
+    if q.codes.ndim == 0:
+        raise ValueError("dot takes block arrays of shape (..., K), got a 0-d one")
+    if len(q.axes) != 1 or q.axes[0] != q.codes.ndim - 1:
+        raise ValueError(f"dot reduces the last axis, so its operands must be blocked along it (axis "
+                         f"{q.codes.ndim - 1}), got {q!r}: quantize with axis=-1")
+
+
 def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
-        instruction: str | None = None, returns: str = "numpy") -> Any:  # fmt: skip
-    """The dot product of two 1-D block arrays plus c, in the model ``accumulator`` (see
-    :func:`matmul` for the arithmetic): a float32 scalar (``returns="torch"``: a 0-d tensor).
+        instruction: str | None = None, workers: int | None = None, returns: str = "numpy") -> Any:  # fmt: skip
+    """Batched dot products over the last axis, d = sum_k a[..., k] * b[..., k] + c, of two
+    block arrays of the same shape (..., K), both blocked along that last axis, in the model
+    ``accumulator`` (see :func:`matmul` for the arithmetic): float32 of shape (...); two 1-D
+    block arrays give a float32 scalar (``returns="torch"``: a 0-d tensor). ``c`` (default 0)
+    broadcasts to (...): each row's accumulator start. Every row has the bits the 1-D dot of
+    that row gives (the kernels pair row i with row i; no product of one row with another is
+    formed); rows run in pieces on ``workers`` threads.
 
     >>> from fpemu.mx import quantize
     >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
     >>> float(dot(x, y)), float(dot(x, y, 1.0, accumulator="b200"))
     (3.5, 4.5)
+    >>> X = quantize([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]], "mxfp4")
+    >>> Y = quantize([[4.0, -1.0, 0.5], [1.0, 1.0, 1.0]], "mxfp4")
+    >>> dot(X, Y, [0.0, 1.0], accumulator="b200").tolist()
+    [3.5, 7.0]
     """
     for q in (a, b):
-        if not isinstance(q, BlockArray):
-            raise TypeError(f"dot takes BlockArrays, got {type(q).__name__}")
-        if q.codes.ndim != 1:
-            raise ValueError(f"dot takes 1-D block arrays, got shape {q.shape}")
+        _check_dot_layout(q)
     if a.shape != b.shape:
-        raise ValueError(f"dot needs equal lengths, got {a.shape[0]} and {b.shape[0]}")
-    if c is not None and np.ndim(c) != 0:
-        raise ValueError(f"c of a dot product is one number, got shape {np.shape(c)}")
+        raise ValueError(f"dot needs a and b of the same shape (..., K), with equal lengths K, got {a.shape} "
+                         f"and {b.shape}")
+    batch = a.shape[:-1]
+    if not batch:  # 1-D: the scalar of the (1, K) x (K, 1) product, as always
+        if c is not None and np.ndim(c) != 0:
+            raise ValueError(f"c of a dot product of 1-D block arrays is one number, got shape {np.shape(c)}")
+        returns = check_returns(returns, a)
+        d = np.float32(matmul(_as_row(a), _as_column(b), c, accumulator=accumulator, instruction=instruction,
+                              workers=workers)[0, 0])
+        out = deliver_values(np.asarray(d), returns, a)
+        return d if isinstance(out, np.ndarray) else out
     returns = check_returns(returns, a)
-    d = np.float32(matmul(_as_row(a), _as_column(b), c, accumulator=accumulator, instruction=instruction)[0, 0])
-    out = deliver_values(np.asarray(d), returns, a)
-    return d if isinstance(out, np.ndarray) else out
+    if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
+        raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
+    r = math.prod(batch)
+    a2, b2 = _rows_2d(a, r), _rows_2d(b, r)
+    bt = BlockArray(b2.codes.T, b2.scales.T, b2.format, 0, b2.block_size, b2.global_scale, b2.global_amax,
+                    b2.variant, b2.scale_rounding)  # B = b's rows as columns: matmul's checks, as for 1-D
+    bs = check_matmul(a2, bt)
+    model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
+    c0 = accumulator_operand(c, batch, "fp32").reshape(r)
+    if model.kind == "blockwise":
+        acc = exact_dot_rows(a2, b2, c0, workers)
+    else:
+        check_fits(model, a.format, b.format, bs)
+        acc = _fused_dot_rows(a2, b2, c0, model, workers)
+    return deliver_values(_apply_alpha(acc, a, b, model).reshape(batch), returns, a)
