@@ -355,6 +355,7 @@ function customSpec() {
 
 function useCustom(event) {
   event.preventDefault();
+  clearTimeout(page.timer);  // (it encodes the number field as it is: no typed request after it)
   const spec = customSpec();
   return call(async () => {
     await api("/api/encode", Object.assign({ format: spec, value: $("number").value }, encodeOptions()));  // refused before it is kept
