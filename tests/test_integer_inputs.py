@@ -113,13 +113,19 @@ def _same(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def every_small_case(test):
+    """Every <=16-bit integer dtype x every small format x every rounding of SMALL_MODES."""
+    for name, values, ids in (("mode", SMALL_MODES, None), ("fmt", SMALL_FORMATS, lambda f: f.name),
+                              ("dtype", SMALL_INTS, lambda d: np.dtype(d).name)):
+        test = pytest.mark.parametrize(name, values, ids=ids)(test)
+    return test
+
+
 def _kwargs(mode: str) -> dict:
     return {"rounding": mode, "rng": 2025} if mode == "stochastic" else {"rounding": mode}
 
 
-@pytest.mark.parametrize("dtype", SMALL_INTS, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("fmt", SMALL_FORMATS, ids=lambda f: f.name)
-@pytest.mark.parametrize("mode", SMALL_MODES)
+@every_small_case
 def test_small_integers_encode_as_their_float64_values(dtype, fmt, mode):
     x = _every(dtype)
     kw = _kwargs(mode)
@@ -132,9 +138,7 @@ def test_small_integers_encode_as_their_float64_values(dtype, fmt, mode):
                  want if isinstance(want, tuple) else want.reshape(-1, 16))
 
 
-@pytest.mark.parametrize("dtype", SMALL_INTS, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("fmt", SMALL_FORMATS, ids=lambda f: f.name)
-@pytest.mark.parametrize("mode", SMALL_MODES)
+@every_small_case
 def test_small_integers_quantize_as_their_float64_values(dtype, fmt, mode):
     x = _every(dtype)
     kw = _kwargs(mode)
