@@ -37,6 +37,7 @@ PATHS = {
     "encode e2m1 f32": "codec", "encode fp16 f32": "codec",
     "encode e4m3 f64": "codec", "encode e5m2 f64": "codec", "encode bf16 f64": "codec",
     "encode e2m1 f64": "codec", "encode e4m3 f16": "codec", "encode e4m3 int32": "codec",
+    "encode e4m3 int16": "codec", "encode bf16 int16": "codec",
     "decode e4m3 f32": "codec", "decode bf16 f32": "codec", "decode e2m1 f32": "codec",
     "mx.quantize mxfp8_e4m3": "mx", "mx.quantize mxfp4": "mx", "mx.quantize nvfp4": "mx",
     "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
@@ -57,7 +58,7 @@ def _path_functions(n: int) -> dict:
     x64 = rng.standard_normal(n)
     x32 = x64.astype(np.float32)
     inputs = {"f32": x32, "f64": x64, "f16": x32.astype(np.float16),
-              "int32": (x64 * 100).astype(np.int32)}
+              "int32": (x64 * 100).astype(np.int32), "int16": (x64 * 1000).astype(np.int16)}
     fns: dict = {}
     for name in PATHS:
         words = name.split()
