@@ -11,8 +11,29 @@ fpemu.errors.RunError: no model reproduces the dump
 
 from __future__ import annotations
 
-__all__ = ["RunError"]
+from typing import Callable, NoReturn
+
+__all__ = ["RunError", "moved_names"]
 
 
 class RunError(Exception):
     """A command that cannot finish for a reason the user can act on (exit status 1)."""
+
+
+def moved_names(package: str, moved: dict[str, str]) -> Callable[[str], NoReturn]:
+    """A package's module ``__getattr__`` for the names it no longer re-exports: each name of
+    ``moved`` (name -> the module that defines it) fails saying where it lives now.
+
+    >>> getattr_ = moved_names("fpemu.train", {"cmd_train": "fpemu.train.cli"})
+    >>> getattr_("cmd_train")
+    Traceback (most recent call last):
+    ...
+    AttributeError: fpemu.train.cmd_train is fpemu.train.cli.cmd_train now
+    """
+
+    def __getattr__(name: str) -> NoReturn:
+        if name in moved:
+            raise AttributeError(f"{package}.{name} is {moved[name]}.{name} now")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -39,6 +39,7 @@ products), ``run`` (:func:`run_crosscheck`: the rows of every backend asked for)
 :mod:`fpemu.backends`.
 """
 
+from ..errors import moved_names
 from ..backends import BACKENDS
 from ..cases import edge_cases, random_cases
 from .casts import compare_cast, compare_decode
@@ -70,7 +71,4 @@ _MOVED = {
 }
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        raise AttributeError(f"fpemu.crosscheck.{name} is {_MOVED[name]}.{name} now")
-    raise AttributeError(f"module 'fpemu.crosscheck' has no attribute {name!r}")
+__getattr__ = moved_names("fpemu.crosscheck", _MOVED)

@@ -22,6 +22,7 @@ repository root (``python -m research.fp8_fp16 probe|fit``). Its result is the h
 presets' fp16 model in :mod:`fpemu.isa`; ``moved`` makes the old paths name the new ones.
 """
 
+from ..errors import moved_names
 from ..backends import fake_device
 from .dumps import Dump, DumpError, load_dump
 from .feature_tests import ProbeResult, probe
@@ -46,13 +47,14 @@ _MOVED = {
 }
 
 
+_moved_name = moved_names("fpemu.fit", _MOVED)
+
+
 def __getattr__(name: str):
-    if name in _MOVED:
-        raise AttributeError(f"fpemu.fit.{name} is {_MOVED[name]}.{name} now")
     if name in MOVED_MODULES:
         raise AttributeError(f"fpemu.fit.{name} moved out of the library: research.fp8_fp16.{name} "
                              "(from a checkout of the fpemu repository)")  # fmt: skip
-    raise AttributeError(f"module 'fpemu.fit' has no attribute {name!r}")
+    return _moved_name(name)
 
 
 __all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "report", "ProbeResult", "probe", "fake_device"]

@@ -55,6 +55,7 @@ The package, in the order data flows (each module imports only those above it):
 
 from __future__ import annotations
 
+from ..errors import moved_names
 import numpy as np  # noqa: F401  (the examples above use np)
 
 from .blas import single_threaded_blas
@@ -71,14 +72,11 @@ from .task import Task, make_task
 
 # Names this package re-exported in 0.1 that live in one module only now: asking for them here
 # says where (the command line's glue in .cli, the report's helpers in .report ...).
-_MOVED = {"cmd_train": "cli", "register_cli": "cli", "excess_loss": "report", "what_happened": "report",
-          "TASK_LIMITS": "task"}
+_MOVED = {"cmd_train": "fpemu.train.cli", "register_cli": "fpemu.train.cli", "excess_loss": "fpemu.train.report",
+          "what_happened": "fpemu.train.report", "TASK_LIMITS": "fpemu.train.task"}
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        raise AttributeError(f"fpemu.train.{name} is fpemu.train.{_MOVED[name]}.{name} now")
-    raise AttributeError(f"module 'fpemu.train' has no attribute {name!r}")
+__getattr__ = moved_names("fpemu.train", _MOVED)
 
 
 __all__ = [

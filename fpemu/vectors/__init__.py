@@ -36,6 +36,7 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 ``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``, ``fpemu verify``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 """
 
+from ..errors import moved_names
 from ..outputs import atomic_output, check_output_path
 from .block_gemm import block_gemm_vectors
 from .cheader import MAX_HEADER_BYTES
@@ -57,7 +58,4 @@ _MOVED = {
 }
 
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        raise AttributeError(f"fpemu.vectors.{name} is {_MOVED[name]}.{name} now")
-    raise AttributeError(f"module 'fpemu.vectors' has no attribute {name!r}")
+__getattr__ = moved_names("fpemu.vectors", _MOVED)
