@@ -62,6 +62,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
     options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan, sr_bits=args.sr_bits)
     if args.seed is not None:
+        if args.seed < 0:
+            raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
         options["rng"] = args.seed
     text = codec.explain(args.value, args.format, color=color and not args.json, **options)
     if args.json:

@@ -147,6 +147,7 @@ def test_show_stochastic_seed_repeats_and_draws_both_neighbours(capsys):
     (["--seed", "3"], "rng applies to the stochastic roundings"),
     (["-r", "stochastic", "--sr-bits", "4"], "sr_bits applies to stochastic_a"),
     (["-r", "stochastic_a"], "needs sr_bits"),
+    (["-r", "stochastic", "--seed", "-5"], "--seed must be a whole number >= 0, got -5"),
 ])
 def test_show_seed_and_sr_bits_refuse_what_does_not_apply(capsys, argv, message):
     code, _, err = run(capsys, "show", "0.3", "-f", "e4m3", *argv)
