@@ -125,12 +125,16 @@ def _kwargs(mode: str) -> dict:
     return {"rounding": mode, "rng": 2025} if mode == "stochastic" else {"rounding": mode}
 
 
+def _as_ints_and_as_float64(convert, dtype, fmt, mode):
+    """convert(every value of dtype) and convert(the same values as float64), each a result
+    or the error it raised; also the values and the keywords used."""
+    x, kw = _every(dtype), _kwargs(mode)
+    return _outcome(lambda: convert(x, fmt, **kw)), _outcome(lambda: convert(x.astype(np.float64), fmt, **kw)), x, kw
+
+
 @every_small_case
 def test_small_integers_encode_as_their_float64_values(dtype, fmt, mode):
-    x = _every(dtype)
-    kw = _kwargs(mode)
-    got = _outcome(lambda: fpemu.encode(x, fmt, **kw))
-    want = _outcome(lambda: fpemu.encode(x.astype(np.float64), fmt, **kw))
+    got, want, x, kw = _as_ints_and_as_float64(fpemu.encode, dtype, fmt, mode)
     assert _same(got, want)
     # the same in pieces on threads, and for a 2-D array (stochastic bits follow positions)
     assert _same(_outcome(lambda: fpemu.encode(x, fmt, workers=3, **kw)), want)
@@ -140,10 +144,7 @@ def test_small_integers_encode_as_their_float64_values(dtype, fmt, mode):
 
 @every_small_case
 def test_small_integers_quantize_as_their_float64_values(dtype, fmt, mode):
-    x = _every(dtype)
-    kw = _kwargs(mode)
-    got = _outcome(lambda: fpemu.quantize(x, fmt, **kw))
-    want = _outcome(lambda: fpemu.quantize(x.astype(np.float64), fmt, **kw))
+    got, want, _, _ = _as_ints_and_as_float64(fpemu.quantize, dtype, fmt, mode)
     if not isinstance(got, tuple) and not isinstance(want, tuple):
         assert got.dtype == want.dtype == np.float64
         nan = np.isnan(want)  # (NaN payloads may differ by path: the NaNs must agree)
