@@ -26,6 +26,7 @@ from .options import STOCHASTIC_WITH_BITS, Conversion
 from .paths import encode_flat, encode_path
 from .returns import check_returns, deliver_codes
 from .rounding import broadcast_random_bits, sr_key
+from .small_inputs import NAN_SENTINEL, input_table, lookup, takes_table
 from .specials import NanInputError, raise_nan
 
 
@@ -151,9 +152,36 @@ def encode(
             return deliver_codes(codes, fmt, returns, given)
         arr = exact_to_float32(arr)
     arr = narrow(arr, via)
+    table = input_table(arr.dtype, fmt, opts, _encode_patterns) if takes_table(arr.dtype, opts, arr.size) else None
+    if table is not None:  # float16, (u)int8/16: one gather
+        return deliver_codes(_encode_by_input_table(arr, fmt, opts, table, workers), fmt, returns, given)
     if arr.dtype.kind in "iu":
         arr = _integers(arr, fmt, opts)
     return deliver_codes(_encode_array(arr, fmt, opts, rng, random_bits, workers), fmt, returns, given)
+
+
+def _encode_patterns(values: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
+    """Codes of every pattern of a <= 16-bit dtype, the way encode takes them without the table."""
+    arr = _integers(values, fmt, opts) if values.dtype.kind in "iu" else values
+    return _encode_array(arr, fmt, opts, workers=1)
+
+
+def _encode_by_input_table(arr: np.ndarray, fmt: Format, opts: Conversion, table: np.ndarray,
+                           workers: int | None) -> np.ndarray:
+    """Codes of a float16 or (u)int8/16 array through the table of all its patterns' codes
+    (:mod:`.small_inputs`), on ``workers`` threads."""
+    flat = np.ascontiguousarray(arr).reshape(-1).view(f"u{arr.dtype.itemsize}")
+    refused = opts.nan == "raise" and arr.dtype.kind == "f"
+    sentinel = refused and table[0x7E01] == NAN_SENTINEL  # (0x7E01: a float16 NaN)
+    if refused and not sentinel:  # NaN: a magnitude pattern above Inf's
+        nan = np.count_nonzero((flat & np.uint16(0x7FFF)) > np.uint16(0x7C00))
+        if nan:
+            raise_nan(int(nan), fmt)
+    out = np.empty(flat.size, dtype=table.dtype)
+    run_pieces(lambda part: lookup(flat[part], table, out[part]), flat.size, workers, light=True)
+    if sentinel and out.size and out.max() == NAN_SENTINEL:
+        raise_nan(int(np.count_nonzero(out == NAN_SENTINEL)), fmt)
+    return out.reshape(arr.shape)
 
 
 def _encode_array(arr: np.ndarray, fmt: Format, opts: Conversion, rng: Any = None, random_bits: Any = None,
