@@ -78,6 +78,15 @@ def _arithmetic_plan(fmt: Format, opts: Conversion):
     return top_half_plan(fmt, opts, _encode_table(fmt, opts))
 
 
+def top_half_kernel(fmt: Format, opts: Conversion) -> tuple | None:
+    """(plan, table) of the top-half arithmetic (:mod:`.top_half`) where encode takes it for
+    float32 input into fmt under opts, else None: what MX's scaled blocks build on."""
+    if not _table_path_ok(fmt, opts) or opts.nan == "raise":
+        return None
+    plan = _arithmetic_plan(fmt, opts)
+    return None if plan is None else (plan, _encode_table(fmt, opts))
+
+
 def _halves(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Low and high 16-bit halves of a flat uint32 array, as strided views (no copy)."""
     pairs = u.view(np.uint16).reshape(-1, 2)

@@ -24,6 +24,7 @@ used instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,8 @@ class _Plan:
     min_normal: float  # below it, in bulk, the subnormal range by float arithmetic (RNE only):
     magic: float  # a power of two whose float32 spacing is the format's subnormal spacing
     neg_zero: bool  # whether the format has -0 (else a negative rounded to zero is +0)
+    rebias: int  # taken off float32's exponent field (in the top half's units, 2**7)
+    emin: int  # the format's smallest normal exponent
 
 
 def _candidate(fmt: Format, opts: Conversion) -> _Plan | None:
@@ -74,14 +77,15 @@ def _candidate(fmt: Format, opts: Conversion) -> _Plan | None:
     return _Plan(drop, (_INCREMENT[opts.rounding](drop) - rebias) % (1 << 16),
                  opts.rounding == "nearest_even", fmt.max_code - (1 << fmt.mantissa_bits),
                  1 << fmt.mantissa_bits, 8 - fmt.bits, fmt.min_normal,
-                 2.0 ** (23 + fmt.emin - fmt.mantissa_bits), fmt.has_neg_zero)
+                 2.0 ** (23 + fmt.emin - fmt.mantissa_bits), fmt.has_neg_zero, rebias, fmt.emin)
 
 
 def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray,
-                  scratch: tuple[np.ndarray, ...], mode: str = "auto") -> None:
+                  scratch: tuple[np.ndarray, ...], mode: str = "auto", scaled: _Scaled | None = None) -> None:
     """Codes of the float32 patterns ``u`` (a piece) into ``out``. ``mode``: "auto" picks per
     piece; "sparse" looks every special up in the table; "subnormal" does the subnormal range
-    by arithmetic first (the check runs both, so that it sees every sum)."""
+    by arithmetic first (the check runs both, so that it sees every sum). With ``scaled``,
+    the codes of u's values divided by their blocks' powers of two (:func:`encode_scaled_blocks`)."""
     top, a, b, sticky, special, small, f, keep = (s[: u.size] for s in scratch)
     np.right_shift(u, np.uint32(16), out=top, casting="unsafe")
     np.copyto(b, u, casting="unsafe")  # the low halves
@@ -92,7 +96,11 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
         np.right_shift(a, np.uint16(plan.drop), out=b)
         b &= np.uint16(1)
         a += b
-    a += np.uint16(plan.offset)
+    if scaled is None:
+        a += np.uint16(plan.offset)
+    else:  # the offset less each block's exponent: x / 2**e has e less in its exponent field
+        blocks = a.reshape(-1, scaled.block)
+        np.add(blocks, scaled.offsets[:, None], out=blocks)
     a >>= np.uint16(plan.drop)
     np.greater(a, np.uint16(plan.largest), out=special)
     a += np.uint16(plan.first_normal)
@@ -101,6 +109,13 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     a |= top
     np.copyto(out, a, casting="unsafe")
     count = np.count_nonzero(special)
+    if scaled is not None and count:  # the specials from the divided values themselves
+        if count * 16 > u.size:  # many: the piece divided, then encoded as it is
+            _encode_piece(scaled.values(None).view(np.uint32), plan, table, out, scratch, mode)
+        else:
+            where = np.flatnonzero(special)
+            out[where] = _table_codes(scaled.values(where).view(np.uint32), table)
+        return
     if plan.even and (mode == "subnormal" or (mode == "auto" and count * 16 > u.size)):
         _subnormal_range(u.view(np.float32), plan, top, out, special, small, f, b, keep)
         count = np.count_nonzero(special)
@@ -158,6 +173,56 @@ def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "
         for start in range(0, u.size, step):
             piece = slice(start, min(start + step, u.size))
             _encode_piece(u[piece], plan, table, out[piece], scratch, mode)
+    return out
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A piece's blocks of ``block`` elements, each to be divided by a power of two:
+    ``offsets`` (uint16, one a block) replace the plan's offset, ``values(where)`` gives the
+    divided float32 values at the piece's flat positions ``where`` (None: all of them)."""
+
+    block: int
+    offsets: np.ndarray
+    values: Callable[[np.ndarray | None], np.ndarray]
+
+
+def scaled_blocks_hold(plan: _Plan, exponents: np.ndarray, top_exponents: np.ndarray) -> bool:
+    """Whether :func:`encode_scaled_blocks` is exact for blocks with these scale exponents e
+    (x / 2**e) and these float32 exponent fields of their amax (all finite).
+
+    Taking e off the exponent field is the division wherever the quotient is a float32
+    normal. Elsewhere the field wraps below the format's normal range, so the element is a
+    special and is encoded from the quotient itself, provided that (1) a zero or float32
+    subnormal input (field 0, read as if normal when e < 0) still lands below the format's
+    normal range: -e <= 126 + emin; (2) no quotient's field passes 254; (3) the lowest sum,
+    -(e << 7) less the rebias, does not wrap all the way back into the codes.
+    """
+    if not exponents.size:
+        return True
+    low, high = int(exponents.min()), int(exponents.max())
+    lowest = (1 << 16) - (max(high, 0) << 7) - plan.rebias
+    return (-low <= 126 + plan.emin and int((top_exponents.astype(np.int64) - exponents).max()) <= 254
+            and 0 <= plan.rebias and (lowest >> plan.drop) > plan.largest)
+
+
+def encode_scaled_blocks(u: np.ndarray, plan: _Plan, table: np.ndarray, exponents: np.ndarray, block: int,
+                         divided: Callable[[slice, np.ndarray | None], np.ndarray], out: np.ndarray) -> np.ndarray:
+    """Codes (uint8, into out) of the float32 patterns u (flat, blocks of ``block``) each
+    divided by 2**e, e its block's entry of ``exponents``, without computing the quotients:
+    e comes off the exponent field in the rounding's own addition. ``divided(piece, where)``
+    gives the quotients of u[piece] at the positions where (None: all), for the few elements
+    the arithmetic leaves to the table. Exact where :func:`scaled_blocks_hold`."""
+    offsets = ((plan.offset - (exponents.astype(np.int64) << 7)) & 0xFFFF).astype(np.uint16)
+    step = chunk_size(_PIECE) // block * block
+    kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
+    scratch = tuple(reused(f"top_half.{i}", min(step, u.size), t) for i, t in enumerate(kinds))
+    with np.errstate(invalid="ignore"):
+        for start in range(0, u.size, step):
+            piece = slice(start, min(start + step, u.size))
+            scaled = _Scaled(block, offsets[start // block: piece.stop // block],
+                             lambda where, piece=piece: divided(piece, where))
+            _encode_piece(u[piece], plan, table, out[piece], scratch, "auto", scaled)
     return out
 
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..arith import round_to_odd_sum
+from ..codec.scratch import scratch
 from .formats import BlockFormat
 
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).
@@ -29,11 +30,29 @@ def block_amax_bits(xb: np.ndarray, skip_nan: bool = False) -> np.ndarray:
     or with ``skip_nan`` are left out, as CUDA's fmaxf leaves them)."""
     utype, mbits, _ = _BITS[xb.dtype]
     sign_off = utype(np.iinfo(utype).max >> 1)
-    mag = np.bitwise_and(xb.view(utype), sign_off)
+    # (into a reused buffer: a fresh one costs a page fault a page, more than the pass itself)
+    mag = np.bitwise_and(xb.view(utype), sign_off, out=scratch("amax.magnitudes", xb.size, utype).reshape(xb.shape))
     if skip_nan:
         inf_bits = utype(sign_off ^ ((1 << mbits) - 1))
-        mag[mag > inf_bits] = 0  # mag is a fresh array
-    return mag.max(axis=-1) if mag.shape[-1] else np.zeros(mag.shape[:-1], utype)
+        mag[mag > inf_bits] = 0  # mag is the buffer, not xb
+    return last_axis_max(mag) if mag.shape[-1] else np.zeros(mag.shape[:-1], utype)
+
+
+def last_axis_max(a: np.ndarray) -> np.ndarray:
+    """The maximum over the last axis of a C-contiguous array: adjacent pairs halved along
+    the flat array while the length is even (one long strided pass each, together about one
+    pass over a; a reduction over 32 elements a block costs NumPy a call per block, 2.6 times
+    slower), then a reduction over the odd rest.
+
+    >>> last_axis_max(np.array([[3, 9, 2, 4, 1, 1], [0, 5, 7, 6, 8, 2]], np.uint32)).tolist()
+    [9, 8]
+    """
+    k, lead = a.shape[-1], a.shape[:-1]
+    flat, level = a.reshape(-1), 0
+    while k % 2 == 0:  # (into two reused buffers in turn, never into a)
+        half = scratch(f"amax.half{level % 2}", flat.size // 2, a.dtype)
+        flat, k, level = np.maximum(flat[0::2], flat[1::2], out=half), k // 2, level + 1
+    return flat.reshape(lead + (k,)).max(axis=-1)  # (a new array)
 
 
 def _as_float64_bits(amax_bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
