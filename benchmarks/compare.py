@@ -36,10 +36,13 @@ PATHS = {
     "encode e4m3 f32": "codec", "encode e5m2 f32": "codec", "encode bf16 f32": "codec",
     "encode e2m1 f32": "codec", "encode fp16 f32": "codec",
     "encode e4m3 f64": "codec", "encode e5m2 f64": "codec", "encode bf16 f64": "codec",
-    "encode e2m1 f64": "codec", "encode e4m3 f16": "codec", "encode e4m3 int32": "codec",
+    "encode e2m1 f64": "codec", "encode e4m3 f16": "codec", "encode bf16 f16": "codec",
+    "encode e2m1 f16": "codec", "encode e4m3 int32": "codec",
     "encode e4m3 int16": "codec", "encode bf16 int16": "codec",
     "decode e4m3 f32": "codec", "decode bf16 f32": "codec", "decode e2m1 f32": "codec",
-    "mx.quantize mxfp8_e4m3": "mx", "mx.quantize mxfp4": "mx", "mx.quantize nvfp4": "mx",
+    "decode bf16 f64": "codec", "decode e4m3 f64": "codec",
+    "mx.quantize mxfp8_e4m3": "mx", "mx.quantize mxfp8_e5m2": "mx", "mx.quantize mxfp6_e3m2": "mx",
+    "mx.quantize mxfp4": "mx", "mx.quantize nvfp4": "mx",
     "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
     "gemm a100 fp16 128^3": "gemm", "gemm h100 e4m3 128x128x1024": "gemm",
     "mx.matmul b200 mxfp8 128x128x1024": "gemm",
@@ -67,7 +70,8 @@ def _path_functions(n: int) -> dict:
             fns[name] = ((lambda x=x, f=words[1]: fpemu.encode(x, f, workers=1)), n)
         elif words[0] == "decode":
             codes = fpemu.encode(x32, words[1], workers=1)
-            fns[name] = ((lambda c=codes, f=words[1]: fpemu.decode(c, f, dtype=np.float32, workers=1)), n)
+            dtype = {"f32": np.float32, "f64": np.float64}[words[2]]
+            fns[name] = ((lambda c=codes, f=words[1], d=dtype: fpemu.decode(c, f, dtype=d, workers=1)), n)
         elif words[0] == "mx.quantize":
             fns[name] = ((lambda f=words[1]: mx.quantize(x32, f)), n)
         elif words[0] == "mx.dequantize":

@@ -158,15 +158,14 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
             if rare and low[:n].min():  # (a reduction: fast) no decision point
                 continue
             suspect = np.equal(low[:n], 0, out=flag[:n])
-            where = np.flatnonzero(suspect)
-            if where.size * 16 > n:  # e.g. data on a grid: keep the inexact
+            if np.count_nonzero(suspect) * 16 > n:  # e.g. data on a grid: keep the inexact
                 with np.errstate(invalid="ignore"):  # (NaN: redone, as the cast does)
                     suspect &= np.not_equal(o.astype(np.float64), flat[part], out=inexact[:n])
                 if np.count_nonzero(suspect) * 16 > n:
                     o[...] = _float64_to_float32_odd(flat[part], found)
                     found[-1] = found[-1] + part.start
                     continue
-                where = np.flatnonzero(suspect)
+            where = np.flatnonzero(suspect)
             with np.errstate(invalid="ignore"):
                 where = where[flat[part][where] != o[where]]
             o[where] = _float32_odd_by_cast(flat[part][where])
