@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
 import sys
 import time
 import warnings
@@ -85,14 +86,28 @@ def _encode_rows(data: dict) -> list:
         rows.append((f"encode {name} from float64 (vs ml_dtypes)",
                      lambda w, f=name: fpemu.encode(x64, f, workers=w), "ml_dtypes",
                      None if dtype is None else (lambda threads, d=dtype: x64.astype(d)), None))
-    for name in ("e4m3", "bf16", "e2m1"):
+    for name, out in (("e4m3", np.float32), ("bf16", np.float32), ("e2m1", np.float32), ("bf16", np.float64)):
         codes = fpemu.encode(x32, name)
         dtype = getattr(ml_dtypes, ML_NAMES[name]) if ml_dtypes is not None else None
         cast = None if dtype is None else codes.view(dtype)
-        rows.append((f"decode {name} to float32",
-                     lambda w, f=name, c=codes: fpemu.decode(c, f, dtype=np.float32, workers=w), "ml_dtypes",
-                     None if cast is None else (lambda threads, c=cast: c.astype(np.float32)), 1.0))
+        rows.append((f"decode {name} to {np.dtype(out).name}",
+                     lambda w, f=name, c=codes, o=out: fpemu.decode(c, f, dtype=o, workers=w), "ml_dtypes",
+                     None if cast is None else (lambda threads, c=cast, o=out: c.astype(o)), 1.0))
     return rows
+
+
+def import_cost(runs: int = 5) -> str:
+    """``import fpemu`` beyond numpy, best of ``runs`` fresh interpreters (bytecode cached,
+    as users have it), and the number of fpemu modules it loads."""
+    code = ("import time, sys, numpy; t = time.perf_counter(); import fpemu; "
+            "print(time.perf_counter() - t, sum(m.split('.')[0] == 'fpemu' for m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    results = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+               .stdout.split() for _ in range(runs + 1)][1:]  # (the first may write the bytecode)
+    seconds = min(float(r[0]) for r in results)
+    return f"import fpemu: {seconds * 1e3:.0f} ms beyond numpy (best of {runs}), {results[0][1]} fpemu modules"
 
 
 def _mx_rows(data: dict) -> list:
@@ -180,6 +195,7 @@ def main() -> None:
           f"os.cpu_count() = {os.cpu_count()}; " + ", ".join(versions)
           + ("" if to_mx else "; torchao not installed"))
     report(rows, measure(rows, args.repeat, args.rounds, args.wall), args.n)
+    print(import_cost())
 
 
 if __name__ == "__main__":

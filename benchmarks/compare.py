@@ -1,7 +1,7 @@
 """A/B speed of the working tree against a git ref: the codec, MX and GEMM paths timed in both
 trees, alternately, in one run.
 
-    python benchmarks/compare.py --against deac082 [--n 4000000] [--rounds 5] [--suites codec,mx,gemm]
+    python benchmarks/compare.py --against deac082 [--n 4000000] [--rounds 5] [--suites codec,mx,gemm,import]
 
 The ref is checked out into a temporary detached worktree (``git worktree add --detach``;
 removed at the end; the main tree's branch, index and files are not touched). Each round runs
@@ -12,7 +12,8 @@ alternating order, each timing every path best-of-``--repeat`` on one worker
 that a busy machine (this one is shared) slows both alike. Printed per path: Melem/s (or
 seconds) of each tree and ``ratio = ref time / working-tree time`` (> 1: the working tree is
 faster); a path more than 10% slower (ratio < 1/1.1) is flagged ``SLOWER``, and the exit
-status is 1 when any is.
+status is 1 when any is. ``import fpemu`` (suite ``import``) is the wall time of the import
+beyond numpy's, once per round and tree, from cached bytecode, in milliseconds.
 
 ``--worker TREE`` is the subprocess's own entry point (prints one JSON line of seconds).
 """
@@ -46,7 +47,10 @@ PATHS = {
     "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
     "gemm a100 fp16 128^3": "gemm", "gemm h100 e4m3 128x128x1024": "gemm",
     "mx.matmul b200 mxfp8 128x128x1024": "gemm",
+    "import fpemu": "import",
 }  # fmt: skip
+#: Paths timed once per process, in milliseconds (their "elements" are this marker).
+ONCE = 0
 
 
 def _path_functions(n: int) -> dict:
@@ -98,12 +102,20 @@ def worker(tree: str, names: list[str], n: int, repeat: int, wall: bool = False)
     clock = time.perf_counter if wall else time.thread_time
     sys.path.insert(0, tree)  # ahead of the editable install's finder
     os.environ["FPEMU_WORKERS"] = "1"
+    import numpy  # noqa: F401  (what "import fpemu" costs beyond numpy)
+
+    start = time.perf_counter()  # (wall: an import waits on the disk too)
     import fpemu
+
+    imported = time.perf_counter() - start
 
     assert Path(fpemu.__file__).resolve().is_relative_to(Path(tree).resolve()), fpemu.__file__
     fns = _path_functions(n)
     result = {}
     for name in names:
+        if name == "import fpemu":
+            result[name] = [imported, ONCE]
+            continue
         fn, count = fns[name]
         try:
             fn()  # tables, plans and caches built outside the timing
@@ -125,6 +137,7 @@ def _run_worker(tree: Path, names: list[str], n: int, repeat: int, wall: bool) -
            "--repeat", str(repeat), "--paths", json.dumps(names)] + (["--wall"] if wall else [])
     one = {name: "1" for name in ("FPEMU_WORKERS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     env = {**os.environ, **one, "PYTHONWARNINGS": "ignore"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # "import fpemu" from cached bytecode, as users have it
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
     if done.returncode:
         raise SystemExit(f"fpemu: error: the benchmark failed in {tree}:\n{done.stderr.strip()[-2000:]}")
@@ -159,7 +172,8 @@ def compare(ref: str, names: list[str], n: int, rounds: int, repeat: int, wall: 
                     for name, timed in _run_worker(trees[side], names, n, repeat, wall).items():
                         seconds = float("nan") if timed is None else timed[0]
                         best[side][name] = min(best[side][name], seconds)
-                        sizes[name] = sizes.get(name) or (timed and timed[1])
+                        if sizes.get(name) is None and timed is not None:
+                            sizes[name] = timed[1]
         finally:
             _remove_worktree(where)
     return _report(ref, best, sizes, n, rounds, repeat, wall)
@@ -176,9 +190,13 @@ def _report(ref: str, best: dict, sizes: dict, n: int, rounds: int, repeat: int,
         ratio = old / work
         slow = ratio < SLOWER
         flagged += slow
-        size = sizes.get(name) or float("nan")
-        print(f"{name:<36}{size / work / 1e6:>10.1f}{size / old / 1e6:>10.1f}{ratio:>8.2f}"
-              + ("  SLOWER" if slow else ""))
+        size = sizes.get(name)
+        if size == ONCE:  # milliseconds, not a rate
+            columns = f"{work * 1e3:>7.1f} ms{old * 1e3:>7.1f} ms"
+        else:
+            size = size or float("nan")
+            columns = f"{size / work / 1e6:>10.1f}{size / old / 1e6:>10.1f}"
+        print(f"{name:<36}{columns}{ratio:>8.2f}" + ("  SLOWER" if slow else ""))
     print(f"{flagged} path(s) more than 10% slower than {ref}" if flagged else
           f"no path more than 10% slower than {ref}")
     return flagged
@@ -190,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=4_000_000, help="elements of the codec and MX paths")
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (best kept)")
     parser.add_argument("--repeat", type=int, default=3, help="calls per path in a round (best kept)")
-    parser.add_argument("--suites", default="codec,mx,gemm", help="comma-separated: codec, mx, gemm")
+    parser.add_argument("--suites", default="codec,mx,gemm,import", help="comma-separated: codec, mx, gemm, import")
     parser.add_argument("--match", default=None, help="only paths whose name contains this")
     parser.add_argument("--wall", action="store_true", help="wall time instead of the thread's CPU time")
     parser.add_argument("--worker", metavar="TREE", help=argparse.SUPPRESS)
@@ -204,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = set(args.suites.split(","))
     unknown = suites - set(PATHS.values())
     if unknown:
-        parser.error(f"unknown suite(s) {sorted(unknown)}; choose from codec, mx, gemm")
+        parser.error(f"unknown suite(s) {sorted(unknown)}; choose from codec, mx, gemm, import")
     names = [name for name, suite in PATHS.items() if suite in suites and (args.match or "") in name]
     if not names:
         parser.error("no path matches")

@@ -2,7 +2,7 @@
 arithmetic (``fractions.Fraction``), on hypothesis-drawn matrices.
 
 The references follow MMA-Sim's rules as written (simulator/amd.py, arithmetic.py), one
-element at a time, sharing no code with fpemu's kernels; tests/test_mmasim*.py compares with
+element at a time, sharing no code with fpemu's kernels; tests/test_*mmasim*.py compares with
 MMA-Sim itself. Here K runs over several groups and past them (a short last group: fpemu pads
 it with zeros, as a kernel does), which MMA-Sim's fixed-K instructions never show.
 """

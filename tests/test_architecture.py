@@ -218,6 +218,36 @@ def test_no_module_imports_another_modules_private_names():
     assert listed == sorted(listed), "keep ALLOWED_PRIVATE_IMPORTS sorted"
 
 
+# Suites about the package as a whole, not one module: named after what they check.
+CROSS_CUTTING_TESTS = ("architecture", "import_cost", "regressions")
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+def module_under_test(test_name: str, modules: set[str] | None = None) -> str | None:
+    """The module a test file is named after: the longest run of its name's leading words
+    that is an fpemu module or package (``test_codec_top_half`` -> ``codec.top_half``), or
+    a file of benchmarks/ or scripts/; a cross-cutting suite names itself; None otherwise."""
+    if modules is None:
+        modules = set(MODULES) | {f"{d}.{p.stem}" for d in ("benchmarks", "scripts") for p in (ROOT / d).glob("*.py")}
+    flat = {m.replace(".", "_"): m for m in modules}
+    words = test_name.removeprefix("test_").split("_")
+    for n in range(len(words), 0, -1):
+        if "_".join(words[:n]) in flat:
+            return flat["_".join(words[:n])]
+    name = test_name.removeprefix("test_")
+    return next((t for t in CROSS_CUTTING_TESTS if name == t or name.startswith(t + "_")), None)
+
+
+def test_test_files_are_named_after_the_module_they_test():
+    unnamed = [p.name for p in sorted(TESTS.glob("test_*.py")) if module_under_test(p.stem) is None]
+    assert not unnamed, f"name these after the module they test (tests/test_<package>_<module>...): {unnamed}"
+    assert module_under_test("test_codec_top_half") == "codec.top_half"
+    assert module_under_test("test_mx_mma_mmasim") == "mx.mma"
+    assert module_under_test("test_benchmarks_compare") == "benchmarks.compare"
+    assert module_under_test("test_mmasim_rules") is None and module_under_test("test_golden_layouts") is None
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_modules_are_short(name):
     lines = len(MODULES[name].read_text().splitlines())

@@ -25,11 +25,14 @@ def test_report_flags_only_paths_more_than_ten_percent_slower(capsys):
     assert flagged == 1
     assert "SLOWER" in lines["b"] and "SLOWER" not in lines["a"] and "SLOWER" not in lines["c"]
     assert lines["c"].split()[1:4] == ["1.0", "0.5", "2.00"]  # M/s of each tree, ref time / work time
+    compare._report("REF", {"work": {"i": 0.05}, "ref": {"i": 0.1}}, {"i": compare.ONCE}, 10**6, 1, 1, False)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("i "))
+    assert line.split()[1:6] == ["50.0", "ms", "100.0", "ms", "2.00"]  # once per process: milliseconds
 
 
 def test_every_path_has_a_known_suite_and_the_cli_refuses_bad_arguments():
     compare = load()
-    assert set(compare.PATHS.values()) == {"codec", "mx", "gemm"}
+    assert set(compare.PATHS.values()) == {"codec", "mx", "gemm", "import"}
     with pytest.raises(SystemExit):
         compare.main([])  # --against is required
     with pytest.raises(SystemExit):

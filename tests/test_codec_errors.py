@@ -80,7 +80,7 @@ def test_object_input_that_is_no_number_is_refused(bad):
 @pytest.mark.parametrize("good", [np.array([1.0, 2.0], dtype=object), [1.0, "2"], "1.0", np.array(["1.0", "2"])],
                          ids=["object-floats", "list-mixed-str", "str", "str-array"])
 def test_object_and_string_input_is_exact_input(good):
-    """Numbers in object arrays and decimal strings are exact input (tests/test_exact_input.py)."""
+    """Numbers in object arrays and decimal strings are exact input (tests/test_codec_exact_kernel.py)."""
     want = fpemu.encode(np.array([1.0, 2.0])[:np.size(good)], "bf16")
     np.testing.assert_array_equal(np.ravel(fpemu.encode(good, "bf16")), want)
 

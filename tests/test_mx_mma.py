@@ -1,7 +1,7 @@
 """Block-scaled accumulator models (fpemu.mx.mma): the model's checks and errors, and every
 preset's results against an exact scalar oracle (tests/mma_oracle.py, Fractions) on hand-made
 cases with known answers (ties, overflow, NaN/Inf, signed zero) and on random codes
-(hypothesis). MMA-Sim itself is the oracle of tests/test_mmasim_block_scaled.py."""
+(hypothesis). MMA-Sim itself is the oracle of tests/test_mx_mma_mmasim.py."""
 
 from __future__ import annotations
 

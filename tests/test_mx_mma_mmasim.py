@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_mmasim import DISTRIBUTIONS, draw, mmasim, same_bits
+from test_accumulator_mmasim import DISTRIBUTIONS, draw, mmasim, same_bits
 
 import fpemu
 from fpemu import mx
@@ -56,7 +56,7 @@ def scale_codes(dist: str, shape: tuple[int, ...], ue4m3: bool, rng: np.random.G
 
 
 def element_codes(dist: str, shape: tuple[int, int], fmt: str, rng: np.random.Generator) -> np.ndarray:
-    """Element codes from test_mmasim's draw (FP4 has no Inf/NaN: its "special" dots get their
+    """Element codes from test_accumulator_mmasim's draw (FP4 has no Inf/NaN: its "special" dots get their
     NaN from scales and c)."""
     values = draw("uniform" if dist == "special" and fmt == "e2m1" else dist, shape, fmt, rng)
     return fpemu.encode(values, fmt, overflow="saturate").astype(np.uint8)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_mmasim import DISTRIBUTIONS, as_dots, mmasim, operands, same_bits, to_torch
+from test_accumulator_mmasim import DISTRIBUTIONS, as_dots, mmasim, operands, same_bits, to_torch
 
 from fpemu.accumulator import dot, get_accumulator
 

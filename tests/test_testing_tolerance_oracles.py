@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_mmasim import AMD, DISTRIBUTIONS, as_dots, operands, patched_amd, to_torch
-from test_mmasim_blackwell import PAIRS, nv_ptx
+from test_accumulator_mmasim import AMD, DISTRIBUTIONS, as_dots, operands, patched_amd, to_torch
+from test_accumulator_mmasim_blackwell import PAIRS, nv_ptx
 from tolerance_helpers import dump_columns, dump_dots
 
 from fpemu.accumulator import get_accumulator

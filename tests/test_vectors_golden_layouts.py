@@ -188,7 +188,7 @@ def _code(path: Path) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-@pytest.mark.parametrize("name", ["test_golden_workflow.py", "test_vectors_golden_example.py"])
+@pytest.mark.parametrize("name", ["test_vectors_golden_workflow.py", "test_vectors_golden_example.py"])
 def test_the_page_shows_the_test_file(name):
     blocks = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), re.DOTALL | re.MULTILINE)
     shown = [re.sub(r"\n{3,}", "\n\n", b).strip() for b in blocks if not b.startswith(">>>")]

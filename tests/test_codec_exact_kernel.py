@@ -18,7 +18,7 @@ from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
 import fpemu
-import test_random_formats as rf
+import test_codec_random_formats as rf
 from fpemu import Format, get_format
 from fpemu.codec.rounding import random_u64, sr_key
 from reference import magnitude_value, max_magnitude_code, ref_decode, ref_encode
