@@ -3,6 +3,7 @@ then each source line of the kernels (in-place operators included), beside PyTor
 ml_dtypes' whole casts and the floor of a NumPy kernel, in one run.
 
     python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5] [--dtype float64]
+    python benchmarks/profile_codec.py --mx mxfp8_e4m3     (mx.quantize: its scale and element lines)
 
 The numpy module that the kernel modules see (fpemu.codec.top_half and fpemu.codec.paths) is
 swapped for a proxy that times every call by name, on one worker. In-place operators
@@ -33,7 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
+from fpemu import mx  # noqa: E402
 from fpemu.codec import odd, paths, top_half  # noqa: E402
+from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
 try:
     import ml_dtypes
@@ -71,13 +74,14 @@ class TimedNumpy:
 
 
 KERNEL_MODULES = (top_half, paths, odd)
+MX_MODULES = (mx_quantization, mx_scales)  # (profiled with --mx)
 
 
 def line_profile(fn) -> tuple[dict, int]:
     """({(function, line): seconds}, line events) of one call of fn, for every line of the
     kernel modules' functions that ran: the time from each line event to the next event in
     a kernel frame goes to that line (a call's own lines get the time spent inside it)."""
-    files = {m.__file__ for m in KERNEL_MODULES}
+    files = {m.__file__ for m in KERNEL_MODULES + MX_MODULES}
     totals: dict = defaultdict(float)
     last = [None, 0.0, 0]  # line key, its start, line events
 
@@ -126,7 +130,7 @@ def print_lines(totals: dict, n: int, top: int = 25) -> None:
     ns = 1e9 / n
     print(f"\n{'kernel line (function:line)':36s} {'ns/element':>10s}  source")
     sources = {}
-    for m in KERNEL_MODULES:
+    for m in KERNEL_MODULES + MX_MODULES:
         for name in dir(m):
             code = getattr(getattr(m, name), "__code__", None)
             if code is not None:
@@ -143,25 +147,35 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "float16"])
+    parser.add_argument("--mx", default=None, metavar="BLOCK_FORMAT",
+                        help="profile mx.quantize into this block format instead (torchao's to_mx beside it)")
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal(args.n).astype(args.dtype)
     ns = 1e9 / args.n
-    encode = lambda: fpemu.encode(x, args.format, workers=1)  # noqa: E731
+    if args.mx:
+        encode = lambda: mx.quantize(x, args.mx, workers=1)  # noqa: E731
+        what = f"fpemu.mx.quantize({args.n} {args.dtype} randn, {args.mx!r}, workers=1)"
+    else:
+        encode = lambda: fpemu.encode(x, args.format, workers=1)  # noqa: E731
+        what = f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1)"
     encode()  # tables and plans built outside the timing
     kernel = best_seconds(encode, args.repeat)
 
     totals: dict = defaultdict(lambda: [0.0, 0])
     proxy = TimedNumpy(totals)
-    saved = top_half.np, paths.np
-    top_half.np = paths.np = proxy
+    modules = KERNEL_MODULES[:2] + (MX_MODULES if args.mx else ())
+    saved = [m.np for m in modules]
+    for m in modules:
+        m.np = proxy
     try:
         start = time.perf_counter()
         encode()
         traced = time.perf_counter() - start
     finally:
-        top_half.np, paths.np = saved
+        for m, original in zip(modules, saved):
+            m.np = original
 
-    print(f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1): {kernel * ns:.2f} ns/element "
+    print(f"{what}: {kernel * ns:.2f} ns/element "
           f"({args.n / kernel / 1e6:.0f} Melem/s); traced run {traced * ns:.2f} ns/element")
     print(f"{'numpy call':28s} {'calls':>7s} {'ns/element':>11s}")
     for name, (seconds, calls) in sorted(totals.items(), key=lambda item: -item[1][0]):
@@ -181,6 +195,9 @@ def main() -> None:
           f"{passes} x {per_pass * 1e9:.3f} = {passes * per_pass * 1e9:.2f} ns/element at the cheapest "
           f"pass's rate, against one pass for a compiled cast")
 
+    if args.mx:
+        _torchao_beside(x, args.mx, args.repeat, kernel, ns)
+        return
     if ml_dtypes is not None:
         dtype = getattr(ml_dtypes, CASTS[args.format], None) or np.dtype(CASTS[args.format])
         t = best_seconds(lambda: x.astype(dtype), args.repeat)
@@ -191,6 +208,26 @@ def main() -> None:
         t = best_seconds(lambda: tensor.to(tdtype), args.repeat)
         print(f"torch .to() from float32 on 1 thread: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s); "
               f"fpemu / torch = {t / kernel:.2f}")
+
+
+def _torchao_beside(x: np.ndarray, name: str, repeat: int, kernel: float, ns: float) -> None:
+    """torchao's CPU ``to_mx`` of the same float32 values on one thread, where installed."""
+    elements = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp8_e5m2": "float8_e5m2", "mxfp4": "float4_e2m1fn_x2"}
+    try:
+        from torchao.prototype.mx_formats.mx_tensor import to_mx
+    except Exception:  # noqa: BLE001  (absent or broken: nothing to compare)
+        print("torchao not installed: no peer")
+        return
+    if torch is None or name not in elements:
+        print(f"torchao's to_mx has no {name}")
+        return
+    torch.set_num_threads(1)
+    tensor, dtype = torch.from_numpy(x.astype(np.float32)), getattr(torch, elements[name])
+    for _ in range(3):  # its first calls set up torch's dispatch: outside the timing
+        to_mx(tensor, dtype, 32)
+    t = best_seconds(lambda: to_mx(tensor, dtype, 32), repeat)
+    print(f"torchao to_mx on 1 thread: {t * ns:.2f} ns/element ({x.size / t / 1e6:.0f} Melem/s); "
+          f"fpemu / torchao = {t / kernel:.2f}")
 
 
 if __name__ == "__main__":
