@@ -128,7 +128,9 @@ def test_torchao_nvfp4_two_level_is_all_nan_on_degenerate_tensors():
     ({"convention": "torchao-0.18", "rounding": "stochastic", "rng": 1}, "leave rounding= out"),
     ({"convention": "transformer-engine-2.13", "fmt": "mxfp4"}, "quantizes mxfp8_e4m3, mxfp8_e5m2, not mxfp4"),
     ({"convention": "torchao-0.18", "fmt": "mxint8"}, "not mxint8"),
-    ({"convention": "torchao-0.18", "fmt": "nvfp4"}, "NVFP4 follows variant="),
+    ({"convention": "torchao-0.18-triton", "fmt": "nvfp4"}, "has no NVFP4 rule"),
+    ({"convention": "torchao-0.18", "variant": "te", "fmt": "nvfp4"}, "variant 'torchao', not variant='te'"),
+    ({"convention": "transformer-engine-2.13", "fmt": "nvfp4_ue5m3", "variant": "torchao"}, "not variant="),
     ({"scale_rounding": "round"}, "unknown scale_rounding"),
     ({"inf": "clip"}, "inf must be"),
 ])  # fmt: skip
@@ -137,6 +139,22 @@ def test_refused_options(kw, match):
     fmt = kw.pop("fmt", "mxfp8_e4m3")
     with pytest.raises(ValueError, match=match):
         mx.quantize(np.ones(32), fmt, **kw)
+
+
+def test_convention_names_nvfp4s_variant_too():
+    """One keyword names a library for MX and NVFP4 alike: convention= gives the codes,
+    scales and per-tensor scale of the variant it stands for."""
+    x = np.random.default_rng(4).standard_normal((4, 64)).astype(np.float32)
+    for convention, variant in (("torchao-0.18", "torchao"), ("transformer-engine-2.13", "te")):
+        a, b = mx.quantize(x, "nvfp4", convention=convention), mx.quantize(x, "nvfp4", variant=variant)
+        assert a.variant == variant and a.global_scale == b.global_scale
+        assert np.array_equal(a.scales, b.scales) and np.array_equal(a.codes, b.codes)
+    # The two per-tensor scales round differently (1 / fp32(2688 / amax) against amax / 2688):
+    # the first of a seeded search where they part, so the test tells the variants apart.
+    rng = np.random.default_rng(0)
+    y = (rng.standard_normal(64) * rng.uniform(0.1, 10)).astype(np.float32)
+    te, ao = mx.quantize(y, "nvfp4"), mx.quantize(y, "nvfp4", convention="torchao-0.18")
+    assert te.variant == "te" and te.global_scale != ao.global_scale
 
 
 def test_default_is_the_ocp_spec_and_unchanged():

@@ -124,7 +124,7 @@ def cmd_mx(args: argparse.Namespace) -> int:
         block_size=args.block_size,
         scale_rounding=args.scale_rounding,
         inf=args.inf,
-        variant=args.variant or "te",
+        variant=args.variant,
         convention=args.convention,
     )
     print(json.dumps(describe_json(q, x), indent=1) if args.json else describe(q, x))

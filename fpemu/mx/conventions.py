@@ -91,6 +91,32 @@ CONVENTIONS: dict[str, Convention] = {
 #: The names ``convention=`` accepts (None, or "ocp", is the OCP MX v1.0 rule).
 CONVENTION_NAMES = ("ocp",) + tuple(CONVENTIONS)
 
+#: NVFP4's per-tensor arithmetic (``variant=``) of the libraries ``convention=`` names for it
+#: (docs/mx.md, "NVFP4": TransformerEngine 2.13-2.18, torchao 0.18.0 nvfp4_tensor.py).
+NVFP4_VARIANTS = {"transformer-engine-2.13": "te", "torchao-0.18": "torchao"}
+
+
+def nvfp4_variant(convention: str | None, variant: str | None) -> str:
+    """The NVFP4 variant that ``convention`` (a library) or ``variant`` names; both given,
+    they must agree; neither: TransformerEngine's (``"te"``).
+
+    >>> nvfp4_variant("torchao-0.18", None), nvfp4_variant(None, None)
+    ('torchao', 'te')
+    >>> nvfp4_variant("torchao-0.18", "te")
+    Traceback (most recent call last):
+    ...
+    ValueError: convention 'torchao-0.18' is NVFP4's variant 'torchao', not variant='te'
+    """
+    if convention is None:
+        return variant or "te"
+    if convention not in NVFP4_VARIANTS:
+        raise ValueError(f"convention {convention!r} has no NVFP4 rule; NVFP4 takes "
+                         f"{', '.join(NVFP4_VARIANTS)} (or variant= 'te' or 'torchao')")
+    named = NVFP4_VARIANTS[convention]
+    if variant is not None and variant != named:
+        raise ValueError(f"convention {convention!r} is NVFP4's variant {named!r}, not variant={variant!r}")
+    return named
+
 
 def mx_rule(
     convention: str | None, scale_rounding: str | None, inf: str | None, rounding: str, fmt: str

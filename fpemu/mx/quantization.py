@@ -12,7 +12,7 @@ from ..codec.dask_arrays import is_dask
 from ..codec.option_names import check_random
 from .array import BlockArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
-from .conventions import mx_rule
+from .conventions import mx_rule, nvfp4_variant
 from .formats import BlockFormat, get_block_format
 from .inputs import as_float_array, canonical_rounding, float32_input
 from .layout import normalize_layout
@@ -30,7 +30,7 @@ def quantize(
     rounding: str = "nearest_even",
     rng: int | np.random.Generator | None = None,
     inf: str | None = None,
-    variant: str = "te",
+    variant: str | None = None,
     global_amax: float | None = None,
     workers: int | None = None,
     convention: str | None = None,
@@ -58,17 +58,19 @@ def quantize(
             (the spec, microxcaling), ``"saturate"`` gives 0xFE with the Inf elements at +-max
             (TransformerEngine, torchao RCEIL).
         variant: NVFP4 arithmetic: ``"te"`` (TransformerEngine, default) or ``"torchao"``
-            (``nvfp4_ue5m3``: ``"te"`` only).
+            (``nvfp4_ue5m3``: ``"te"`` only); ``convention=`` names the same by library.
         global_amax: NVFP4: use this tensor amax (a finite number > 0) instead of max |x|
             (a calibrated or delayed amax); refused for ``nvfp4_ue5m3``.
         workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
             the codes are the same for every number (stochastic rounding included).
-        convention: MX only: reproduce a library's rule, departures from the spec included:
+        convention: reproduce a library's rule, departures from the spec included. MX:
             ``"torchao-0.18"`` (eager ``to_mx``, any ``scale_rounding`` it offers),
             ``"torchao-0.18-triton"``, ``"transformer-engine-2.12"`` (2.6 to 2.12) or
             ``"transformer-engine-2.13"`` (2.13 and later); None or ``"ocp"``: the OCP MX
             spec. A library computes in float32 with RNE elements: float64 and integer input
             is rounded to float32 first, and ``inf``/``rounding`` are fixed (see docs/mx.md).
+            NVFP4: ``"transformer-engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
+            (``variant="torchao"``), so that one keyword names a library for every family.
 
     Returns:
         a :class:`BlockArray`. A Dask array in gives a BlockArray of Dask codes and scales,
@@ -100,8 +102,7 @@ def quantize(
             raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
         if inf not in (None, "nan"):
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
-        if convention is not None:
-            raise ValueError("convention= applies to MX formats; NVFP4 follows variant= ('te' or 'torchao')")
+        variant = nvfp4_variant(convention, variant)
         return quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
     rule, scale_rounding = mx_rule(convention, scale_rounding, inf, rounding, bf.name)
     if convention not in (None, "ocp"):
@@ -123,7 +124,7 @@ def _check_mx_options(
     raw: np.ndarray, arr: np.ndarray, scale_rounding: str, variant: str, global_amax: Any,
 ) -> None:
     """Refuse MX options that do not apply or that fpemu cannot honour exactly."""
-    if global_amax is not None or variant != "te":
+    if global_amax is not None or variant not in (None, "te"):
         raise ValueError("global_amax and variant apply to NVFP4 only")
     if scale_rounding == "rceil" and raw.dtype.kind in "iu" and arr.size:
         # rceil rounds amax * (1/max) to float32 from the exact amax; an integer beyond 2**53
