@@ -161,14 +161,19 @@ def _table_codes(u: np.ndarray, table: np.ndarray, out: np.ndarray | None = None
     return table.take(index, out=out)
 
 
+def _scratch(size: int) -> tuple[np.ndarray, ...]:
+    """This thread's temporaries of :func:`_encode_piece`, ``size`` elements each."""
+    kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
+    return tuple(reused(f"top_half.{i}", size, t) for i, t in enumerate(kinds))
+
+
 def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "auto",
                      out: np.ndarray | None = None) -> np.ndarray:
     """Codes (uint8) of a flat uint32 array of float32 patterns (into out, if given)."""
     out = np.empty(u.size, dtype=np.uint8) if out is None else out
     step = chunk_size(_PIECE)  # larger in a parallel worker thread
     size = min(step, u.size)
-    kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
-    scratch = tuple(reused(f"top_half.{i}", size, t) for i, t in enumerate(kinds))
+    scratch = _scratch(size)
     with np.errstate(invalid="ignore"):  # signalling NaNs in the float arithmetic: the table decides them
         for start in range(0, u.size, step):
             piece = slice(start, min(start + step, u.size))
@@ -215,8 +220,7 @@ def encode_scaled_blocks(u: np.ndarray, plan: _Plan, table: np.ndarray, exponent
     the arithmetic leaves to the table. Exact where :func:`scaled_blocks_hold`."""
     offsets = ((plan.offset - (exponents.astype(np.int64) << 7)) & 0xFFFF).astype(np.uint16)
     step = chunk_size(_PIECE) // block * block
-    kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
-    scratch = tuple(reused(f"top_half.{i}", min(step, u.size), t) for i, t in enumerate(kinds))
+    scratch = _scratch(min(step, u.size))
     with np.errstate(invalid="ignore"):
         for start in range(0, u.size, step):
             piece = slice(start, min(start + step, u.size))
