@@ -91,7 +91,7 @@ def _amd_fused(group: int, fp8: bool = False) -> dict:
     rounded RNE to fp32 (an underflow keeps its sign). A product >= 2**128 is Inf."""
     lanes = dict(even_odd=True, lane_frac_bits=24, c_window=25) if fp8 else {}
     return dict(
-        kind="block", block=group, frac_bits=24, term_rounding="rz", late_c=True, sum_frac_bits=31,
+        kind="two_stage", block=group, frac_bits=24, term_rounding="rz", sum_frac_bits=31,
         c_frac_bits=24, late_rounding="rd", out_rounding="rne", zero_exponent=-126, product_overflow=True,
         signed_underflow=True, source=_MMA, **lanes,
     )  # fmt: skip

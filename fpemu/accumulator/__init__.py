@@ -42,11 +42,18 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
-from .model import Accumulator
+from .model import Accumulator, BlockFMA, BlockModel, Exact, Pairwise, RoundedModel, Sequential, TwoStage
 from .model import Kind, OutRounding, TermRounding  # noqa: F401  (type names, outside __all__)
 
 __all__ = [
     "Accumulator",
+    "BlockFMA",
+    "TwoStage",
+    "Exact",
+    "Sequential",
+    "Pairwise",
+    "BlockModel",
+    "RoundedModel",
     "get_accumulator",
     "accumulator_names",
     "dot",

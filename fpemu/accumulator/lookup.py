@@ -9,7 +9,7 @@ from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 from ..formats.registry import one_or_pair
 from ..isa import ARCHITECTURES, GPUS, IEEE, families, family_of, instruction_k, is_instruction
-from .model import Accumulator
+from .model import KINDS, Accumulator
 
 
 def accumulator_names() -> list[str]:
@@ -79,7 +79,7 @@ def get_accumulator(
         raise TypeError(f"an accumulator is a name or an Accumulator, got {type(name).__name__}")
     key = option_name(name)
     if key in IEEE:
-        return Accumulator(key, **IEEE[key])
+        return _model(key, IEEE[key])
     key, _, picked = key.partition("/")
     if picked and instruction is not None and picked != option_name(instruction):
         raise ValueError(f"{name!r} names the instruction {picked!r} but instruction={instruction!r}")
@@ -113,8 +113,18 @@ def get_accumulator(
         label = f"{key}/{family}/{option_name(single).removeprefix('v_mfma_')}/{pair}"
         params["instruction_k"] = instruction_k(single)
     if "fp16_output" in params:  # the unit's fp16-writing model, named after this one
-        params["fp16_output"] = Accumulator(f"{label} (fp16 output)", **params["fp16_output"])
-    return Accumulator(label, **params)
+        params["fp16_output"] = _model(f"{label} (fp16 output)", params["fp16_output"])
+    return _model(label, params)
+
+
+def _model(name: str, params: dict) -> Accumulator:
+    """The model a table row describes: its ``kind`` names the class, the rest are its fields.
+
+    >>> _model("loop", dict(kind="sequential", acc_format="bf16"))
+    Sequential(name='loop', instruction_k=None, promote=None, flush_subnormals=False, source='', acc_format='bf16', acc_rounding='rne')
+    """
+    fields = dict(params)
+    return KINDS[fields.pop("kind")](name, **fields)
 
 
 def _multiplies(family: dict, a: str, b: str) -> bool:

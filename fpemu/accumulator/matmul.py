@@ -17,7 +17,7 @@ from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_dot, dask_gemm
 from ..formats import Format, get_format
 from .lookup import input_formats, get_accumulator
-from .model import Accumulator
+from .model import Accumulator, BlockFMA, BlockModel, Exact, Pairwise, RoundedModel
 
 _OUTS = ("fp32", "fp16", "bf16")
 
@@ -46,7 +46,7 @@ def _c_format(out: str) -> str:
 
 def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     """Final conversion to the output format (float32 array holding its values)."""
-    if acc.kind in ("sequential", "pairwise") and get_format(acc.acc_format).name != out:
+    if isinstance(acc, RoundedModel) and get_format(acc.acc_format).name != out:
         result = quantize(result, out)
     elif out == "bf16":
         result = quantize(result, "bf16")  # block models: fp32 result, RNE epilogue to bf16
@@ -93,20 +93,25 @@ def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers
 
     def chunk(i: int) -> None:
         part = slice(i, i + rows)
-        prods = Products(a2[part], b2[part], fa, fb, False, acc.flush_subnormals, acc.zero_exponent)
+        prods = Products(a2[part], b2[part], fa, fb, False, acc.flush_subnormals, _zero_exponent(acc))
         result[part] = _finish(run_model(prods, c_arr[part], acc, out), acc, out)
 
     run_each(chunk, range(0, R, rows), workers)
     return deliver_values(result.reshape(shape), returns, a)
 
 
+def _zero_exponent(acc: Accumulator) -> int | None:
+    """The exponent a zero operand takes part in the alignment with (block models only)."""
+    return acc.zero_exponent if isinstance(acc, BlockModel) else None
+
+
 def chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     """Rows of A per pass: about 2**16 output elements (each (R,) array stays in cache), fewer
     when the model holds many products per element at once (pairwise trees, long limbs)."""
     held = 1
-    if acc.kind == "pairwise":
+    if isinstance(acc, Pairwise):
         held = max(K if acc.block is None else acc.block, 1)
-    elif acc.kind == "exact":
+    elif isinstance(acc, Exact):
         held = 16  # limbs of the long accumulator
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
@@ -158,15 +163,15 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", w
     result = np.empty((M, N), dtype=np.float32)
     # Rows per chunk: keep one block of products (or all of K for trees) near 2**23 values.
     rows = chunk_rows(acc, K, N)
-    ordered = acc.lane_order is not None
+    ordered = isinstance(acc, BlockFMA) and acc.lane_order is not None
     if ordered:  # the model's lane order, once for all chunks
         order = lane_permutation(K, acc.instruction_k, acc.lane_order)
         A, B = A[:, order], B[order]
     # B's k-major values and exponents once for all chunks (not once per chunk of rows).
-    opb = prepare_operand(B, fb, acc.flush_subnormals, acc.zero_exponent)
+    opb = prepare_operand(B, fb, acc.flush_subnormals, _zero_exponent(acc))
 
     def chunk(i: int) -> None:
-        prods = Products(A[i : i + rows], opb, fa, fb, True, acc.flush_subnormals, acc.zero_exponent, ordered)
+        prods = Products(A[i : i + rows], opb, fa, fb, True, acc.flush_subnormals, _zero_exponent(acc), ordered)
         part = _finish(run_model(prods, C[i : i + rows].reshape(-1), acc, out), acc, out)
         result[i : i + rows] = part.reshape(min(rows, M - i), N)  # not -1: N may be 0
 

@@ -39,7 +39,7 @@ def compare_matmul(
     >>> compare_matmul(fake, "h100", "fp16", k=16, backend="fake").status
     'identical'
     """
-    from ..accumulator import gemm, get_accumulator
+    from ..accumulator import BlockModel, RoundedModel, gemm, get_accumulator
 
     check_size("m * n", m * n, 1)
     A, B = matmul_inputs(inputs, m, k, n, seed)
@@ -51,10 +51,11 @@ def compare_matmul(
     got = gemm(A, B, inputs=inputs, accumulator=acc, out=out)
     same = want.view(np.uint32) == got.view(np.uint32)
     row = Row(f"matmul K={k} {out}", inputs, backend, cases=int(same.size), identical=int(same.sum()))
-    if acc.kind == "block":
+    if isinstance(acc, BlockModel):
         row.note = f"vs accumulator {acc.name} (block {acc.block}, F={acc.frac_bits}, {acc.out_rounding})"
     else:
-        row.note = f"vs accumulator {acc.name} ({acc.kind} in {acc.acc_format}, exact products)"
+        held = f"in {acc.acc_format}" if isinstance(acc, RoundedModel) else "rounded once"
+        row.note = f"vs accumulator {acc.name} ({acc.kind} {held}, exact products)"
     if not same.all():
         i, j = np.argwhere(~same)[0]
         row.status = "differs"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..accumulator import Accumulator
+from ..accumulator import Accumulator, BlockModel
 from ..arguments import is_whole
 from ..backends import RunDot, _presets, fake_device
 from ..formats import get_format
@@ -187,10 +187,9 @@ class ProbeResult:
 
 
 def _distance(a: Accumulator, b: Accumulator) -> int:
-    return sum(
-        getattr(a, f) != getattr(b, f)
-        for f in ("kind", "block", "frac_bits", "out_rounding", "out_frac_bits", "term_rounding", "late_c")
-    )
+    """Parameters in which two block models differ (both NVIDIA-style, or one two-stage)."""
+    fields = ("block", "frac_bits", "out_rounding", "out_frac_bits", "term_rounding", "late_c")
+    return sum(getattr(a, f) != getattr(b, f) for f in fields)
 
 
 def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
@@ -225,7 +224,7 @@ def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
     sub = _subnormals(ex)
     model = Accumulator("probed", "block", block=max(n, 1), frac_bits=max(F, 0), out_rounding=rounding,
                         out_frac_bits=max(min(p, 23), 1), flush_subnormals=not sub)  # fmt: skip
-    presets = {k: v for k, v in _presets(fmt.name).items() if v.kind == "block"}
+    presets = {k: v for k, v in _presets(fmt.name).items() if isinstance(v, BlockModel)}
     dist = {k: _distance(model, v) for k, v in presets.items()}
     best = min(dist.values()) if dist else 0
     nearest = [k for k, d in dist.items() if d == best]

@@ -80,7 +80,7 @@ def batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator]
     result = np.zeros((len(models), R), dtype=bool)
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(models):
-        groups.setdefault((m.block, m.term_rounding, m.late_c, m.even_odd), []).append(i)
+        groups.setdefault((m.block, m.term_rounding, m.late_c, getattr(m, "even_odd", False)), []).append(i)
     # Models per batched call: the tiled products stay near _BATCH_VALUES, whatever the
     # number of rows, K or models.
     per_call = max(1, _BATCH_VALUES // max(1, R * p.shape[1]))

@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import Sequence
 
-from ..accumulator import Accumulator
+from ..accumulator import Accumulator, BlockFMA, BlockModel
 from ..accumulator import get_accumulator  # noqa: F401  (used by the doctest of describe_model)
 from .search import GROUPINGS, ZERO_C_NO_PART, FitResult, dump_key
 
@@ -18,14 +18,14 @@ def describe_model(acc: Accumulator, K: int | None = None, out: str = "fp32") ->
     >>> describe_model(get_accumulator("h100", "e4m3"), K=32)
     'block >= 32, F = 13, terms rz, out rz to 13 fraction bits, zero c aligns at 2^-126'
     """
-    if acc.kind != "block":
+    if not isinstance(acc, BlockModel):
         return f"{acc.kind} ({acc.name})"
     block = f"block >= {acc.block}" if K is not None and acc.block >= K else f"block {acc.block}"
-    grouping = next((g for g, v in GROUPINGS.items() if all(getattr(acc, k) == x for k, x in v.items())), "custom")
+    grouping = next((g for g, v in GROUPINGS.items() if all(getattr(acc, k, False) == x for k, x in v.items())), "custom")
     terms = {"nvidia": "terms rz", "floor": "terms rd"}.get(grouping, f"{grouping}, terms {acc.term_rounding}")
     outs = "out fp16 rne" if out == "fp16" else f"out {acc.out_rounding} to {acc.out_frac_bits} fraction bits"
     zc = "zero c takes no part" if acc.zero_c_exponent <= ZERO_C_NO_PART else f"zero c aligns at 2^{acc.zero_c_exponent}"
-    if acc.lane_order is not None or acc.c_after:
+    if isinstance(acc, BlockFMA) and (acc.lane_order is not None or acc.c_after):
         lanes = f"lanes {acc.lane_order} first" if acc.lane_order else "lanes in order"
         after = "c added after it" if acc.c_after else "c in the first block"
         zc = f"instruction of {acc.instruction_k}: {lanes}, blocks from zero, {after}"
@@ -54,7 +54,7 @@ def summarize_models(models: Sequence[Accumulator], K: int, out: str) -> list[st
     are merged (``F = 22..32``); other models (exact, sequential, pairwise) by name."""
     lines, families = [], {}
     for m in models:
-        if m.kind != "block":
+        if not isinstance(m, BlockModel):
             lines.append(f"{m.kind} ({m.name})")
             continue
         base = dataclasses.replace(m, name="", frac_bits=0, zero_c_exponent=0, source="")

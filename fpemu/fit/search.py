@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..accumulator import Accumulator
+from ..accumulator import Accumulator, BlockFMA, Exact, RoundedModel
 from ..backends import _presets
 from .dumps import Dump, check_inputs
 from .kernel import batch_matches, model_matches
@@ -62,15 +62,18 @@ def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumula
 
 def dump_key(acc: Accumulator, K: int, out: str) -> tuple:
     """The parameters a K-product dump can tell apart."""
-    block = None if acc.block is None else min(acc.block, K)
-    fields = [acc.kind, block, acc.frac_bits, acc.term_rounding, acc.zero_c_exponent, acc.late_c, acc.even_odd,
-              acc.flush_subnormals, acc.acc_format, acc.acc_rounding]  # fmt: skip
-    if acc.lane_order is not None or acc.c_after:  # an instruction's lanes and c after it
+    block = getattr(acc, "block", None)
+    block = None if block is None else min(block, K)
+    if isinstance(acc, Exact):
+        return (acc.kind, acc.flush_subnormals)
+    if isinstance(acc, RoundedModel):
+        return (acc.kind, block, acc.flush_subnormals, acc.acc_format, acc.acc_rounding)
+    fields = [acc.kind, block, acc.frac_bits, acc.term_rounding, acc.zero_c_exponent, getattr(acc, "even_odd", False),
+              acc.flush_subnormals]  # fmt: skip
+    if isinstance(acc, BlockFMA) and (acc.lane_order is not None or acc.c_after):  # an instruction's lanes, c after it
         fields += [acc.lane_order, acc.c_after, acc.instruction_k]
     if out == "fp32":
         fields += [acc.out_rounding, acc.out_frac_bits]
-    if acc.kind != "block":
-        fields = [acc.kind, block, acc.flush_subnormals, acc.acc_format, acc.acc_rounding]
     return tuple(fields)
 
 

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..accumulator import Accumulator
+from ..accumulator import Accumulator, BlockFMA, BlockModel, Exact, Sequential, TwoStage
 from ..arith import NO_EXPONENT, exponent, pow2
 from ..formats import get_format
 from .enclosure import apply, Ctx, make_rounding, Sum, sum_down, sum_up
@@ -170,7 +170,7 @@ def _roundings(st: Sum, p: np.ndarray, ctx: Ctx, count: int) -> None:
 def _steps(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool, order: str) -> None:
     """The model over products p from the running sum st, in its own order or in any."""
     acc, K = ctx.acc, p.shape[1]
-    if acc.kind == "block" and (acc.c_after or acc.lane_order is not None):
+    if isinstance(acc, BlockFMA) and (acc.c_after or acc.lane_order is not None):
         ik = acc.instruction_k or max(K, 1)
         for s in range(0, max(K, 1), ik):
             last = final and s + ik >= K
@@ -181,15 +181,15 @@ def _steps(st: Sum, p: np.ndarray, ep: np.ndarray, ctx: Ctx, final: bool, order:
             _any_blocks(part, p[:, s : s + ik], ep[:, s : s + ik], ctx, False)
             st.merge(part)
             ctx.round_step(st, last)
-    elif acc.kind == "block" and order == "any":
+    elif isinstance(acc, BlockModel) and order == "any":
         _any_blocks(st, p, ep, ctx, final)
-    elif acc.kind == "block":
+    elif isinstance(acc, BlockModel):
         step, n = (_late_block if acc.late_c else _block), acc.block
         for s in range(0, K, n) if K else range(1):
             step(st, p[:, s : s + n], ep[:, s : s + n], ctx, final and s + n >= K)
-    elif acc.kind == "sequential" and order == "any":
+    elif isinstance(acc, Sequential) and order == "any":
         _roundings(st, p, ctx, max(K - 1, 0) if final else K)
-    elif acc.kind == "sequential":
+    elif isinstance(acc, Sequential):
         for k in range(K):
             st.add(p[:, k : k + 1])
             ctx.round_step(st, final and k == K - 1)
@@ -232,7 +232,7 @@ def bound(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: Accumulator, fa, fb,
     (an Inf/NaN operand, or a value that may overflow) they are -inf and inf."""
     fa, fb = get_format(fa), get_format(fb)
     acc = acc.for_output(out)
-    if acc.late_c and (acc.sum_frac_bits is None or acc.frac_bits + (acc.block or 1).bit_length() + 4 > 52):
+    if isinstance(acc, TwoStage) and (acc.sum_frac_bits is None or acc.frac_bits + (acc.block or 1).bit_length() + 4 > 52):
         raise ValueError(f"no error bound for {acc.name!r}: a late-c model needs sum_frac_bits and F + log2(block) <= 48")
     if acc.promote is not None and out == "fp16":
         raise ValueError(f"no error bound for {acc.name!r}: promotion with fp16 output")
@@ -242,19 +242,19 @@ def bound(a: np.ndarray, b: np.ndarray, c: np.ndarray, acc: Accumulator, fa, fb,
         a, b = np.where(np.abs(a) < fa.min_normal, 0.0, a), np.where(np.abs(b) < fb.min_normal, 0.0, b)
     p = a * b  # exact: at most 48 significant bits
     ea, eb = (exponent(x, f.emin).astype(np.int64) for x, f in ((a, fa), (b, fb)))
-    if acc.zero_exponent is not None:  # a zero operand takes part in the alignment
+    if isinstance(acc, BlockModel) and acc.zero_exponent is not None:  # a zero operand takes part in the alignment
         ea, eb = np.where(a == 0, acc.zero_exponent, ea), np.where(b == 0, acc.zero_exponent, eb)
     ep = ea + eb
     ctx = Ctx(acc, out, a.shape[0])
     ctx.wild |= ~finite
-    if acc.product_overflow:
+    if isinstance(acc, BlockModel) and acc.product_overflow:
         ctx.wild |= (np.abs(p) >= _PRODUCT_LIMIT).any(axis=1)
-    if acc.kind == "exact":
+    if isinstance(acc, Exact):
         st = Sum(c)
         st.add(p)
         return (*ctx.finish(st, ctx.finals), ctx.wild)
     if acc.promote is None:
-        st = Sum(c if acc.kind == "block" else apply(c, ctx.t))  # a loop reads c in its format
+        st = Sum(c if isinstance(acc, BlockModel) else apply(c, ctx.t))  # a loop reads c in its format
         _steps(st, p, ep, ctx, True, order)
         return (*ctx.finish(st, ctx.finals), ctx.wild)
     fp32 = make_rounding("fp32", "rne")  # DeepSeek-V3: each interval from zero, added to fp32 (RNE)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..accumulator import Accumulator
+from ..accumulator import Accumulator, BlockModel, Exact
 from ..arith import exponent, pow2
 from ..codec import quantize
 from ..formats import Format, get_format
@@ -139,14 +139,18 @@ class Ctx:
 
     def __init__(self, acc: Accumulator, out: str, R: int):
         self.acc, self.wild = acc, np.zeros(R, dtype=bool)
-        if acc.kind == "block":
+        if isinstance(acc, BlockModel):
             fp32 = make_rounding("fp32", acc.out_rounding, acc.out_frac_bits)
             self.t = make_rounding("fp16", "rne") if out == "fp16" else fp32
             self.finals = [self.t] + ([make_rounding("bf16", "rne")] if out == "bf16" else [])
+        elif isinstance(acc, Exact):
+            # (the exact sum rounds once, to out; t is the fp32 step promotion would use)
+            self.t = make_rounding("fp32", "rne", flush=acc.flush_subnormals)
+            self.finals = [make_rounding(out, "rne")]
         else:
             self.t = make_rounding(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
-            self.finals = [] if acc.kind == "exact" else [self.t]
-            if acc.kind == "exact" or get_format(acc.acc_format).name != out:
+            self.finals = [self.t]
+            if get_format(acc.acc_format).name != out:
                 self.finals.append(make_rounding(out, "rne"))
         self.c_emin, self.f_c = (-14, 10) if out == "fp16" else (-126, 23)
 

@@ -124,10 +124,11 @@ def model_family(base: str | Accumulator, inputs="fp32", **ranges: Sequence) -> 
     ['a100/fp16[frac_bits=23, block=4]', 'a100/fp16[frac_bits=23, block=8]']
     """
     acc = get_accumulator(base, inputs)
-    fields = {f.name for f in dataclasses.fields(Accumulator)}
+    fields = {f.name for f in dataclasses.fields(acc) if f.init}
     unknown = sorted(set(ranges) - fields)
     if unknown:
-        raise ValueError(f"model_family: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not Accumulator fields")
+        are = "is not a field" if len(unknown) == 1 else "are not fields"
+        raise ValueError(f"model_family: {', '.join(unknown)} {are} of {acc.name!r} ({type(acc).__name__})")
     names = list(ranges)
     out = []
     for values in itertools.product(*(list(ranges[k]) for k in names)):

@@ -213,7 +213,7 @@ def dot_vectors(inputs: str, accumulator: "str | Accumulator", k: int | None = N
         raise ValueError(f"dot vectors have fp32 or fp16 results (the hwdata columns d_fp32, d_fp16), got out={out!r}")
     _check_seed(seed)
     acc = get_accumulator(accumulator, inputs)
-    K = _positive_count("k", k, MAX_K, what="products per row") if k is not None else 2 * min(acc.block or 16, 1024)
+    K = _positive_count("k", k, MAX_K, what="products per row") if k is not None else 2 * min(getattr(acc, "block", None) or 16, 1024)
     n = _positive_count("n", n, MAX_VALUES, per=K, what="products per file")
     a, bt = matmul_inputs(inputs, n, K, n, seed)
     b = bt.T.copy()

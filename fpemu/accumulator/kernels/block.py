@@ -1,6 +1,6 @@
-"""The tensor-core block FMA (``kind="block"``): a block of products and ``c`` aligned to
-their largest exponent with ``F`` fraction bits, each term cut, summed exactly, rounded once;
-or, with ``late_c``, the two-stage sum of ``two_stage``; then the zero, overflow and Inf/NaN
+"""The block models (:class:`~fpemu.accumulator.BlockFMA`, :class:`~fpemu.accumulator.TwoStage`):
+a block of products and ``c`` aligned to their largest exponent with ``F`` fraction bits, each
+term cut, summed exactly, rounded once; or the two-stage sum of ``two_stage``; then the zero, overflow and Inf/NaN
 rules of the model."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import itertools
 import numpy as np
 
 from ...arith import aligned_sum, exponent
-from ..model import Accumulator
+from ..model import BlockFMA, BlockModel, TwoStage
 from .products import Products, with_specials
 from .rounding import add_rounded, round_to_target, Target
 from .two_stage import late_sum
 
 
-def _block_step(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator, t: Target) -> np.ndarray:
+def _block_step(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: BlockModel, t: Target) -> np.ndarray:
     """One block FMA on products s..e-1 and accumulator c (exponent ec), rounded."""
-    if acc.late_c:
+    if isinstance(acc, TwoStage):
         total = late_sum(prods, s, e, c, ec, acc)
     else:
         ks = range(s, e)
@@ -51,8 +51,8 @@ def _overflowed(prods: Products, s: int, e: int, result: np.ndarray) -> np.ndarr
     return np.where(pos & neg, np.nan, np.where(pos, np.inf, np.where(neg, -np.inf, result)))
 
 
-def run_block(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: Target, c_emin: int) -> np.ndarray:
-    if not acc.c_after:
+def run_block(prods: Products, k0: int, k1: int, c: np.ndarray, acc: BlockModel, t: Target, c_emin: int) -> np.ndarray:
+    if not (isinstance(acc, BlockFMA) and acc.c_after):
         return _chain_blocks(prods, k0, k1, c, acc, t, c_emin)
     # c_after: each instruction's blocks run from a zero accumulator; c (then the previous
     # instruction's result) is added to their result, the exact sum rounded once.
@@ -67,7 +67,7 @@ def run_block(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator
     return c
 
 
-def _chain_blocks(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: Target, c_emin: int) -> np.ndarray:
+def _chain_blocks(prods: Products, k0: int, k1: int, c: np.ndarray, acc: BlockModel, t: Target, c_emin: int) -> np.ndarray:
     """Blocks of products k0..k1-1 chained, the first from c (each result the next one's c)."""
     n = acc.block
     # No products (K = 0): c alone goes through one block FMA, exactly as it does when K is

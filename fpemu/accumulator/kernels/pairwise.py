@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import Accumulator
+from ..model import Pairwise
 from .products import Products, with_specials
 from .rounding import add_rounded, read_acc, round_to_target, Target
 
@@ -45,7 +45,7 @@ def _rounded_products(prods: Products, s: int, e: int, n: int, t: Target) -> np.
     return round_to_target(np.stack(rows) + 0.0, t)  # one rounding call for the whole group
 
 
-def run_pairwise(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Accumulator, t: Target) -> np.ndarray:
+def run_pairwise(prods: Products, k0: int, k1: int, c: np.ndarray, acc: Pairwise, t: Target) -> np.ndarray:
     n = acc.block or (k1 - k0)
     out = read_acc(round_to_target(c, t), t)
     for s in range(k0, k1, max(n, 1)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...formats import get_format
-from ..model import Accumulator
+from ..model import Accumulator, BlockFMA, BlockModel, Exact, Sequential
 from .block import run_block
 from .exact import exact_sum, signed_zero
 from .pairwise import run_pairwise
@@ -35,18 +35,18 @@ def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str) -> np.
     """The model over all of K; float64 result values in the output format."""
     acc = acc.for_output(out)
     K = prods.K
-    if acc.lane_order is not None and not prods.lane_ordered:
+    if isinstance(acc, BlockFMA) and acc.lane_order is not None and not prods.lane_ordered:
         prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
-    if acc.kind == "exact":
+    if isinstance(acc, Exact):
         rounded = round_to_target(exact_sum(prods, 0, K, c), rounding_target(out, "rne"))
         return with_specials(prods, 0, K, c, signed_zero(prods, 0, K, c, rounded))
-    if acc.kind == "block":
+    if isinstance(acc, BlockModel):
         t = rounding_target("fp16", "rne") if out == "fp16" else rounding_target("fp32", acc.out_rounding, acc.out_frac_bits)
         c_emin = get_format("fp16" if out == "fp16" else "fp32").emin
         step = lambda k0, k1, c0: run_block(prods, k0, k1, c0, acc, t, c_emin)  # noqa: E731
     else:
         t = rounding_target(acc.acc_format, acc.acc_rounding, flush=acc.flush_subnormals)
-        if acc.kind == "sequential":
+        if isinstance(acc, Sequential):
             step = lambda k0, k1, c0: run_sequential(prods, k0, k1, c0, t, acc)  # noqa: E731
         else:
             step = lambda k0, k1, c0: run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731

@@ -1,16 +1,16 @@
-"""The IEEE loop (``kind="sequential"``): ``acc = round(acc + a[k]*b[k])`` for every k,
+"""The IEEE loop (:class:`~fpemu.accumulator.Sequential`): ``acc = round(acc + a[k]*b[k])`` for every k,
 exact products, one rounding per step (an FMA chain)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..model import Accumulator
+from ..model import Sequential
 from .products import Products, with_specials
 from .rounding import add_rounded, read_acc, round_to_target, Target
 
 
-def run_sequential(prods: Products, k0: int, k1: int, c: np.ndarray, t: Target, acc: Accumulator | None = None) -> np.ndarray:
+def run_sequential(prods: Products, k0: int, k1: int, c: np.ndarray, t: Target, acc: Sequential | None = None) -> np.ndarray:
     every = acc.instruction_k if acc is not None else None
     out = read_acc(round_to_target(c, t), t)
     for k in range(k0, k1):

@@ -1,4 +1,4 @@
-"""The two-stage fused sum of a block (``late_c``), as MMA-Sim models AMD CDNA3: the products
+"""The two-stage fused sum of a block (:class:`~fpemu.accumulator.TwoStage`), as MMA-Sim models AMD CDNA3: the products
 (in one lane, or even and odd lanes apart) aligned to their largest exponent and cut; the
 lanes combined; then the product sum and ``c`` aligned to the larger of their exponents, each
 cut to its own kept bits (``c`` dropped when far below), and added exactly.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...arith import NO_EXPONENT, aligned_sum, cut_below, exponent
-from ..model import Accumulator
+from ..model import TwoStage
 from .products import Products
 
 
@@ -27,7 +27,7 @@ def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
     return [ks for ks in lanes if len(ks)]
 
 
-def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: Accumulator) -> np.ndarray:
+def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: TwoStage) -> np.ndarray:
     """The exact (float64) value of one two-stage block: products s..e-1 and accumulator c
     (finite, exponent ec), before the final rounding.
 
