@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu.accumulator import dot, gemm, get_accumulator
+from fpemu.accumulator import BlockModel, dot, gemm, get_accumulator
 
 # (accumulator, inputs): every kind of model, block ones with fp32, fp16 and 13-bit outputs.
 MODELS = [
@@ -23,7 +23,7 @@ MODELS = [
     ("b200", "e4m3"), ("mi250", "fp16"), ("mi300", "bf16"), ("mi300", "e4m3fnuz"),
     ("exact", "fp16"), ("fp32", "bf16"), ("fp16", "fp16"), ("bf16", "fp16"), ("pairwise_fp32", "fp16"),
 ]
-BLOCK_MODELS = [m for m in MODELS if get_accumulator(*m).kind == "block"]
+BLOCK_MODELS = [m for m in MODELS if isinstance(get_accumulator(*m), BlockModel)]
 
 
 def bits(x: np.ndarray) -> list[int]:

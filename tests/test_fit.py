@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator
+from fpemu.accumulator import Accumulator, BlockModel
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.fit.dumps import infer_inputs
 from fpemu.fit.kernel import batch_matches, model_matches
@@ -73,7 +73,7 @@ def test_fit_names_the_right_preset_on_every_dump(name, out):
 def test_fit_pins_down_the_h100_fp8_parameters_with_c_ignored():
     result = fit(_dump("h100_e4m3"), "fp32")
     assert result.c_mode == "ignored (c = 0)"
-    blocks = {(m.block, m.frac_bits, m.out_rounding, m.out_frac_bits, m.term_rounding) for m in result.models if m.kind == "block"}
+    blocks = {(m.block, m.frac_bits, m.out_rounding, m.out_frac_bits, m.term_rounding) for m in result.models if isinstance(m, BlockModel)}
     assert blocks == {(32, 13, "rz", 13, "rz")}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator, dot
+from fpemu.accumulator import Accumulator, BlockModel, dot
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.vectors import dot_vectors, write_vectors
 
@@ -68,7 +68,7 @@ def test_fp32_vectors_fit_back_to_one_model(tmp_path):
     assert set(dump.d) == {"fp32"} and dump.K == 32
     result = fit(dump)
     assert "ada" in result.presets
-    assert {(m.block, m.frac_bits, m.out_frac_bits) for m in result.models if m.kind == "block"} == {(16, 13, 13)}
+    assert {(m.block, m.frac_bits, m.out_frac_bits) for m in result.models if isinstance(m, BlockModel)} == {(16, 13, 13)}
 
 
 def test_a_custom_model_is_recovered_from_its_fp16_column(tmp_path):
