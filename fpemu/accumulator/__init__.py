@@ -7,7 +7,7 @@ toward zero, add the truncated terms exactly and round the sum once (toward zero
 output). Longer dot products repeat this block by block (the rounded result is the next
 block's ``c``). AMD matrix cores add in two stages (CDNA3: products first, ``c`` late, each
 with its own kept bits) or as rounded pairwise trees (CDNA1/2, flushing subnormals on CDNA2).
-:class:`Accumulator` holds the parameters of such a model; the named presets of
+One small dataclass per kind holds the parameters of such a model; the named presets of
 :func:`get_accumulator` come from the published parameters of each architecture and reproduce
 real GPU dumps bit for bit (NVIDIA), or reproduce MMA-Sim's models bit for bit (AMD), one per
 instruction family (see ``docs/accumulator.md``).
@@ -29,8 +29,11 @@ elements and loops only over k. The IEEE models use an error-free two-sum and ro
 fixed-point accumulator in int64 limbs.
 
 The package, bottom up (data flows one way, each module imports only those before it):
-``model`` (the :class:`Accumulator` parameters and their checks; the GPU and IEEE presets are
-rows of the one table of matrix units, :mod:`fpemu.isa`: adding a GPU is adding rows there), ``lookup`` (:func:`get_accumulator`: a name
+``checks`` (why a model's fields are refused), ``record`` (0.1's one-record spelling),
+``model`` (one frozen dataclass per kind of model, :class:`BlockFMA`, :class:`TwoStage`,
+:class:`Sequential`, :class:`Pairwise`, :class:`Exact`, all :class:`Accumulator`\ s; the GPU and
+IEEE presets are rows of the one table of matrix units, :mod:`fpemu.isa`: adding a GPU is adding
+rows there), ``lookup`` (:func:`get_accumulator`: a name
 and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
 ``products``, one module per kind of model (the aligned sums and cuts are
 :mod:`fpemu.arith`'s), ``block`` with
