@@ -7,6 +7,10 @@ number is, how an option's name is spelled, and how an unknown name is refused.
   case: :func:`option_name`, on the command line too (``type=option_name``).
 * An unknown name is refused with its closest matches, not with every name known:
   :func:`unknown_name`.
+* A flat record of keywords (an older one-class spelling of models that are now one class
+  per kind) is read by one rule: :func:`record_fields` names every argument, and
+  :func:`split_record` keeps a class's own fields and names the others that say something
+  (not at the record's default).
 
 >>> is_whole(np.int64(8)), is_whole(True), option_name(" Saturate ")
 (True, False, 'saturate')
@@ -19,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name"]
+__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record"]
 
 
 def is_whole(value: Any) -> bool:
@@ -71,3 +75,43 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     else:
         tail = f"{where} lists {'the rest' if close else 'them all'}"
     return f"unknown {what} {name!r}; {guess}{tail}{note}"
+
+
+def record_fields(what: str, defaults: Mapping[str, Any], args: tuple, fields: dict) -> dict:
+    """The positional ``args`` (in the order of ``defaults``) and keyword ``fields`` of a flat
+    record as one dict; a name the record does not have, or one given twice, is a TypeError.
+
+    >>> record_fields("Model", {"kind": "a", "size": 1}, ("b",), {"size": 4})
+    {'size': 4, 'kind': 'b'}
+    """
+    order = list(defaults)
+    if len(args) > len(order):
+        raise TypeError(f"{what} takes at most {len(order) + 1} positional arguments")
+    fields = dict(fields)
+    for key, value in zip(order, args):
+        if key in fields:
+            raise TypeError(f"{what} got multiple values for argument {key!r}")
+        fields[key] = value
+    unknown = [k for k in fields if k not in defaults]
+    if unknown:
+        raise TypeError(f"{what} got unexpected keyword argument(s): {', '.join(unknown)}")
+    return fields
+
+
+def split_record(own: Iterable[str], defaults: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """(the fields that are ``own``, the other fields whose value is not the record's default):
+    a field the class does not have says nothing where it holds the default, and would be
+    ignored anywhere else. A bool is never the default of a number (True is not 1).
+
+    >>> split_record({"size"}, {"size": 1, "flag": False, "bits": None}, {"size": 4, "flag": False, "bits": 3})
+    ({'size': 4}, ['bits'])
+    """
+    own = set(own)
+    foreign = [k for k, v in fields.items() if k not in own and not _is_default(v, defaults[k])]
+    return {k: v for k, v in fields.items() if k in own}, foreign
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if value is default or default is None or value is None:
+        return value is default
+    return (isinstance(default, bool) or not isinstance(value, (bool, np.bool_))) and value == default

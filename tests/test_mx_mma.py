@@ -76,6 +76,21 @@ def test_model_checks(fields, message):
         BlockScaledAccumulator("m", **fields)
 
 
+def test_one_class_per_kind():
+    """The record spelling builds the class its kind names; each class has only its own fields,
+    so a fused field on the exact model is refused by name, and the classes build directly."""
+    exact, b200 = get_block_accumulator("exact", "mxfp8_e4m3"), get_block_accumulator("b200", "nvfp4")
+    assert type(exact) is mx.Blockwise and type(b200) is mx.BlockScaledFMA
+    assert not hasattr(exact, "frac_bits") and (b200.instruction_k, b200.sub_block) == (64, 16)
+    assert mx.BlockScaledFMA("m", instruction_k=32, frac_bits=30) == BlockScaledAccumulator(
+        "m", "fused", instruction_k=32, frac_bits=30)
+    assert BlockScaledAccumulator("e", "blockwise", frac_bits=None).kind == "blockwise"  # the default says nothing
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        BlockScaledAccumulator("m", "fused", instruction_k=32, frac_bits=30, lanes=4)
+    with pytest.raises(TypeError, match="instruction_k"):
+        mx.Blockwise("e", instruction_k=32)
+
+
 def test_lookup_errors():
     with pytest.raises(ValueError, match="no block-scaled MMA for int8 x int8"):
         get_block_accumulator("b200", "mxint8")

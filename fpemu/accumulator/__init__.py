@@ -1,4 +1,4 @@
-"""Simulated matrix-multiply accumulators: how tensor cores (and plain loops) add products.
+r"""Simulated matrix-multiply accumulators: how tensor cores (and plain loops) add products.
 
 A matrix-multiply unit does not add ``a[0]*b[0] + ... + a[K-1]*b[K-1] + c`` the way an IEEE
 loop does. NVIDIA tensor cores take a block of ``n`` exact products and the accumulator ``c``,

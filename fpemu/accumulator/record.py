@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import record_fields, split_record
+
 #: 0.1's record: its fields in order (positional arguments) and their defaults.
 RECORD_DEFAULTS: dict[str, Any] = dict(
     kind="block", block=1, frac_bits=24, term_rounding="rz", out_rounding="rz", out_frac_bits=23,
@@ -44,16 +46,7 @@ RECORD_DEFAULTS: dict[str, Any] = dict(
 def from_record(kinds: dict[str, type], name: Any, *args: Any, **fields: Any) -> Any:
     """The model a 0.1 record describes (``Accumulator(name, kind, block, ...)``), built from
     the class of its kind in ``kinds`` (the model module's table of kind names)."""
-    order = list(RECORD_DEFAULTS)
-    if len(args) > len(order):
-        raise TypeError(f"Accumulator takes at most {len(order) + 1} positional arguments")
-    for key, value in zip(order, args):
-        if key in fields:
-            raise TypeError(f"Accumulator got multiple values for argument {key!r}")
-        fields[key] = value
-    unknown = [k for k in fields if k not in RECORD_DEFAULTS]
-    if unknown:
-        raise TypeError(f"Accumulator got unexpected keyword argument(s): {', '.join(unknown)}")
+    fields = record_fields("Accumulator", RECORD_DEFAULTS, args, fields)
     kind, late_c = fields.pop("kind", "block"), fields.pop("late_c", False)
     if kind not in kinds:
         return _refuse(name, [f"kind must be {', '.join(kinds)}, got {kind!r}"])
@@ -62,18 +55,10 @@ def from_record(kinds: dict[str, type], name: Any, *args: Any, **fields: Any) ->
     if late_c and kind not in ("block", "two_stage"):
         return _refuse(name, ["late_c applies to block models only"])
     kind = "two_stage" if late_c else kind
-    own = _fields(kinds[kind])
-    foreign = [k for k, v in fields.items() if k not in own and not _is_default(k, v)]
+    own, foreign = split_record(_fields(kinds[kind]), RECORD_DEFAULTS, fields)
     if foreign:
         return _refuse(name, [_why_not(kinds, kind, k) for k in foreign])
-    return kinds[kind](name, **{k: v for k, v in fields.items() if k in own})
-
-
-def _is_default(key: str, value: Any) -> bool:
-    default = RECORD_DEFAULTS[key]
-    if value is default or default is None or value is None:
-        return value is default
-    return (isinstance(default, bool) or not isinstance(value, (bool, np.bool_))) and value == default
+    return kinds[kind](name, **own)
 
 
 def _why_not(kinds: dict[str, type], kind: str, key: str) -> str:

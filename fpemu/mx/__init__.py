@@ -70,7 +70,7 @@ from .conventions import CONVENTION_NAMES
 from .description import describe as describe  # a public name outside __all__, as before
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
 from .gemm_buffers import from_gemm_buffers, gemm_buffers
-from .mma import BlockScaledAccumulator, block_accumulator_names, dot, get_block_accumulator, matmul
+from .mma import BlockScaledAccumulator, BlockScaledFMA, Blockwise, block_accumulator_names, dot, get_block_accumulator, matmul
 from .mx_scales import SCALE_ROUNDINGS
 from .packing import pack_codes, unpack, unpack_codes
 from .quantization import quantize
@@ -91,6 +91,8 @@ __all__ = [
     "dot",
     "matmul",
     "BlockScaledAccumulator",
+    "Blockwise",
+    "BlockScaledFMA",
     "get_block_accumulator",
     "block_accumulator_names",
     "gemm_buffers",

@@ -18,7 +18,7 @@ scales prepared once), ``fused`` (the tensor-core arithmetic, one instruction at
 
 from .lookup import block_accumulator_names, get_block_accumulator
 from .matmul import cublaslt_alpha, dot, matmul
-from .model import BlockScaledAccumulator
+from .model import BlockScaledAccumulator, BlockScaledFMA, Blockwise
 
-__all__ = ["BlockScaledAccumulator", "get_block_accumulator", "block_accumulator_names", "matmul", "dot",
+__all__ = ["BlockScaledAccumulator", "Blockwise", "BlockScaledFMA", "get_block_accumulator", "block_accumulator_names", "matmul", "dot",
            "cublaslt_alpha"]

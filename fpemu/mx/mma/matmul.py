@@ -17,7 +17,7 @@ from ..dot_products import check_matmul, exact_dot_rows, exact_matmul
 from ..formats import BlockFormat
 from ..mx_scales import rn32_product
 from .lookup import get_block_accumulator
-from .model import BlockScaledAccumulator
+from .model import BlockScaledAccumulator, Blockwise
 
 #: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
 _TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
@@ -154,7 +154,7 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
         raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
     model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
-    if model.kind == "blockwise":
+    if isinstance(model, Blockwise):
         acc = exact_matmul(a, b, c0, workers)
     else:
         check_fits(model, a.format, b.format, bs)
@@ -243,7 +243,7 @@ def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Block
     bs = check_matmul(a2, bt)
     model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, batch, "fp32").reshape(r)
-    if model.kind == "blockwise":
+    if isinstance(model, Blockwise):
         acc = exact_dot_rows(a2, b2, c0, workers)
     else:
         check_fits(model, a.format, b.format, bs)
