@@ -21,6 +21,45 @@ def test_blockarray_from_parts_is_checked():
         mx.BlockArray(q.codes.astype(float), q.scales, q.format, 0, 32)
 
 
+
+@pytest.mark.parametrize("fmt", sorted(mx.BLOCK_FORMATS))
+def test_each_family_has_its_own_fields(fmt):
+    """BlockArray(...) builds the family's class; each holds only its own fields (issue 24)."""
+    import dataclasses
+
+    x = np.linspace(-5.0, 7.0, 64).reshape(2, 32)
+    q = mx.quantize(x, fmt)
+    family = mx.NVFP4Array if fmt.startswith("nvfp4") else mx.MXArray
+    fields = {f.name for f in dataclasses.fields(q)}
+    assert type(q) is family and isinstance(q, mx.BlockArray)
+    assert fields == {"codes", "scales", "format", "axis", "block_size"} | (
+        {"global_scale", "global_amax", "variant"} if family is mx.NVFP4Array else {"scale_rounding"})
+    again = mx.BlockArray(q.codes, q.scales, fmt, q.axis, q.block_size, q.global_scale, q.global_amax,
+                          q.variant, q.scale_rounding)  # the one-call spelling of 0.1
+    assert type(again) is family and np.array_equal(again.dequantize(), q.dequantize(), equal_nan=True)
+    row = q.with_layout(q.codes[:1], q.scales[:1])  # a slice keeps the per-tensor fields
+    assert (row.global_scale, row.global_amax, row.variant, row.scale_rounding) == (
+        q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    assert np.array_equal(row.dequantize(), q.dequantize()[:1], equal_nan=True)
+    other = mx.NVFP4Array if family is mx.MXArray else mx.MXArray
+    with pytest.raises(ValueError, match=f"{other.__name__} does not hold {fmt}: build {family.__name__}"):
+        other(q.codes, q.scales, fmt, q.axis, q.block_size)
+
+
+def test_a_family_refuses_the_other_familys_fields_by_name():
+    codes, scales = np.zeros(16, np.uint8), np.full(1, 56, np.uint8)
+    with pytest.raises(ValueError, match="describe NVFP4 tensors; a mxfp4 BlockArray has none"):
+        mx.BlockArray(codes, scales, "mxfp4", 0, 16, global_amax=1.0)
+    with pytest.raises(TypeError, match="global_amax"):
+        mx.MXArray(codes, scales, "mxfp4", 0, 16, global_amax=1.0)
+    with pytest.raises(ValueError, match="scale_rounding applies to MX formats; NVFP4 scales follow variant="):
+        mx.BlockArray(codes, scales, "nvfp4", 0, 16, global_amax=1.0, scale_rounding="floor")
+    with pytest.raises(TypeError, match="scale_rounding"):
+        mx.NVFP4Array(codes, scales, "nvfp4", 0, 16, global_amax=1.0, scale_rounding="floor")
+    with pytest.raises(ValueError, match="a nvfp4_ue5m3 BlockArray has none"):
+        mx.NVFP4Array(codes, scales, "nvfp4_ue5m3", 0, 16, variant="te")
+
+
 # ---- item 4: BlockArray parts -----------------------------------------------------------------------
 def test_blockarray_scale_out_of_range():
     with pytest.raises(ValueError, match="code 256 is out of range for E8M0"):

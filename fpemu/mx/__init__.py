@@ -50,7 +50,8 @@ The package, one job per module; each imports only from the modules listed befor
 * ``conventions``: other libraries' MX rules by name (``convention=``: torchao, TransformerEngine);
 * ``nvfp4_scales``: NVFP4's per-tensor and block scales (TransformerEngine, torchao);
 * ``packing``: FP4/FP6 codes packed into bytes and back;
-* ``array``: :class:`BlockArray` and :func:`dequantize`;
+* ``array``: :class:`BlockArray` (what every block array has) and :func:`dequantize`;
+  ``mx_array``, ``nvfp4_array``: its two families, :class:`MXArray` and :class:`NVFP4Array`;
 * ``mx_quantization`` and ``nvfp4_quantization``: the two quantization pipelines;
 * ``quantization``: :func:`quantize`, which checks its options and runs one of them;
 * ``dot_products``: the exact model of block dot products;
@@ -66,6 +67,8 @@ The package, one job per module; each imports only from the modules listed befor
 from __future__ import annotations
 
 from .array import BlockArray, dequantize
+from .mx_array import MXArray
+from .nvfp4_array import NVFP4Array
 from .conventions import CONVENTION_NAMES
 from .description import describe as describe  # a public name outside __all__, as before
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
@@ -79,6 +82,8 @@ from .scale_layout import from_blocked, to_blocked
 __all__ = [
     "BlockFormat",
     "BlockArray",
+    "MXArray",
+    "NVFP4Array",
     "BLOCK_FORMATS",
     "SCALE_ROUNDINGS",
     "CONVENTION_NAMES",

@@ -1,15 +1,26 @@
-"""The container: :class:`BlockArray` (codes, scales and their layout, every part checked on
-construction) and :func:`dequantize`, the values it represents."""
+"""The container: :class:`BlockArray`, what every block-scaled array has (codes, scales and
+their layout, every part checked on construction), and :func:`dequantize`, the values it
+represents. The two families are its subclasses, each with only its own fields:
+:class:`~fpemu.mx.mx_array.MXArray` (E8M0 scales and the rule that made them) and
+:class:`~fpemu.mx.nvfp4_array.NVFP4Array` (UE4M3/UE5M3 scales and NVFP4's per-tensor scale).
+
+``BlockArray(codes, scales, format, axis, block_size, ...)`` builds the family's class that
+``format`` names, so a caller need not know which it holds:
+
+>>> import numpy as np
+>>> from fpemu import mx
+>>> type(mx.BlockArray(np.zeros(32, np.uint8), np.full(1, 127), "mxfp4", 0, 32)).__name__
+'MXArray'
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..codec import decode
 from ..codec.dask_arrays import is_dask
 from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
@@ -17,14 +28,22 @@ from .elements import element_table
 from .formats import BlockFormat, get_block_format
 from .layout import axes_tuple, block_regions, block_tuple, moved
 from .layout import output_rows, region_rows, row_chunks, store_rows, unmoved
-from .mx_scales import SCALE_ROUNDINGS, pow2_from_e8m0
-from .nvfp4_scales import nvfp4_decode_scale, te_amax_is_degenerate
 from .packing import pack_codes
 
 
-# ---- the container --------------------------------------------------------------------------
+class _ByFamily(type):
+    """``BlockArray(...)`` itself builds the class of the format's family."""
+
+    families: ClassVar[list[type]] = []
+
+    def __call__(cls, *args, **fields):
+        if cls is not BlockArray:
+            return super().__call__(*args, **fields)
+        return _family_array(*args, **fields)
+
+
 @dataclass(frozen=True, eq=False)
-class BlockArray:
+class BlockArray(metaclass=_ByFamily):
     """A block-scaled array: element codes, scale codes, and how they are laid out.
 
     Attributes:
@@ -37,17 +56,11 @@ class BlockArray:
         format: the :class:`BlockFormat` (or its name).
         axis: the block axis (a tuple of two axes for 2-D tiles); stored non-negative.
         block_size: elements per block along ``axis`` (a pair for 2-D tiles), 1 .. 2**31.
-        global_scale: NVFP4 only: the float32 per-tensor *decode* scale (TransformerEngine:
-            ``1/S_enc`` with ``S_enc = 2688/amax``; torchao: ``amax/2688``); None for MX
-            and ``nvfp4_ue5m3`` (no per-tensor scale). Derived from ``global_amax`` when not
-            given.
-        global_amax: NVFP4 only: the float32 tensor amax the scales were computed from
-            (required for ``variant="te"``, whose dequantization uses it).
-        variant: NVFP4 only: ``"te"`` (the default) or ``"torchao"``.
-        scale_rounding: MX only: the rule the scales were computed with.
 
-    Every part is checked, so a BlockArray rebuilt by hand fails here rather than wrapping a
-    code around or crashing later:
+    Built as ``BlockArray(codes, scales, format, axis, block_size, global_scale=None,
+    global_amax=None, variant=None, scale_rounding=None)``, the family's class takes its own
+    fields and refuses the other family's by name. Every part is checked, so a BlockArray
+    rebuilt by hand fails here rather than wrapping a code around or crashing later:
 
     >>> BlockArray(np.zeros(4, np.uint8), np.full(1, 256), "mxfp4", 0, 32)
     Traceback (most recent call last):
@@ -60,13 +73,22 @@ class BlockArray:
     format: BlockFormat
     axis: int | tuple[int, int]
     block_size: int | tuple[int, int]
-    global_scale: np.float32 | None = None
-    global_amax: np.float32 | None = None
-    variant: str | None = None
-    scale_rounding: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _ByFamily.families.append(cls)
+
+    @classmethod
+    def holds(cls, bf: BlockFormat) -> bool:
+        """Whether this family's arrays hold block format ``bf``."""
+        raise NotImplementedError
 
     def __post_init__(self) -> None:
         bf = get_block_format(self.format)
+        if not self.holds(bf):
+            home = next(f.__name__ for f in _ByFamily.families if f.holds(bf))
+            raise ValueError(f"{type(self).__name__} does not hold {bf.name}: build {home} "
+                             "(or BlockArray, which picks the family)")
         codes = _code_array(self.codes, "codes", bf)
         scales = _code_array(self.scales, "scales", bf)
         block = block_tuple(self.block_size)
@@ -83,39 +105,22 @@ class BlockArray:
                 f"scales of shape {scales.shape} do not match codes of shape "
                 f"{codes.shape} in blocks of {self.block_size} along axis {self.axis}"
             )
-        self._check_tensor_fields()
+        self._check_family_fields()
 
-    def _check_tensor_fields(self) -> None:
-        """The per-tensor fields: NVFP4 needs valid ones (deriving a missing decode scale), MX
-        and nvfp4_ue5m3 none."""
-        if not self.format.tensor_scale:
-            if (self.global_scale, self.global_amax, self.variant) != (None, None, None):
-                raise ValueError("global_scale, global_amax and variant describe NVFP4 tensors; "
-                                 f"a {self.format.name} BlockArray has none")
-            if self.format.is_nvfp4 and self.scale_rounding is not None:
-                raise ValueError(f"scale_rounding applies to MX formats; {self.format.name} scales "
-                                 "follow NVFP4's rule")
-            if self.scale_rounding is not None and self.scale_rounding not in SCALE_ROUNDINGS:
-                raise ValueError(f"unknown scale_rounding {self.scale_rounding!r}; choose one of "
-                                 f"{', '.join(SCALE_ROUNDINGS)}")
-            return
-        if self.scale_rounding is not None:
-            raise ValueError("scale_rounding applies to MX formats; NVFP4 scales follow variant=")
-        variant = "te" if self.variant is None else self.variant
-        if variant not in ("te", "torchao"):
-            raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
-        amax = _tensor_scalar(self.global_amax, "global_amax", allow_inf=True)
-        scale = _tensor_scalar(self.global_scale, "global_scale", allow_inf=False)
-        if scale is not None and scale == 0:
-            raise ValueError("global_scale must be > 0 (a decode scale of 0 erases the tensor)")
-        if amax is None and (variant == "te" or scale is None):
-            raise ValueError(f"an NVFP4 BlockArray ({variant}) needs global_amax"
-                             + ("" if variant == "te" else " or global_scale"))
-        if scale is None:
-            scale = nvfp4_decode_scale(amax, variant)
-        object.__setattr__(self, "variant", variant)
-        object.__setattr__(self, "global_amax", amax)
-        object.__setattr__(self, "global_scale", scale)
+    def _check_family_fields(self) -> None:
+        """The family's own fields, checked (and normalised) once the layout is."""
+
+    def block_factors(self, scales: np.ndarray, work: np.dtype) -> tuple[np.ndarray, Any]:
+        """Per-block factors of ``scales`` (the scale codes, any layout) in dtype ``work`` or
+        float32, and a factor applied after the element products (None: none)."""
+        raise NotImplementedError
+
+    def work_dtype(self, dtype: np.dtype) -> np.dtype:
+        """The dtype :func:`dequantize` computes in for output ``dtype``."""
+        return np.dtype(np.float32)
+
+    def _repr_extra(self) -> str:
+        return ""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -129,6 +134,14 @@ class BlockArray:
     def block_shape(self) -> tuple[int, ...]:
         return self.block_size if isinstance(self.block_size, tuple) else (self.block_size,)
 
+    def with_layout(self, codes: Any, scales: Any, axis: Any = None, block_size: Any = None) -> BlockArray:
+        """The same tensor (format, per-tensor fields, scale rule) around other codes and scales
+        (reshaped, sliced, transposed), on ``axis`` (default: this one) in blocks of
+        ``block_size`` (default: these), checked as any BlockArray."""
+        return dataclasses.replace(self, codes=codes, scales=scales,
+                                   axis=self.axis if axis is None else axis,
+                                   block_size=self.block_size if block_size is None else block_size)
+
     def dequantize(self, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:
         """The represented values (see :func:`dequantize`)."""
         return dequantize(self, dtype=dtype, workers=workers)
@@ -141,7 +154,7 @@ class BlockArray:
         import dask
 
         codes, scales = dask.compute(self.codes, self.scales)
-        return dataclasses.replace(self, codes=codes, scales=scales)
+        return self.with_layout(codes, scales)
 
     def pack(self) -> np.ndarray:
         """The element codes densely packed along the last axis (see :func:`pack_codes`).
@@ -153,13 +166,21 @@ class BlockArray:
         return pack_codes(self.codes, self.format.bits)
 
     def __repr__(self) -> str:
-        extra = ""
-        if self.global_scale is not None:
-            extra = f", global_scale={float(self.global_scale)!r}, variant={self.variant!r}"
         return (
             f"BlockArray({self.format.name}, shape={self.shape}, axis={self.axis}, "
-            f"block_size={self.block_size}, scales shape={self.scales.shape}{extra})"
+            f"block_size={self.block_size}, scales shape={self.scales.shape}{self._repr_extra()})"
         )
+
+
+def _family_array(codes: Any, scales: Any, format: Any, axis: Any, block_size: Any,
+                  global_scale: Any = None, global_amax: Any = None, variant: Any = None,
+                  scale_rounding: Any = None) -> BlockArray:
+    """``BlockArray(...)``'s one-call spelling: the class of ``format``'s family, given the
+    fields it has; the other family's fields are refused by that class's rule."""
+    bf = get_block_format(format)
+    family = next(f for f in _ByFamily.families if f.holds(bf))
+    return family.from_fields(codes, scales, bf, axis, block_size, global_scale=global_scale,
+                              global_amax=global_amax, variant=variant, scale_rounding=scale_rounding)
 
 
 def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
@@ -187,51 +208,6 @@ def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
     return arr.astype(np.uint8, copy=False)
 
 
-def _tensor_scalar(value: Any, name: str, allow_inf: bool) -> np.float32 | None:
-    """An NVFP4 per-tensor float32 field: None, or a number >= 0 (Inf only where allowed)."""
-    if value is None:
-        return None
-    if np.ndim(value) != 0 or isinstance(value, (bool, np.bool_, str, bytes)):
-        raise TypeError(f"{name} must be a single number, got {value!r}")
-    v = np.float32(value)
-    if np.isnan(v) or v < 0 or (np.isinf(v) and not allow_inf):
-        raise ValueError(f"{name} must be a {'' if allow_inf else 'finite '}number >= 0, "
-                         f"got {float(v)}")
-    return v
-
-
-# ---- dequantize -----------------------------------------------------------------------------
-def _nvfp4_factors(q: BlockArray, s: np.ndarray) -> tuple[np.ndarray, np.float32]:
-    """(per-block float32 factor, power of two applied after the element product) for NVFP4.
-
-    TransformerEngine's kernel computes ``fp32(fp32(scale * amax) * fp32(1/2688))``; for an
-    amax above FLT_MAX/448 its ``scale * amax`` overflows and finite tensors read back Inf and
-    NaN (0 * Inf). fpemu runs the same float32 roundings with amax scaled by 2**-32 and the
-    result by 2**32 (binary scaling commutes with rounding away from the subnormals), which is
-    TE's result wherever TE stays finite. Where TE's S_enc is not 2688/amax (amax 0 or Inf,
-    or S_enc clamped to FLT_MAX), amax/2688 is not the decode scale the data was encoded with,
-    so the factor is ``fp32(scale * global_scale)``, the value the encoding represents.
-    """
-    f32 = np.float32
-    scale = decode(s, q.format.scale, dtype=np.float32)
-    if q.variant == "torchao" or te_amax_is_degenerate(q.global_amax):
-        return scale * q.global_scale, f32(1.0)
-    post = f32(2.0**32) if q.global_amax >= f32(2.0**100) else f32(1.0)
-    amax = f32(q.global_amax / post)
-    return (scale * amax) * f32(1.0 / 2688.0), post
-
-
-def _block_factors(q: BlockArray, work: np.dtype) -> tuple[np.ndarray, Any]:
-    """Per-block factors in the moved layout (lead..., nblocks...) and the post factor."""
-    s = moved(q.scales, q.axes)
-    if not q.format.is_nvfp4:
-        return pow2_from_e8m0(s, work), None
-    if not q.format.tensor_scale:  # element * scale: exact in float32 (6 * UE5M3: 2**-18 .. 688128)
-        return decode(s, q.format.scale, dtype=np.float32), None
-    factor, post = _nvfp4_factors(q, s)
-    return factor, (None if post == 1 else post)
-
-
 def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:
     """Values of a :class:`BlockArray` (on ``workers`` threads over chunks of blocks).
 
@@ -257,12 +233,9 @@ def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = 
         raise ValueError(f"dequantize returns floats, got dtype {dtype}")
     if is_dask(q.codes) or is_dask(q.scales):  # chunk by chunk: each holds whole blocks
         return dequantize_chunks(q.codes, q.scales, lambda c, s: dequantize(
-            dataclasses.replace(q, codes=c, scales=s), dtype=dtype, workers=1), dtype)
-    bf = q.format
-    wide = dtype.itemsize >= 8 and not bf.is_nvfp4
-    work = np.dtype(np.float64) if wide else np.dtype(np.float32)
+            q.with_layout(c, s), dtype=dtype, workers=1), dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf beyond the range; NaN blocks
-        out = _dequantize_moved(q, work, workers)
+        out = _dequantize_moved(q, q.work_dtype(dtype), workers)
         return np.ascontiguousarray(unmoved(out, q.axes), dtype=dtype)
 
 
@@ -270,7 +243,7 @@ def _dequantize_moved(q: BlockArray, work: np.dtype, workers: int | None = None)
     """The values in the moved layout (block axes last), region by region."""
     axes, block = q.axes, q.block_shape
     table = element_table(q.format, work)
-    factors, post = _block_factors(q, work)
+    factors, post = q.block_factors(moved(q.scales, axes), work)
     cm = moved(q.codes, axes)
     lengths = cm.shape[cm.ndim - len(block):]
     out_m = np.empty(cm.shape, work)

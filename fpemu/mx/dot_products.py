@@ -190,8 +190,7 @@ def exact_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | N
 
 def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
     """Rows of an (M, K) block array blocked along K (axis 1)."""
-    return BlockArray(q.codes[rows], q.scales[rows], q.format, q.axis, q.block_size,
-                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    return q.with_layout(q.codes[rows], q.scales[rows])
 
 
 def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray,

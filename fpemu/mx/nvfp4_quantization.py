@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..parallel import run_each
-from .array import BlockArray
+from .nvfp4_array import NVFP4Array
 from .elements import encode_elements
 from .formats import BlockFormat
 from .inputs import float32_input, stochastic_positions
@@ -47,7 +47,7 @@ def quantize_nvfp4(
     variant: str,
     global_amax: Any,
     workers: int | None = None,
-) -> BlockArray:
+) -> NVFP4Array:
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic (a
     format without a per-tensor scale: TransformerEngine's, with S_enc = 1)."""
     if variant not in ("te", "torchao"):
@@ -84,7 +84,7 @@ def quantize_nvfp4(
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
     tensor = dict(global_scale=nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
                   variant=variant) if bf.tensor_scale else {}
-    return BlockArray(
+    return NVFP4Array(
         codes=unmoved(codes_m, axes),
         scales=unmoved(scales_m, axes),
         format=bf,

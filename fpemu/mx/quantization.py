@@ -11,6 +11,7 @@ from ..arguments import option_name
 from ..codec.dask_arrays import is_dask
 from ..codec.option_names import check_random
 from .array import BlockArray
+from .mx_array import MXArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule, nvfp4_variant
 from .formats import BlockFormat, get_block_format
@@ -110,7 +111,7 @@ def quantize(
     _check_mx_options(raw, arr, rule.scale, variant, global_amax)
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
         codes, scales = quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
-    return BlockArray(
+    return MXArray(
         codes=codes,
         scales=scales,
         format=bf,

@@ -80,13 +80,11 @@ def _apply_global_scales(acc: np.ndarray, ga: np.float32, gb: np.float32) -> np.
 
 
 def _as_row(q: BlockArray) -> BlockArray:
-    return BlockArray(q.codes[None, :], q.scales[None, :], q.format, 1, q.block_size,
-                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    return q.with_layout(q.codes[None, :], q.scales[None, :], axis=1)
 
 
 def _as_column(q: BlockArray) -> BlockArray:
-    return BlockArray(q.codes[:, None], q.scales[:, None], q.format, 0, q.block_size,
-                      q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    return q.with_layout(q.codes[:, None], q.scales[:, None], axis=0)
 
 
 def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScaledAccumulator) -> np.ndarray:
@@ -165,8 +163,7 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
 def _rows_2d(q: BlockArray, rows: int) -> BlockArray:
     """A (..., K) block array blocked along its last axis as (rows, K), blocked along axis 1."""
     k = q.shape[-1]
-    return BlockArray(q.codes.reshape(rows, k), q.scales.reshape(rows, q.scales.shape[-1]), q.format, 1,
-                      q.block_size, q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    return q.with_layout(q.codes.reshape(rows, k), q.scales.reshape(rows, q.scales.shape[-1]), axis=1)
 
 
 def _fused_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator,
@@ -238,8 +235,7 @@ def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Block
         raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
     r = math.prod(batch)
     a2, b2 = _rows_2d(a, r), _rows_2d(b, r)
-    bt = BlockArray(b2.codes.T, b2.scales.T, b2.format, 0, b2.block_size, b2.global_scale, b2.global_amax,
-                    b2.variant, b2.scale_rounding)  # B = b's rows as columns: matmul's checks, as for 1-D
+    bt = b2.with_layout(b2.codes.T, b2.scales.T, axis=0)  # B = b's rows as columns: matmul's checks, as for 1-D
     bs = check_matmul(a2, bt)
     model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, batch, "fp32").reshape(r)
