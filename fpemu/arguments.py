@@ -18,12 +18,13 @@ number is, how an option's name is spelled, and how an unknown name is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record"]
+__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record", "FieldsRecord"]
 
 
 def is_whole(value: Any) -> bool:
@@ -115,3 +116,33 @@ def _is_default(value: Any, default: Any) -> bool:
     if value is default or default is None or value is None:
         return value is default
     return (isinstance(default, bool) or not isinstance(value, (bool, np.bool_))) and value == default
+
+
+class FieldsRecord:
+    """``repr``, ``==`` and ``hash`` of a frozen dataclass from its fields, written once for a
+    family of them: each class is then declared ``@dataclass(frozen=True, repr=False,
+    eq=False)`` and Python generates only its ``__init__`` (import time: a dataclass's generated
+    methods are compiled when its class is made). The results are those dataclasses give.
+
+    >>> @dataclasses.dataclass(frozen=True, repr=False, eq=False)
+    ... class Point(FieldsRecord):
+    ...     x: int
+    ...     y: int = 0
+    >>> Point(1), Point(1) == Point(1, 0), Point(1) == Point(2), len({Point(1), Point(1)})
+    (Point(x=1, y=0), True, False, 1)
+    """
+
+    def _compared(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare)
+
+    def __repr__(self) -> str:
+        shown = (f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
+        return f"{type(self).__qualname__}({', '.join(shown)})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from ..arguments import FieldsRecord
 from ..formats import Format
 from .checks import problems_of
 from .record import from_record
@@ -44,8 +45,8 @@ class _ByKind(type):
         return super().__call__(*args, **fields)
 
 
-@dataclass(frozen=True)
-class Accumulator(metaclass=_ByKind):
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
+class Accumulator(FieldsRecord, metaclass=_ByKind):
     """What every accumulation model has.
 
     Attributes:
@@ -88,14 +89,14 @@ class Accumulator(metaclass=_ByKind):
         return self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class Exact(Accumulator):
     """The exact sum of all products and ``c``, rounded once (RNE) to the output."""
 
     kind: str = field(default="exact", init=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class RoundedModel(Accumulator):
     """A running sum in ``acc_format``, every addition rounded (``acc_rounding``: ``"rne"``
     or ``"rz"``); products exact."""
@@ -104,14 +105,14 @@ class RoundedModel(Accumulator):
     acc_rounding: OutRounding = "rne"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class Sequential(RoundedModel):
     """``acc = round(acc + a[k]*b[k])`` for k = 0, 1, ... starting from ``acc = c``."""
 
     kind: str = field(default="sequential", init=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class Pairwise(RoundedModel):
     """Products summed as balanced binary trees of ``block`` products (None: all of K), every
     addition rounded, each tree's sum then added to the running accumulator.
@@ -128,7 +129,7 @@ class Pairwise(RoundedModel):
     kind: str = field(default="pairwise", init=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class BlockModel(Accumulator):
     """A block of ``block`` exact products (and ``c``) aligned to their largest exponent,
     summed exactly, the sum rounded once to fp32 (``out_rounding``, ``out_frac_bits``) or
@@ -162,7 +163,7 @@ class BlockModel(Accumulator):
     late_c: ClassVar[bool] = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class BlockFMA(BlockModel):
     """NVIDIA's tensor-core block FMA: ``c`` takes part in the first block.
 
@@ -198,7 +199,7 @@ class BlockFMA(BlockModel):
         return self.fp16_output if out == "fp16" and self.fp16_output is not None else self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class TwoStage(BlockModel):
     """The two-stage fused sum, as MMA-Sim models AMD CDNA3: a block's products (in one lane,
     or even and odd lanes apart) aligned to their largest exponent ``E_p`` and cut; ``c``

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...arguments import is_whole as _is_int
-from ...arguments import record_fields, split_record
+from ...arguments import FieldsRecord, record_fields, split_record
 
 TermExponent = Literal["product", "scale"]
 
@@ -36,8 +36,8 @@ class _ByKind(type):
         return _from_record(*args, **fields)
 
 
-@dataclass(frozen=True)
-class BlockScaledAccumulator(metaclass=_ByKind):
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
+class BlockScaledAccumulator(FieldsRecord, metaclass=_ByKind):
     """How a matrix unit adds block-scaled products (MX, NVFP4): what every model has.
 
     Attributes:
@@ -75,7 +75,7 @@ class BlockScaledAccumulator(metaclass=_ByKind):
         return []
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class Blockwise(BlockScaledAccumulator):
     """The OCP MX Dot/DotGeneral with exact parts: each scale block's products summed
     exactly, times both scales, rounded once to fp32 (RNE), added in fp32 (RNE) to the running
@@ -84,7 +84,7 @@ class Blockwise(BlockScaledAccumulator):
     kind: str = field(default="blockwise", init=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
 class BlockScaledFMA(BlockScaledAccumulator):
     """A tensor core's block-scaled MMA, one instruction of ``instruction_k`` products at a
     time: its terms and ``c`` aligned to their largest exponent with ``frac_bits`` fraction
