@@ -99,7 +99,7 @@ def gemm(res: dict, seeds: list[int]) -> None:
     against exact sums of the same operands; for the training batch (K = 256 tokens) and a
     16 times larger one (K = 4096)."""
     from fpemu.train.accumulate import accumulator_matmul
-    from fpemu.train.gpt.linears import LinearFP8
+    from fpemu.train.linears import LinearFP8
     from fpemu.train.gpt.model import forward, loss_and_grads
     from fpemu.train.gpt.precision import make_gpt_precision
     from fpemu.train.gpt.task import batch

@@ -65,7 +65,7 @@ def test_fp8_bias_gradient_is_summed_from_the_unquantized_dy_in_mlp_and_transfor
     """One rule in both networks (TransformerEngine's: bgrad_quantize sums the high-precision
     grad_output while it casts it to FP8): the MLP's fp8 policy and the transformer's LinearFP8
     give the same bias gradient, the exact FP32 column sums of dY, not of its E5M2 copy."""
-    from fpemu.train.gpt.linears import LinearFP8
+    from fpemu.train.linears import LinearFP8
     from fpemu.train.recipes import CurrentScaling
     from fpemu.train.stats import CastStats
 

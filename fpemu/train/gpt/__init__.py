@@ -17,8 +17,9 @@ The package, in the order data flows:
 * ``corpus``: the generated text and its character tokens;
 * ``config``: :class:`GPTConfig` and the initial weights;
 * ``layers``, ``attention``: layer norm, GELU, softmax, cross-entropy; causal attention;
-* ``linears``, ``blocks``: a linear layer's GEMMs in FP32, FP16/BF16, FP8; MXFP8 and NVFP4;
-* ``precision``: which GEMM class each layer uses (:func:`make_gpt_precision`);
+* ``precision``: which linear layer of :mod:`fpemu.train.linears` and
+  :mod:`fpemu.train.block_linears` (shared with the MLP) each layer uses
+  (:func:`make_gpt_precision`);
 * ``model``: the forward and backward passes;
 * ``task``, ``loop``: the task, AdamW, :func:`run_gpt` and :func:`compare_gpt`;
 * ``infer``: post-training quantization of the trained model (``fpemu infer``).
@@ -26,7 +27,7 @@ The package, in the order data flows:
 
 from __future__ import annotations
 
-from .blocks import NVFP4Recipe, parse_recipe
+from ..block_linears import NVFP4Recipe, parse_recipe
 from .config import GPTConfig, init_gpt
 from .loop import DEFAULT_GPT_STEPS, GPT_RUNS, compare_gpt, run_gpt, train_gpt
 from .precision import GPT_PRECISIONS, make_gpt_precision

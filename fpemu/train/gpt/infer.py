@@ -22,9 +22,9 @@ import numpy as np
 from ... import mx
 from ...formats import get_format
 from ...scaling import scale_from_amax
+from ..linears import LinearFP32
 from ..recipes import fp8_cast
 from .config import GPTConfig
-from .linears import LinearFP32
 from .precision import LINEARS, GPTPrecision
 from .task import GPTTask, batch
 
@@ -52,7 +52,7 @@ class LinearPTQ(LinearFP32):
         """``t`` cast with the scale of ``amax`` (TE's rule, :func:`fpemu.scale_from_amax`)."""
         return fp8_cast(t, self.low, np.float32(scale_from_amax(amax, self.low.max)[()]))
 
-    def fwd(self, x, w, b):
+    def fwd(self, x, w, b, record=True):
         if self.calibrating:
             self.amax = np.maximum(self.amax, np.float32(np.abs(x).max()))
             return super().fwd(x, w, b)

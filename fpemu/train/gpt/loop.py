@@ -132,7 +132,7 @@ def run_gpt(precision: str = "fp32", loss_scale: str | None = None, steps: int =
     """Train the transformer in one precision policy and record every step.
 
     ``loss_scale`` defaults to dynamic for fp16 and none otherwise; ``fp8_recipe`` is
-    ``"delayed"`` or ``"current"``; ``nvfp4_recipe`` an :class:`~.blocks.NVFP4Recipe` or a
+    ``"delayed"`` or ``"current"``; ``nvfp4_recipe`` an :class:`~fpemu.train.block_linears.NVFP4Recipe` or a
     string (``"all"``, ``"none"``, ``"2d,sr,rht,last"``); ``accumulator`` and ``promote`` send
     the fp16/bf16/fp8 GEMMs through an accumulator model. ``final_loss`` and
     ``final_accuracy`` are the validation loss and next-character accuracy of the trained

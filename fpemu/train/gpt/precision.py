@@ -24,11 +24,11 @@ import numpy as np
 
 from ...formats import Format, get_format
 from ..accumulate import accumulator_matmul
+from ..block_linears import LinearBlock, NVFP4Recipe, parse_recipe
 from ..checks import check_int
+from ..linears import Linear, LinearFP8, LinearFP32, LinearLow
 from ..recipes import CurrentScaling, DelayedScaling, as_fp8_recipe, recipe_name
 from ..rounders import rounder
-from .blocks import LinearBlock, NVFP4Recipe, parse_recipe
-from .linears import LinearFP8, LinearFP32, LinearLow
 
 GPT_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
 LINEARS = ("qkv", "proj", "fc1", "fc2")
@@ -36,18 +36,19 @@ LINEARS = ("qkv", "proj", "fc1", "fc2")
 
 @dataclass
 class GPTPrecision:
-    """One run's GEMM classes: ``blocks[i][name]`` for the linear layers of block ``i``,
-    ``head`` for the tied output layer; ``attn`` rounds the attention GEMMs' operands and
-    outputs (None: FP32), ``act`` the activations between GEMMs (None: FP32)."""
+    """One run's linear layers (:class:`~fpemu.train.linears.Linear`): ``blocks[i][name]`` for
+    those of block ``i``, ``head`` for the tied output layer; ``attn`` rounds the attention
+    GEMMs' operands and outputs (None: FP32), ``act`` the activations between GEMMs (None:
+    FP32)."""
 
     name: str
     variant: str | None
     low: Format | None
-    blocks: list[dict]
-    head: object
+    blocks: list[dict[str, Linear]]
+    head: Linear
     attn: Callable[[np.ndarray], np.ndarray] | None = None
     act: Callable[[np.ndarray], np.ndarray] | None = None
-    linears: list = field(default_factory=list)
+    linears: list[Linear] = field(default_factory=list)
 
     def end_step(self) -> None:
         for lin in self.linears:

@@ -1,6 +1,7 @@
 """A linear layer's GEMMs on block-scaled operands (:func:`fpemu.mx.quantize`): MXFP8 as
 TransformerEngine's ``MXFP8BlockScaling`` runs it, and NVFP4 with the elements of NVIDIA's
-NVFP4 pre-training recipe (arXiv 2509.25149) as switchable options (:class:`NVFP4Recipe`).
+NVFP4 pre-training recipe (arXiv 2509.25149) as switchable options (:class:`NVFP4Recipe`);
+the :class:`~.linears.Linear` layers of the MLP and of the transformer alike.
 
 Every operand is quantized along its GEMM's K axis — X and W along ``d_in`` for the forward
 GEMM, dY and W along ``d_out`` for dgrad, X and dY along the tokens for wgrad — as TE keeps a
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import mx
-from ...formats import get_format
+from .. import mx
+from ..formats import get_format
 from .linears import LinearFP32
 
 
@@ -134,19 +135,20 @@ class LinearBlock(LinearFP32):
             kw.update(axis=axis)
         return np.asarray(mx.quantize(t, self.block, **kw).dequantize(), dtype=np.float32)
 
-    def fwd(self, x, w, b):
+    def fwd(self, x, w, b, record=True):
         xq = self._q(x, 1)
         wq = self._q(w, 0, tiles=self.recipe.weights_2d)
         y = xq @ wq
         return (y if b is None else y + b), (x, w, wq)
 
-    def bwd(self, dy, ctx, stats, kind="act"):
+    def bwd(self, dy, ctx, stats, kind="act", need_dx=True):
         x, w, wq = ctx
+        # The dgrad copy of dY is where its underflow is counted, so it is made even where
+        # dgrad is skipped: an input layer's dY is counted like every other layer's.
         dyq = self._q(dy, 1, grad=True)
         if stats is not None:
-            stats.add(dy, dyq, kind=kind)  # the dgrad copy: where underflow is counted
-        wq_t = wq if self.recipe.weights_2d else self._q(w, 1)
-        dx = dyq @ wq_t.T
+            stats.add(dy, dyq, kind=kind)
+        dx = dyq @ (wq if self.recipe.weights_2d else self._q(w, 1)).T if need_dx else None
         xt, dyt = (hadamard_rows(x, self.rht), hadamard_rows(dy, self.rht)) if self.rht is not None else (x, dy)
         dw = self._q(xt, 0).T @ self._q(dyt, 0, grad=True)
         return dx, dw, dy.sum(axis=0)
