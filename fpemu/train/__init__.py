@@ -43,7 +43,9 @@ The package, in the order data flows (each module imports only those above it):
 * ``rounders``, ``stats``: the casts to the low formats and what they count, per kind of
   gradient tensor.
 * ``accumulate``: GEMMs through an accumulator model (with DeepSeek-V3's promotion).
-* ``policies``: how each precision casts and multiplies (:func:`make_policy`).
+* ``linears``, ``block_linears``: a linear layer's three GEMMs in each precision (FP32,
+  FP16/BF16, FP8; MXFP8, NVFP4 with :class:`NVFP4Recipe`), the one set both networks use.
+* ``policies``: the MLP's linear layer of each precision, per layer (:func:`make_policy`).
 * ``task``, ``network``, ``optimizers``: the data, the MLP, SGD and Adam.
 * ``history``, ``blas``: what a run records; OpenBLAS on one thread.
 * ``loop``: :func:`run` and :func:`compare`.
@@ -59,7 +61,8 @@ from ..errors import moved_names
 import numpy as np  # noqa: F401  (the examples above use np)
 
 from .blas import single_threaded_blas
-from .gpt import GPTConfig, GPTTask, NVFP4Recipe, compare_gpt, make_gpt_task, run_gpt, train_gpt
+from .block_linears import NVFP4Recipe
+from .gpt import GPTConfig, GPTTask, compare_gpt, make_gpt_task, run_gpt, train_gpt
 from .history import History
 from .loop import COMPARE_RUNS, DEFAULT_STEPS, MAX_STEPS, compare, run
 from .network import init_params

@@ -1,5 +1,6 @@
 """The network: a ReLU multilayer perceptron with its forward and backward passes written out
-in NumPy, every GEMM through a precision policy; binary cross-entropy loss."""
+in NumPy, every layer a linear layer of its precision policy (:mod:`.policies`); binary
+cross-entropy loss."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from .checks import check_int
+from .policies import MLPPolicy
+from .stats import CastStats
 from .task import check_weight_count, check_widths
 
 
@@ -33,22 +36,21 @@ def init_params(widths: Sequence[int], seed: int) -> list[np.ndarray]:
     return params
 
 
-def forward(params, x, policy, record=True):
-    """Logits and the per-layer cache (GEMM operands as cast, and ReLU masks)."""
+def forward(params: list[np.ndarray], x: np.ndarray, policy: MLPPolicy,
+            record: bool = True) -> tuple[np.ndarray, list[tuple]]:
+    """Logits and the per-layer cache (each linear layer's context, and the ReLU masks);
+    ``record=False`` (evaluation) leaves FP8's amax histories alone."""
     n_layers = len(params) // 2
     cache = []
     a = x
     for l in range(n_layers):
-        w, b = params[2 * l], params[2 * l + 1]
-        qa, sa = policy.cast_fwd(a, ("x", l), record)
-        qw, sw = policy.cast_fwd(w, ("w", l), record)
-        z = policy.out_fwd(policy.gemm(qa, sa, qw, sw) + policy.cast_bias(b))
+        z, ctx = policy.linear(l).fwd(a, params[2 * l], params[2 * l + 1], record)
         if l < n_layers - 1:
             mask = z > 0
             a = np.where(mask, z, np.float32(0.0))
         else:
             mask = None
-        cache.append((qa, sa, qw, sw, mask))
+        cache.append((ctx, mask))
     return z, cache
 
 
@@ -71,27 +73,26 @@ def bce_loss(logits: np.ndarray, y: np.ndarray) -> tuple[np.float32, np.ndarray]
     return np.float32(per.mean(dtype=np.float32)), sig
 
 
-def backward(params, cache, sig, y, loss_scale, policy, stats):
+def backward(params: list[np.ndarray], cache: list[tuple], sig: np.ndarray, y: np.ndarray, loss_scale: float,
+             policy: MLPPolicy, stats: CastStats) -> list[np.ndarray]:
     """Gradients of ``loss * loss_scale`` w.r.t. ``[W1, b1, ...]``, as the low format holds them."""
     n_layers = len(params) // 2
     # d(mean BCE)/dlogits = (sigmoid - y) / (batch * labels), times the loss scale (FP32).
     dz = (sig - y) * np.float32(loss_scale / y.size)
     grads: list[np.ndarray] = [None] * len(params)  # type: ignore[list-item]
     for l in range(n_layers - 1, -1, -1):
-        qa, sa, qw, sw, mask = cache[l]
+        ctx, mask = cache[l]
         if mask is not None:
             dz = np.where(mask, dz, np.float32(0.0))
         # The loss gradient (w.r.t. the logits) and the activation gradients are cast to the low
-        # format as they enter the backward GEMMs; the GEMMs write the parameter gradients.
-        qd, sd = policy.cast_grad(dz, ("dy", l), stats, "loss" if l == n_layers - 1 else "act")
-        grads[2 * l] = policy.out_grad(policy.gemm(qa.T, sa, qd, sd), stats, "weight")
-        grads[2 * l + 1] = policy.out_grad(policy.bias_grad(dz, qd, sd), stats, "bias")
-        if l > 0:
-            dz = policy.gemm(qd, sd, qw.T, sw)
+        # format as they enter the backward GEMMs, and counted there; the first layer's input
+        # is the data, which needs no gradient.
+        kind = "loss" if l == n_layers - 1 else "act"
+        dz, grads[2 * l], grads[2 * l + 1] = policy.linear(l).bwd(dz, ctx, stats, kind, need_dx=l > 0)
     return grads
 
 
-def evaluate(params, x: np.ndarray, y: np.ndarray, policy) -> tuple[float, float]:
+def evaluate(params: list[np.ndarray], x: np.ndarray, y: np.ndarray, policy: MLPPolicy) -> tuple[float, float]:
     """Loss and label accuracy of the master weights on ``(x, y)``, forward in the policy's
     precision."""
     logits, _ = forward(params, x, policy, record=False)
