@@ -11,9 +11,10 @@ fpemu.errors.RunError: no model reproduces the dump
 
 from __future__ import annotations
 
-from typing import Callable, NoReturn
+import sys
+from typing import Callable, Mapping, NoReturn
 
-__all__ = ["RunError", "moved_names"]
+__all__ = ["RunError", "moved_names", "moved_modules"]
 
 
 class RunError(Exception):
@@ -37,3 +38,32 @@ def moved_names(package: str, moved: dict[str, str]) -> Callable[[str], NoReturn
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+class _MovedModules:
+    """Last on ``sys.meta_path``: asked only once no real module was found, it answers for the
+    modules :func:`moved_modules` was told of, with their new spelling."""
+
+    moved: dict[str, str] = {}
+
+    @classmethod
+    def find_spec(cls, name: str, path=None, target=None) -> None:
+        if name in cls.moved:
+            # No ``name=`` on the error: ``from package import module`` would swallow it.
+            raise ModuleNotFoundError(cls.moved[name])
+        return None
+
+
+def moved_modules(moved: Mapping[str, str]) -> None:
+    """Make an import of each old module name of ``moved`` (old dotted name -> message) fail
+    with its message instead of a bare "No module named".
+
+    >>> moved_modules({"fpemu.old_example": "fpemu.old_example is fpemu.formats now"})
+    >>> import fpemu.old_example
+    Traceback (most recent call last):
+    ...
+    ModuleNotFoundError: fpemu.old_example is fpemu.formats now
+    """
+    _MovedModules.moved.update(moved)
+    if _MovedModules not in sys.meta_path:
+        sys.meta_path.append(_MovedModules)

@@ -12,7 +12,7 @@ the FP8 fp16-output staged-model search moved out of the library: python -m rese
 
 from __future__ import annotations
 
-import sys
+from ..errors import moved_modules
 
 #: The campaign's modules, once ``fpemu.fit.<name>``, now ``research.fp8_fp16.<name>``.
 MOVED_MODULES = frozenset(
@@ -36,21 +36,7 @@ def moved_command(command: str) -> str:
     return f"{what} moved out of the library: {spelling} (from the root of a checkout of the fpemu repository)"
 
 
-class _MovedModuleFinder:
-    """Last on ``sys.meta_path``: asked only once no real module was found, and only answers
-    (with the new spelling) for the campaign's old names."""
-
-    @staticmethod
-    def find_spec(name: str, path=None, target=None):
-        package, _, module = name.rpartition(".")
-        if package == __package__ and module in MOVED_MODULES:
-            # No ``name=`` on the error: ``from fpemu.fit import staged`` would swallow it.
-            raise ModuleNotFoundError(f"{name} moved out of the library: import research.fp8_fp16.{module} "
-                                      "from a checkout of the fpemu repository (run from its root)")  # fmt: skip
-        return None
-
-
 def install_finder() -> None:
-    """Put the finder on ``sys.meta_path`` once."""
-    if _MovedModuleFinder not in sys.meta_path:
-        sys.meta_path.append(_MovedModuleFinder)
+    """Make the campaign's old module names fail naming their new spelling."""
+    moved_modules({f"{__package__}.{m}": f"{__package__}.{m} moved out of the library: import research.fp8_fp16.{m} "
+                   "from a checkout of the fpemu repository (run from its root)" for m in MOVED_MODULES})
