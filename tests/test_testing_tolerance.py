@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tolerance_helpers import PRESETS, label, random_gemm
 
@@ -195,6 +195,7 @@ _PROPERTY_PRESETS = [p for p in PRESETS if isinstance(p[1], str) and p[1] in ("f
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(_PROPERTY_PRESETS), st.integers(0, 40), st.integers(0, 2**32 - 1),
        st.sampled_from(["uniform", "wide", "cancel"]), st.sampled_from(["fp32", "fp16"]))  # fmt: skip
+@example(("mi100", "fp16"), 6, 0, "cancel", "fp32")  # the any-order bound alone was above the model's lo
 def test_property_gemm_lies_in_the_interval_and_a_family_holds_its_members(case, k, seed, dist, out):
     preset, inputs = case
     A, B, C = random_gemm(dist, 2, k, 3, inputs, np.random.default_rng(seed))
