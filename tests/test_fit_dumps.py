@@ -203,9 +203,9 @@ def test_batched_search_memory_does_not_grow_with_the_models(monkeypatch):
     sizes = []
     real = fitmod._batch_model
 
-    def spy(p, *args, **kwargs):
-        sizes.append(p.size)
-        return real(p, *args, **kwargs)
+    def spy(prods, *args, **kwargs):
+        sizes.append(prods.R * prods.K)  # the products one batched call holds
+        return real(prods, *args, **kwargs)
 
     monkeypatch.setattr(fitmod, "_batch_model", spy)
     monkeypatch.setattr(fitmod, "_BATCH_VALUES", 1 << 15)

@@ -54,6 +54,18 @@ class Products:
             setattr(new, name, getattr(self, name)[order])
         return new
 
+    def tiled(self, n: int) -> Products:
+        """The products of a dot's rows repeated n times (row i + j R is row i): one set of
+        operands for n models at once (``fpemu.fit``), prepared once."""
+        if self.outer:
+            raise ValueError("tiled() repeats the rows of a dot's products, not a GEMM's")
+        new = object.__new__(Products)
+        new.__dict__.update(self.__dict__)
+        for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
+            setattr(new, name, np.tile(getattr(self, name), (1, n)))  # k-major: rows are columns
+        new.R = self.R * n
+        return new
+
     def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op) -> np.ndarray:
         if self.outer:
             return op(x[k][:, None], y[k][None, :]).reshape(-1)

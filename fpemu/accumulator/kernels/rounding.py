@@ -36,10 +36,34 @@ def rounding_target(fmt: str | Format, mode: str, frac_bits: int | None = None, 
     return Target(f, mode, flush)
 
 
+@dataclass(frozen=True, eq=False)
+class RowTargets:
+    """A rounding target a row (``fpemu.fit`` tries many models at once): row i is rounded
+    to ``format`` with ``frac_bits[i]`` fraction bits, RNE where ``rne[i]``, else RZ.
+
+    >>> t = RowTargets(get_format("fp32"), np.array([23, 10]), np.array([True, False]))
+    >>> round_to_target(np.array([1 + 2**-23 + 2**-24, 1 + 2**-10 + 2**-11]), t).tolist() == [1 + 2**-22, 1 + 2**-10]
+    True
+    """
+
+    format: Format
+    frac_bits: np.ndarray
+    rne: np.ndarray
+
+    def round(self, v: np.ndarray) -> np.ndarray:
+        """v rounded row by row, one call of :func:`round_to_target` a distinct target."""
+        key = np.broadcast_to(np.asarray(self.frac_bits, dtype=np.int64) * 2 + np.asarray(self.rne, dtype=np.int64), v.shape)
+        r = np.empty_like(v)
+        for k in np.unique(key).tolist():
+            rows = key == k
+            r[rows] = round_to_target(v[rows], rounding_target(self.format, "rne" if k % 2 else "rz", k // 2))
+        return r
+
+
 _ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
 
 
-def round_to_target(v: np.ndarray, t: Target) -> np.ndarray:
+def round_to_target(v: np.ndarray, t: Target | RowTargets) -> np.ndarray:
     """Round float64 values (exact inputs) to the target with the codec (fp32 RNE: numpy's
     IEEE cast, the same rounding); IEEE overflow (RNE -> Inf, RZ -> largest finite); a zero
     keeps its sign.
@@ -48,6 +72,8 @@ def round_to_target(v: np.ndarray, t: Target) -> np.ndarray:
     [1.0, -3.0]
     """
     v = np.asarray(v, dtype=np.float64)
+    if isinstance(t, RowTargets):
+        return t.round(v)
     if t.mode == "rne" and t.format.name == "fp32":
         with np.errstate(over="ignore"):  # IEEE: the cast rounds RNE, underflows gradually, overflows to Inf
             r = v.astype(np.float32).astype(np.float64)

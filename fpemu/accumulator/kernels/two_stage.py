@@ -27,9 +27,11 @@ def _lanes(s: int, e: int, even_odd: bool) -> list[range]:
     return [ks for ks in lanes if len(ks)]
 
 
-def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: TwoStage) -> np.ndarray:
+def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc: TwoStage,
+             F: int | np.ndarray | None = None) -> np.ndarray:
     """The exact (float64) value of one two-stage block: products s..e-1 and accumulator c
-    (finite, exponent ec), before the final rounding.
+    (finite, exponent ec), before the final rounding; ``F``: the model's ``frac_bits``, or
+    one a row (:func:`~.block.block_rows`).
 
     >>> from ..lookup import get_accumulator
     >>> from .products import Products
@@ -39,7 +41,7 @@ def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc
     >>> late_sum(p, 0, 1, np.array([1.0]), np.array([0]), get_accumulator("mi300", "bf16")) == 1 + 2**-24 + 2**-31
     array([ True])
     """
-    F = acc.frac_bits
+    F = acc.frac_bits if F is None else F
     sums, exps = [], []
     for ks in _lanes(s, e, acc.even_odd):
         v, E = aligned_sum((prods.value(k) for k in ks), (prods.exponent(k) for k in ks), F, acc.term_rounding)
