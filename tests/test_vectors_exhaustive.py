@@ -36,7 +36,8 @@ def _boundaries(fmt: str) -> np.ndarray:
     v = decode(codes.astype(f.code_dtype), f)
     vals = np.unique(np.abs(v[np.isfinite(v)]))
     vals = np.union1d([0.0], vals)
-    after = 2.0 ** (f.emax + 1) if f.mantissa_bits == 0 else f.max + 2.0 ** (f.emax - f.mantissa_bits)
+    # (vals[-1]: the largest magnitude, int8's -2 included, which has no positive twin)
+    after = 2.0 ** (f.emax + 1) if f.mantissa_bits == 0 else vals[-1] + 2.0 ** (f.emax - f.mantissa_bits)
     vals = np.append(vals, after)
     mids = (vals[:-1] + vals[1:]) / 2
     pos = np.union1d(vals, mids)

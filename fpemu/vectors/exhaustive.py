@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cases import code_values, magnitude_codes, nan_patterns
+from ..cases import code_values, nan_patterns
 from ..formats import Format, get_format
 
 _UINT_OF_DTYPE = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
@@ -16,13 +16,15 @@ MAX_EXHAUSTIVE_BITS = 16
 
 
 def _anchors(fmt: Format) -> tuple[np.ndarray, np.ndarray]:
-    """The format's non-negative finite values (0 always included, as the lower end of the
-    first interval) and the midpoints between neighbours, as exact float64s; the last
-    midpoint is the overflow tie, between the largest value and the next one the exponent
-    range would have."""
-    vals = np.union1d([0.0], code_values(magnitude_codes(fmt), fmt))
+    """The magnitudes of the format's finite values (0 always included, as the lower end of
+    the first interval) and the midpoints between neighbours, as exact float64s; the last
+    midpoint is the overflow tie, between the largest magnitude and the next one the exponent
+    range would have. Both signs' magnitudes: a two's complement format's most negative value
+    (int8's -2) has no positive twin, and its neighbourhood is a class of its own."""
+    finite = code_values(np.arange(fmt.num_codes, dtype=np.int64), fmt)
+    vals = np.union1d([0.0], np.abs(finite[np.isfinite(finite)]))
     ulp_max = np.ldexp(1.0, fmt.emax - fmt.mantissa_bits)
-    nxt = np.append(vals[1:], fmt.max + ulp_max)
+    nxt = np.append(vals[1:], vals[-1] + ulp_max)
     return vals, (vals + nxt) / 2  # exact: neighbours differ by at most one binade
 
 
