@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record", "FieldsRecord"]
+__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record", "FieldsRecord", "SpelledBy"]
 
 
 def is_whole(value: Any) -> bool:
@@ -146,3 +146,24 @@ class FieldsRecord:
 
     def __hash__(self) -> int:
         return hash(self._compared())
+
+
+class SpelledBy(type):
+    """The metaclass of a family whose base class, called itself, builds a member from a
+    one-call spelling (``Accumulator(name, kind, ...)``, ``BlockArray(codes, scales, format,
+    ...)``): it calls the ``spelling`` the base defines; a member class is built as any class.
+
+    >>> class Shape(metaclass=SpelledBy):
+    ...     @staticmethod
+    ...     def spelling(kind):
+    ...         return {"square": Square}[kind]()
+    >>> class Square(Shape):
+    ...     pass
+    >>> type(Shape("square")).__name__, type(Square()).__name__
+    ('Square', 'Square')
+    """
+
+    def __call__(cls, *args: Any, **fields: Any) -> Any:
+        if "spelling" in vars(cls):
+            return cls.spelling(*args, **fields)
+        return super().__call__(*args, **fields)

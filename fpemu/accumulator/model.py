@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from ..arguments import FieldsRecord
+from ..arguments import FieldsRecord, SpelledBy
 from ..formats import Format
 from .checks import problems_of
 from .record import from_record
@@ -35,18 +35,8 @@ TermRounding = Literal["rz", "rd"]
 OutRounding = Literal["rz", "rne"]
 
 
-class _ByKind(type):
-    """``Accumulator(...)`` itself builds the class its ``kind`` names; a subclass is built as
-    any dataclass is."""
-
-    def __call__(cls, *args, **fields):
-        if cls is Accumulator:
-            return from_record(KINDS, *args, **fields)
-        return super().__call__(*args, **fields)
-
-
 @dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
-class Accumulator(FieldsRecord, metaclass=_ByKind):
+class Accumulator(FieldsRecord, metaclass=SpelledBy):
     """What every accumulation model has.
 
     Attributes:
@@ -72,6 +62,11 @@ class Accumulator(FieldsRecord, metaclass=_ByKind):
     flush_subnormals: bool = False
     source: str = ""
     kind: str = field(default="", init=False, repr=False)
+
+    @staticmethod
+    def spelling(*args, **fields) -> Accumulator:
+        """``Accumulator(name, kind, **fields)``: the class its ``kind`` names (:mod:`.record`)."""
+        return from_record(KINDS, *args, **fields)
 
     def __post_init__(self) -> None:
         problems = problems_of(self)

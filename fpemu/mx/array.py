@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
+from ..arguments import SpelledBy
 from ..codec.dask_arrays import is_dask
 from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
@@ -30,20 +31,12 @@ from .layout import axes_tuple, block_regions, block_tuple, moved
 from .layout import output_rows, region_rows, row_chunks, store_rows, unmoved
 from .packing import pack_codes
 
-
-class _ByFamily(type):
-    """``BlockArray(...)`` itself builds the class of the format's family."""
-
-    families: ClassVar[list[type]] = []
-
-    def __call__(cls, *args, **fields):
-        if cls is not BlockArray:
-            return super().__call__(*args, **fields)
-        return _family_array(*args, **fields)
+#: The families (subclasses) of BlockArray, each registered as it is defined.
+_FAMILIES: list[type] = []
 
 
 @dataclass(frozen=True, eq=False)
-class BlockArray(metaclass=_ByFamily):
+class BlockArray(metaclass=SpelledBy):
     """A block-scaled array: element codes, scale codes, and how they are laid out.
 
     Attributes:
@@ -76,17 +69,22 @@ class BlockArray(metaclass=_ByFamily):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _ByFamily.families.append(cls)
+        _FAMILIES.append(cls)
 
     @classmethod
     def holds(cls, bf: BlockFormat) -> bool:
         """Whether this family's arrays hold block format ``bf``."""
         raise NotImplementedError
 
+    @staticmethod
+    def spelling(*args, **fields) -> BlockArray:
+        """``BlockArray(codes, scales, format, ...)``: the class of the format's family."""
+        return _family_array(*args, **fields)
+
     def __post_init__(self) -> None:
         bf = get_block_format(self.format)
         if not self.holds(bf):
-            home = next(f.__name__ for f in _ByFamily.families if f.holds(bf))
+            home = next(f.__name__ for f in _FAMILIES if f.holds(bf))
             raise ValueError(f"{type(self).__name__} does not hold {bf.name}: build {home} "
                              "(or BlockArray, which picks the family)")
         codes = _code_array(self.codes, "codes", bf)
@@ -178,7 +176,7 @@ def _family_array(codes: Any, scales: Any, format: Any, axis: Any, block_size: A
     """``BlockArray(...)``'s one-call spelling: the class of ``format``'s family, given the
     fields it has; the other family's fields are refused by that class's rule."""
     bf = get_block_format(format)
-    family = next(f for f in _ByFamily.families if f.holds(bf))
+    family = next(f for f in _FAMILIES if f.holds(bf))
     return family.from_fields(codes, scales, bf, axis, block_size, global_scale=global_scale,
                               global_amax=global_amax, variant=variant, scale_rounding=scale_rounding)
 

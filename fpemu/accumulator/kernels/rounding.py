@@ -49,14 +49,19 @@ class RowTargets:
     format: Format
     frac_bits: np.ndarray
     rne: np.ndarray
+    groups: tuple = dataclasses.field(init=False, repr=False)  # (Target, its rows), found once
+
+    def __post_init__(self) -> None:
+        key = np.asarray(self.frac_bits, dtype=np.int64) * 2 + np.asarray(self.rne, dtype=np.int64)
+        object.__setattr__(self, "groups", tuple(
+            (rounding_target(self.format, "rne" if k % 2 else "rz", k // 2), key == k) for k in np.unique(key).tolist()))
 
     def round(self, v: np.ndarray) -> np.ndarray:
         """v rounded row by row, one call of :func:`round_to_target` a distinct target."""
-        key = np.broadcast_to(np.asarray(self.frac_bits, dtype=np.int64) * 2 + np.asarray(self.rne, dtype=np.int64), v.shape)
         r = np.empty_like(v)
-        for k in np.unique(key).tolist():
-            rows = key == k
-            r[rows] = round_to_target(v[rows], rounding_target(self.format, "rne" if k % 2 else "rz", k // 2))
+        for t, rows in self.groups:
+            rows = np.broadcast_to(rows, v.shape)
+            r[rows] = round_to_target(v[rows], t)
         return r
 
 

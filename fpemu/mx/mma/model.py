@@ -22,22 +22,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...arguments import is_whole as _is_int
-from ...arguments import FieldsRecord, record_fields, split_record
+from ...arguments import FieldsRecord, SpelledBy, record_fields, split_record
 
 TermExponent = Literal["product", "scale"]
 
 
-class _ByKind(type):
-    """``BlockScaledAccumulator(...)`` itself builds the class its ``kind`` names."""
-
-    def __call__(cls, *args, **fields):
-        if cls is not BlockScaledAccumulator:
-            return super().__call__(*args, **fields)
-        return _from_record(*args, **fields)
-
-
 @dataclass(frozen=True, repr=False, eq=False)  # (FieldsRecord's)
-class BlockScaledAccumulator(FieldsRecord, metaclass=_ByKind):
+class BlockScaledAccumulator(FieldsRecord, metaclass=SpelledBy):
     """How a matrix unit adds block-scaled products (MX, NVFP4): what every model has.
 
     Attributes:
@@ -56,6 +47,11 @@ class BlockScaledAccumulator(FieldsRecord, metaclass=_ByKind):
     alpha: Literal["decode", "cublaslt"] = "cublaslt"
     source: str = ""
     kind: str = field(default="", init=False, repr=False)
+
+    @staticmethod
+    def spelling(*args, **fields) -> BlockScaledAccumulator:
+        """``BlockScaledAccumulator(name, kind, **fields)``: the class its ``kind`` names."""
+        return _from_record(*args, **fields)
 
     def __post_init__(self) -> None:
         problems = self._type_problems() or self._value_problems()
