@@ -12,7 +12,7 @@ import pytest
 import fpemu
 from fpemu.codec.options import Conversion
 from fpemu.codec.paths import _arithmetic_plan, _encode_table, _table_lookup
-from fpemu.codec.top_half import _PIECE, encode_top_half, top_half_plan
+from fpemu.codec.top_half import _PIECE, _SAMPLE, encode_top_half, top_half_plan
 from fpemu.formats import get_format
 
 ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero")
@@ -69,6 +69,21 @@ def test_every_piece_mix_matches_the_table(tiny, name):
     assert np.array_equal(encode_top_half(u, plan, table), _table_lookup(u, table))
     for mode in ("sparse", "subnormal"):
         assert np.array_equal(encode_top_half(u, plan, table, mode), _table_lookup(u, table))
+
+
+@pytest.mark.parametrize("tiny_first", (False, True))
+@pytest.mark.parametrize("name", ("e4m3", "e2m1"))
+def test_a_misleading_sample_still_gives_the_table_codes(tiny_first, name):
+    """A piece is judged by its first _SAMPLE elements (few specials: list them; many: the
+    bulk paths). Where the rest of the piece says otherwise, the codes are the same."""
+    fmt, opts = get_format(name), Conversion("nearest_even", "saturate", "sign")
+    table = _encode_table(fmt, opts)
+    rng = np.random.default_rng(7)
+    tiny = (rng.standard_normal(_PIECE) * 2.0**-9).astype(np.float32)
+    large = (rng.standard_normal(_PIECE) * 64 + 128).astype(np.float32)  # normal in both formats
+    x = np.concatenate([tiny[:_SAMPLE], large[_SAMPLE:]] if tiny_first else [large[:_SAMPLE], tiny[_SAMPLE:]])
+    u = np.concatenate([x, x[::-1]]).view(np.uint32)
+    assert np.array_equal(encode_top_half(u, _arithmetic_plan(fmt, opts), table), _table_lookup(u, table))
 
 
 @pytest.mark.parametrize("tiny", (0.0, 0.5))

@@ -6,11 +6,13 @@ matter only as one sticky bit. Rounding is then a dozen whole-array uint16 and u
 operations, which NumPy runs many lanes at a time: about twice as fast as a gather from the
 2**17-entry table, which NumPy does one element at a time.
 
-* ``a = (top & 0x7FFF) | (low != 0)``: the magnitude, with the sticky bit folded into bit 0,
-  below the round bit (``d = 7 - M >= 2`` bits are dropped);
-* ``(a + 2**(d-1) - 1 + lsb) >> d`` rounds to nearest even (no ``lsb``: ties away; nothing
-  added: toward zero); subtracting the exponent rebias in the same addition leaves the
-  magnitude code, less ``2**M``. Below the format's normal range the sum wraps around;
+* ``a = (top & 0x7FFF) | s``, with ``s`` in bit 0, below the round bit (``d = 7 - M >= 2``
+  bits are dropped): for nearest-even, ``s = 1`` where the low half or the kept last bit is
+  non-zero (``min(low | (top & 2**d), 1)``), so that ``(a + 2**(d-1) - 1) >> d`` goes up
+  exactly where the round bit is set and the sticky bits or the last bit are: ties go to
+  even without a separate "add the last bit" pass. Ties away add ``2**(d-1)``, toward zero
+  nothing, and need no ``s``. Subtracting the exponent rebias in the same addition leaves
+  the magnitude code, less ``2**M``. Below the format's normal range the sum wraps around;
 * every result above the largest finite code (subnormal range and zero, overflow, Inf, NaN)
   is looked up in the table instead: a few elements in usual data. Where they are many (FP4
   of normal data: most values lie below its smallest normal, 1), float arithmetic does the
@@ -34,10 +36,15 @@ from .inputs import chunk_size
 from .options import Conversion
 from .scratch import scratch as reused
 
-# Elements a piece: its uint16 temporaries stay in the CPU cache (1 MiB of L2 a core here),
-# and each of its two dozen NumPy calls (microseconds each on a busy VM) is spread over enough
-# elements: 2**17 ran 1.15x faster than 2**16 and as fast as 2**18 (benchmarks/bench_table.py)
-_PIECE = 1 << 17
+# Elements a piece: its temporaries stay in the CPU cache (L3 at least), and each of its
+# twenty NumPy calls (1-2 us each, whatever the size) is spread over enough elements: with
+# the fused sticky bit, 2**18 ran 1.05-1.12x faster than 2**17 for e4m3/e5m2/MXFP8 and as
+# fast as 2**19 (4M float32 values, 6 alternating rounds on this 2-core VM)
+_PIECE = 1 << 18
+
+# Elements whose specials are counted first, to choose between listing them (few) and the
+# bulk paths (many): a full count costs as much as listing them where they are few.
+_SAMPLE = 4096
 
 _INCREMENT = {"nearest_even": lambda d: (1 << (d - 1)) - 1, "nearest_away": lambda d: 1 << (d - 1),
               "toward_zero": lambda d: 0}
@@ -86,16 +93,17 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     piece; "sparse" looks every special up in the table; "subnormal" does the subnormal range
     by arithmetic first (the check runs both, so that it sees every sum). With ``scaled``,
     the codes of u's values divided by their blocks' powers of two (:func:`encode_scaled_blocks`)."""
-    top, a, b, sticky, special, small, f, keep = (s[: u.size] for s in scratch)
+    top, a, b, ones, special, small, f, keep = (s[: u.size] for s in scratch)
     np.right_shift(u, np.uint32(16), out=top, casting="unsafe")
-    np.copyto(b, u, casting="unsafe")  # the low halves
-    np.not_equal(b, np.uint16(0), out=sticky)
-    np.bitwise_and(top, np.uint16(0x7FFF), out=a)
-    np.bitwise_or(a, sticky, out=a)
-    if plan.even:
-        np.right_shift(a, np.uint16(plan.drop), out=b)
-        b &= np.uint16(1)
-        a += b
+    if plan.even:  # s = (low half or last kept bit non-zero), in bit 0
+        np.copyto(b, u, casting="unsafe")  # the low halves
+        np.bitwise_and(top, np.uint16(1 << plan.drop), out=a)
+        b |= a
+        np.minimum(b, ones, out=b)  # (an array of ones: against a scalar NumPy has no SIMD loop)
+        np.bitwise_and(top, np.uint16(0x7FFF), out=a)
+        a |= b
+    else:
+        np.bitwise_and(top, np.uint16(0x7FFF), out=a)
     if scaled is None:
         a += np.uint16(plan.offset)
     else:  # the offset less each block's exponent: x / 2**e has e less in its exponent field
@@ -108,17 +116,20 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     top &= np.uint16(0x80 >> plan.sign_shift)
     a |= top
     np.copyto(out, a, casting="unsafe")
-    count = np.count_nonzero(special)
-    if scaled is not None and count:  # the specials from the divided values themselves
-        if count * 16 > u.size:  # many: the piece divided, then encoded as it is
-            _encode_piece(scaled.values(None).view(np.uint32), plan, table, out, scratch, mode)
-        else:
-            where = np.flatnonzero(special)
-            out[where] = _table_codes(scaled.values(where).view(np.uint32), table)
+    sample = special[:_SAMPLE]
+    if mode != "subnormal" and not (mode == "auto" and np.count_nonzero(sample) * 16 > sample.size):
+        where = special.nonzero()[0]
+        if mode == "sparse" or where.size * 16 <= u.size:  # few (or told so): look them up
+            if where.size:
+                values = u[where] if scaled is None else scaled.values(where).view(np.uint32)
+                out[where] = _table_codes(values, table)
+            return
+    if scaled is not None:  # many specials among the divided values: divide, then encode
+        _encode_piece(scaled.values(None).view(np.uint32), plan, table, out, scratch, mode)
         return
-    if plan.even and (mode == "subnormal" or (mode == "auto" and count * 16 > u.size)):
+    if plan.even:
         _subnormal_range(u.view(np.float32), plan, top, out, special, small, f, b, keep)
-        count = np.count_nonzero(special)
+    count = np.count_nonzero(special)
     if mode == "auto" and count * 4 > u.size:  # still many: the table for the whole piece
         _table_codes(u, table, out)
     elif count:
@@ -162,9 +173,12 @@ def _table_codes(u: np.ndarray, table: np.ndarray, out: np.ndarray | None = None
 
 
 def _scratch(size: int) -> tuple[np.ndarray, ...]:
-    """This thread's temporaries of :func:`_encode_piece`, ``size`` elements each."""
-    kinds = (np.uint16, np.uint16, np.uint16, bool, bool, bool, np.float32, np.uint8)
-    return tuple(reused(f"top_half.{i}", size, t) for i, t in enumerate(kinds))
+    """This thread's temporaries of :func:`_encode_piece`, ``size`` elements each (the fourth
+    filled with ones)."""
+    kinds = (np.uint16, np.uint16, np.uint16, np.uint16, bool, bool, np.float32, np.uint8)
+    buffers = tuple(reused(f"top_half.{i}", size, t) for i, t in enumerate(kinds))
+    buffers[3].fill(1)
+    return buffers
 
 
 def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "auto",
