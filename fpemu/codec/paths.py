@@ -36,7 +36,7 @@ from .top_half import encode_top_half, top_half_plan
 _WIDE_CHUNK = 1 << 17
 # Elements a chunk of the light kernels (table lookup, bf16/tf32 bit rounding): as
 # top_half._PIECE, large enough that the per-call cost of NumPy is spread thin
-_LIGHT_CHUNK = 1 << 17
+_LIGHT_CHUNK = 1 << 18
 
 
 def _table_path_ok(fmt: Format, opts: Conversion) -> bool:
@@ -173,26 +173,22 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
 
     Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
     even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
-    A NaN becomes the canonical quiet NaN with its sign.
+    A NaN becomes the canonical quiet NaN with its sign. Whether a chunk holds a NaN is one
+    maximum over it (NaN wins), not a mask and a scan.
     """
     source = np.asarray(x, order="C").reshape(-1)
-    bf16 = fmt.mantissa_bits == 7 and not fmt.container_bits
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
     size = chunk_size(_LIGHT_CHUNK)
-    buffers = [scratch(f"prefix.{i}", min(size, source.size), t) for i, t in enumerate((np.uint32, np.uint32, bool))]
+    work = scratch("prefix.0", min(size, source.size), np.uint32)
     for part in chunks(source.size, size):
         n = part.stop - part.start
-        work = [b[:n] for b in buffers]
         flat = source[part] if source.dtype == np.float32 else \
             _as_float32(source[part], fmt, None, scratch("prefix.float32", n, np.float32))  # (chunk by chunk: in cache)
         u = flat.view(np.uint32)
-        if bf16:
-            _bf16_rne(u, out[part], work[0].view(np.uint16)[:n], work[1].view(np.uint16)[:n], work[2])
-        else:
-            _prefix_rne(u, 23 - fmt.mantissa_bits, out[part], work[0], work[1])
-        nan = np.isnan(flat, out=work[2])
-        if nan.any():
+        _prefix_rne(u, 23 - fmt.mantissa_bits, out[part], work[:n])
+        if _holds_nan(flat):
+            nan = np.isnan(flat)
             sign = (u[nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
             out[part][nan] = sign | fmt.nan_code
     return out.reshape(x.shape)
@@ -227,25 +223,24 @@ def _decision_zero_bits(fmt: Format) -> int:
     return min(22 - fmt.mantissa_bits, fmt.emin - fmt.mantissa_bits + 148)
 
 
-def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, lsb: np.ndarray, r: np.ndarray) -> None:
-    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out."""
-    np.right_shift(u, np.uint32(drop), out=lsb)
-    lsb &= np.uint32(1)
-    np.add(u, np.uint32((1 << (drop - 1)) - 1), out=r)
-    r += lsb
-    np.right_shift(r, np.uint32(drop), out=out, casting="unsafe")
+def _holds_nan(x: np.ndarray) -> bool:
+    """Whether the float array x holds a NaN: its maximum is one (a signalling NaN quietly)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.maximum.reduce(x)))
 
 
-def _bf16_rne(u: np.ndarray, out: np.ndarray, low: np.ndarray, odd: np.ndarray, up: np.ndarray) -> None:
-    """The top halves rounded to nearest even, in uint16 arithmetic (twice the lanes of uint32):
-    the top half goes up by one where ``low | (top & 1) > 0x8000``, which is exactly "the low
-    half past the half, or at the half with an odd top half"."""
-    np.right_shift(u, np.uint32(16), out=out, casting="unsafe")
-    np.copyto(low, u, casting="unsafe")
-    np.bitwise_and(out, np.uint16(1), out=odd)
-    low |= odd
-    np.greater(low, np.uint16(0x8000), out=up)
-    np.add(out, up, out=out)
+def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> None:
+    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out:
+    whole-uint32 passes (a uint16 split of bf16 into halves costs a mixed uint16 + bool add)."""
+    if out.dtype == np.uint32 and not np.may_share_memory(out, u):  # tf32: the pattern's own width
+        w = out
+    np.right_shift(u, np.uint32(drop), out=w)
+    w &= np.uint32(1)
+    w += u
+    w += np.uint32((1 << (drop - 1)) - 1)
+    w >>= np.uint32(drop)
+    if w is not out:
+        np.copyto(out, w, casting="unsafe")
 
 
 def encode_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
