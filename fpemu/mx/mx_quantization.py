@@ -43,12 +43,12 @@ def _quantize_mx_rows(
     """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
     amax = block_amax_bits(rows, skip_nan=rule.nan == "ignore")
     scales = mx_scale_codes(amax, rows.dtype, bf, rule.scale, rule.inf)
+    if rule.is_spec and _encode_scaled(rows, amax, scales, bf, rounding, key, out):
+        return scales
     nan_blocks = scales == 255
     inv = pow2_from_e8m0(np.where(nan_blocks, 127, scales), rows.dtype, negate=True)
     if not rule.is_spec:
         _library_multipliers(inv, scales, rule)
-    elif _encode_scaled(rows, amax, scales, inv, bf, rounding, key, out):
-        return scales
     with np.errstate(over="ignore", invalid="ignore"):
         y = rows * inv[:, None]  # exact down to the working precision's subnormals
     if rounding in TINY_MATTERS:
@@ -68,7 +68,7 @@ def _quantize_mx_rows(
 _FEW_SPECIALS = 6
 
 
-def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, inv: np.ndarray, bf: BlockFormat,
+def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, bf: BlockFormat,
                    rounding: str, key: Any, out: np.ndarray) -> bool:
     """Element codes of float32 rows divided by their scales, into out, without the
     quotients: each block's scale exponent comes off the exponent fields inside the codec's
@@ -88,11 +88,14 @@ def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, inv: 
     flat, k = rows.reshape(-1), rows.shape[1]
 
     def divided(piece: slice, where: np.ndarray | None) -> np.ndarray:
+        """The quotients, by 1/scale built for just these blocks (no NaN scale here): most
+        chunks never ask, so the reciprocals of all blocks are never built."""
         first = piece.start // k
         with np.errstate(over="ignore", invalid="ignore"):
             if where is None:
-                return (rows[first: piece.stop // k] * inv[first: piece.stop // k, None]).reshape(-1)
-            return flat[piece][where] * inv[first + where // k]
+                inv = pow2_from_e8m0(scales[first: piece.stop // k], np.float32, negate=True)
+                return (rows[first: piece.stop // k] * inv[:, None]).reshape(-1)
+            return flat[piece][where] * pow2_from_e8m0(scales[first + where // k], np.float32, negate=True)
 
     encode_scaled_blocks(flat.view(np.uint32), plan, table, exponents, k, divided, out.reshape(-1))
     return True
