@@ -70,6 +70,9 @@ class TimedNumpy:
                 entry[0] += time.perf_counter() - start
                 entry[1] += 1
 
+        if isinstance(attr, np.ufunc):  # its methods (maximum.reduce ...) pass through, untimed
+            for method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+                setattr(timed, method, getattr(attr, method))
         return timed
 
 
