@@ -120,6 +120,27 @@ def _float32_odd_by_cast(x: np.ndarray) -> np.ndarray:
     return f
 
 
+def _few_true(mask: np.ndarray) -> np.ndarray | None:
+    """Flat positions of the True elements of a flat bool mask (as ``mask.nonzero()[0]``),
+    found eight at a time: the 8-byte words that hold one, then the elements of just those.
+    None where more than one word in 16 holds one (then a scan of every element is cheaper).
+    For a few suspects in a chunk this is a scan of an eighth as many elements, and no count
+    before it.
+
+    >>> m = np.zeros(403, bool); m[[3, 170, 401]] = True
+    >>> _few_true(m).tolist(), _few_true(np.ones(16, bool))
+    ([3, 170, 401], None)
+    """
+    head = mask.size - mask.size % 8
+    words = np.not_equal(mask[:head].view(np.uint64), np.uint64(0))
+    hit = words.nonzero()[0]
+    if hit.size * 16 > max(words.size, 1):
+        return None
+    candidates = (hit[:, None] * 8 + np.arange(8)).reshape(-1)
+    found = candidates[mask[candidates]]
+    return np.concatenate([found, mask[head:].nonzero()[0] + head]) if head < mask.size else found
+
+
 def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | None = None,
                               out: np.ndarray | None = None) -> np.ndarray:
     """float64 -> float32 values that every deterministic rounding into a format takes to the
@@ -149,7 +170,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     # Where one chunk of random data holds a decision point or more (bf16: one pattern in
     # 2**15), the reduction that would skip the chunk is a wasted pass: go straight to them.
     rare = 1 << zero_bits >= 2 * size
-    found = []
+    found, suspects = [], []
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf, NaN: decided below
         for part in chunks(flat.size, max(size, 1)):
             n, o = part.stop - part.start, out[part]
@@ -158,18 +179,20 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
             if rare and low[:n].min():  # (a reduction: fast) no decision point
                 continue
             suspect = np.equal(low[:n], 0, out=flag[:n])
-            if np.count_nonzero(suspect) * 16 > n:  # e.g. data on a grid: keep the inexact
-                with np.errstate(invalid="ignore"):  # (NaN: redone, as the cast does)
+            where = _few_true(suspect)
+            if where is None and np.count_nonzero(suspect) * 16 > n:  # e.g. data on a grid
+                with np.errstate(invalid="ignore"):  # keep the inexact (NaN: redone, as the cast does)
                     suspect &= np.not_equal(o.astype(np.float64), flat[part], out=inexact[:n])
                 if np.count_nonzero(suspect) * 16 > n:
                     o[...] = _float64_to_float32_odd(flat[part], found)
                     found[-1] = found[-1] + part.start
                     continue
-            where = np.flatnonzero(suspect)
-            with np.errstate(invalid="ignore"):
-                where = where[flat[part][where] != o[where]]
-            o[where] = _float32_odd_by_cast(flat[part][where])
-            found.append(where + part.start)
+            suspects.append((np.flatnonzero(suspect) if where is None else where) + part.start)
+        if suspects:  # all chunks' few suspects at once (a dozen NumPy calls, not a dozen a chunk)
+            where = np.concatenate(suspects)
+            where = where[flat[where] != out[where]]
+            out[where] = _float32_odd_by_cast(flat[where])
+            found.append(where)
     if specials is not None:
         specials.append(np.concatenate(found) if found else np.empty(0, dtype=np.intp))
     return out.reshape(np.shape(x))
