@@ -11,7 +11,7 @@ from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
-from .inputs import as_codes, chunk_size, chunks
+from .inputs import LIGHT_CHUNK, as_codes, chunk_size, chunks
 from .kernel import decode_generic, is_fp32_prefix
 from .returns import check_returns, deliver_values
 from .scratch import scratch
@@ -107,7 +107,7 @@ def _bf16_values(arr: np.ndarray, dtype: np.dtype, out: np.ndarray | None) -> np
         np.copyto(wide, arr, casting="unsafe")  # (checked codes: below 2**16)
         wide <<= np.uint32(16)
         return out
-    buffer = scratch("decode.bf16", min(chunk_size(), arr.size), np.uint32)
+    buffer = scratch("decode.bf16", min(chunk_size(LIGHT_CHUNK), arr.size), np.uint32)
     with np.errstate(invalid="ignore"):  # signalling NaNs stay NaN (quiet), silently
         for part in chunks(arr.size, max(buffer.size, 1)):
             wide = buffer[: part.stop - part.start]

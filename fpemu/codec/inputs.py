@@ -69,6 +69,12 @@ _CHUNK = 1 << 16
 
 GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
 
+# The light kernels (a table lookup, bf16/tf32 bit rounding, bf16 decode: a few same-type
+# passes) in chunks this long: each NumPy call costs 1-2 us whatever its size, and 2**18
+# elements spread that thin while the temporaries stay in the cache (L2 or L3). 2**16 ran
+# 0.77x as fast for bf16 encode, 0.72x for bf16 -> float64 decode (into a used array).
+LIGHT_CHUNK = 1 << 18
+
 
 def chunk_size(base: int = _CHUNK) -> int:
     """Elements per chunk: ``base``, four times that in a parallel worker thread (there the

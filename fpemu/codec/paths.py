@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import Format
-from .inputs import chunk_size, chunks
+from .inputs import LIGHT_CHUNK, chunk_size, chunks
 from .odd import float64_to_float32_alike
 from .kernel import encode_generic, is_fp32_prefix
 from .options import STOCHASTIC_WITH_BITS, Conversion
@@ -34,9 +34,6 @@ from .top_half import encode_top_half, top_half_plan
 
 # float16/float64 elements made float32 and then encoded at a time: the float32 chunk stays in the cache
 _WIDE_CHUNK = 1 << 17
-# Elements a chunk of the light kernels (table lookup, bf16/tf32 bit rounding): as
-# top_half._PIECE, large enough that the per-call cost of NumPy is spread thin
-_LIGHT_CHUNK = 1 << 18
 
 
 def _table_path_ok(fmt: Format, opts: Conversion) -> bool:
@@ -97,7 +94,7 @@ def _table_lookup(u: np.ndarray, table: np.ndarray) -> np.ndarray:
     """table[(u >> 16) * 2 + (low 16 bits non-zero)] for a flat uint32 array."""
     low, high = _halves(u)
     out = np.empty(u.size, dtype=table.dtype)
-    idx = scratch("lookup.index", min(chunk_size(_LIGHT_CHUNK), u.size), np.uint32)
+    idx = scratch("lookup.index", min(chunk_size(LIGHT_CHUNK), u.size), np.uint32)
     sticky = scratch("lookup.sticky", idx.size, bool)
     for part in chunks(u.size, max(idx.size, 1)):
         n = part.stop - part.start
@@ -179,7 +176,7 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
     source = np.asarray(x, order="C").reshape(-1)
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = chunk_size(_LIGHT_CHUNK)
+    size = chunk_size(LIGHT_CHUNK)
     work = scratch("prefix.0", min(size, source.size), np.uint32)
     for part in chunks(source.size, size):
         n = part.stop - part.start
