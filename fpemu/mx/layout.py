@@ -163,7 +163,7 @@ def store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) -
 #: Elements per chunk of the vectorised pipeline: 256 Ki float32 (1 MiB) keeps every
 #: intermediate array of a chunk in cache; the passes then run 20-35% faster than over the
 #: whole array at once. (A loop over chunks of many blocks, never over single blocks.)
-_CHUNK_ELEMENTS = 1 << 18
+_CHUNK_ELEMENTS = 1 << 19
 
 
 def row_chunks(rows: int, block_elements: int) -> list[slice]:
