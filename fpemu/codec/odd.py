@@ -58,7 +58,7 @@ _NOT_LOW29 = np.uint64(~((1 << 29) - 1) & ((1 << 64) - 1))
 # _DOUBLED_INF (Inf, NaN): where the bit-pattern narrowing below may be wrong
 _DOUBLED_MIN_NORMAL = 0x00800000 * 2
 _DOUBLED_INF = 0x7F800000 * 2
-_NARROW_CHUNK = 1 << 18  # (a casting copy costs microseconds a call: not smaller; as the light chunks)
+_NARROW_CHUNK = 1 << 19  # (as the light chunks it feeds: codec.inputs.LIGHT_CHUNK)
 
 
 def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.ndarray:
