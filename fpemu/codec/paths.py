@@ -32,8 +32,6 @@ from .specials import raise_nan
 from .top_half import encode_top_half, top_half_plan
 
 
-# float16/float64 elements made float32 and then encoded at a time: the float32 chunk stays in the cache
-_WIDE_CHUNK = 1 << 17
 
 
 def _table_path_ok(fmt: Format, opts: Conversion) -> bool:
@@ -129,7 +127,7 @@ def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: Conversion, out: np.
     flat = np.ascontiguousarray(x).reshape(-1)
     table = _encode_table(fmt, opts)
     codes = out.reshape(-1) if out is not None and out.dtype == table.dtype else np.empty(flat.size, table.dtype)
-    for part in chunks(flat.size, chunk_size(_WIDE_CHUNK)):
+    for part in chunks(flat.size, chunk_size(LIGHT_CHUNK)):
         specials: list = []
         narrow = _as_float32(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
         got = _encode_by_table(narrow, fmt, opts, codes[part])
