@@ -64,7 +64,9 @@ def as_real_array(x: Any) -> np.ndarray:
 
 # Elementwise kernels run over chunks of this many elements so that their temporaries stay
 # in the CPU cache: the arithmetic then costs little more than reading the input once.
-_CHUNK = 1 << 16
+# (2**16 spread NumPy's per-call cost over too few elements: float16 and int16 input through
+# the lookup tables ran 1.07-1.13x faster at 2**18.)
+_CHUNK = 1 << 18
 
 
 GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
