@@ -19,8 +19,12 @@ operands in the same run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -53,6 +57,51 @@ def torchao_casts() -> dict:
     out = {name: (lambda t, d=dtype: to_mx(t, d, 32)) for name, dtype in casts.items()}
     out["nvfp4"] = lambda t: nvfp4_quantize(t.reshape(-1, 16 * 64), block_size=16)
     return out
+
+
+def torchao_seconds(name: str, n: int, threads: int | None, repeat: int, rounds: int = 3,
+                    processes: int = 3) -> float | None:
+    """Best seconds of torchao's CPU cast of ``n`` float32 standard normals (seed 0) into
+    ``name`` on ``threads`` threads (None: torch's default), each of ``processes`` fresh
+    processes timing ``rounds * repeat`` calls after ten of warm-up: None where torchao has no
+    such cast or does not import. One thread is timed in that thread's CPU time, more in wall
+    time.
+
+    Why fresh processes, and several: in one that has run fpemu first, torchao's to_mx measured
+    3x slower (197 against 550-630 Melem/s on one thread, MXFP8, 4M values; its intermediates
+    page-faulted in afresh each call), and from one fresh process to the next its best varied
+    from 379 to 640: the peer gets its best of them."""
+    code = f"""
+import json, logging, sys, time, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import numpy as np
+import torch
+from bench_mx import torchao_casts
+cast = torchao_casts().get({name!r})
+if cast is None:
+    print("null"); raise SystemExit
+threads = {threads!r}
+if threads is not None:
+    torch.set_num_threads(threads)
+clock = time.thread_time if threads == 1 else time.perf_counter
+x = torch.from_numpy(np.random.default_rng(0).standard_normal({n}).astype(np.float32))
+for _ in range(10):
+    cast(x)
+best = float("inf")
+for _ in range({rounds * repeat}):
+    start = clock(); cast(x); best = min(best, clock() - start)
+print(json.dumps(best))
+"""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    best = []
+    for _ in range(processes):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        seconds = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+        if seconds is None:
+            return None
+        best.append(seconds)
+    return min(best)
 
 
 def best_time(fn, repeat: int) -> float:

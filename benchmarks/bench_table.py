@@ -12,18 +12,19 @@ workers=1, ml_dtypes and torch on one thread all run in the calling thread; ``--
 wall time), the defaults in wall time. ``ratio 1`` compares one core with one core (fpemu workers=1 / peer on one thread), ``ratio
 all`` the defaults; a ratio > 1 means fpemu is faster. The goal applies to ``ratio 1``.
 Rows whose peer is not installed print ``-``. The codes of fpemu's encode are checked equal
-to ml_dtypes' before timing.
+to ml_dtypes' before timing. torchao is timed in a fresh process of its own, before the rounds
+(:func:`bench_mx.torchao_seconds`: in a process that ran fpemu first it measured up to 3x
+slower, its intermediates page-faulting afresh), on one thread in that thread's CPU time and
+at torch's default in wall time.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402
+from bench_mx import torchao_casts, torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
 from fpemu.parallel import resolve_workers  # noqa: E402
 
@@ -43,15 +45,7 @@ try:
     import torch
 except ImportError:
     torch = None
-try:  # torchao's MX/NVFP4 casts (CPU eager); absent or broken: its rows print "-"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        logging.disable(logging.WARNING)  # its CUDA-only extensions complain on import
-        from torchao.prototype.mx_formats.mx_tensor import to_mx
-        from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize
-        logging.disable(logging.NOTSET)
-except Exception:  # noqa: BLE001  (any import failure: the rows are skipped)
-    to_mx = nvfp4_quantize = None
+TORCHAO = bool(torchao_casts()) if torch is not None else False  # its rows print "-" without it
 
 ML_NAMES = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2", "bf16": "bfloat16", "e2m1": "float4_e2m1fn",
             "fp16": "float16", "e3m2": "float6_e3m2fn"}
@@ -110,15 +104,23 @@ def import_cost(runs: int = 5) -> str:
     return f"import fpemu: {seconds * 1e3:.0f} ms beyond numpy (best of {runs}), {results[0][1]} fpemu modules"
 
 
+class FreshProcess:
+    """A peer timed in a fresh process of its own (:func:`bench_mx.torchao_seconds`: torchao
+    runs up to 3x slower in a process that ran fpemu first), once, not in the rounds."""
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name, self.n = name, n
+
+    def seconds(self, threads: int | None, repeat: int, rounds: int) -> float:
+        best = torchao_seconds(self.name, self.n, threads, repeat, rounds)
+        return float("inf") if best is None else best
+
+
 def _mx_rows(data: dict) -> list:
     x32 = data["float32"]
-    t = torch.from_numpy(x32) if torch is not None else None
-    peers = {"mxfp8_e4m3": (lambda: to_mx(t, torch.float8_e4m3fn, 32)) if to_mx else None,
-             "mxfp4": (lambda: to_mx(t, torch.float4_e2m1fn_x2, 32)) if to_mx else None,
-             "nvfp4": (lambda: nvfp4_quantize(t.reshape(-1, 1024), block_size=16)) if nvfp4_quantize else None}
     goals = {"mxfp8_e4m3": 1.0, "mxfp4": 2.0, "nvfp4": 2.0}
     return [(f"mx.quantize {name}", lambda w, f=name: mx.quantize(x32, f, workers=w), "torchao",
-             None if peer is None else (lambda threads, p=peer: p()), goals[name]) for name, peer in peers.items()]
+             FreshProcess(name, x32.size) if TORCHAO else None, goal) for name, goal in goals.items()]
 
 
 def _torch_rows(data: dict) -> list:
@@ -143,12 +145,16 @@ def measure(rows: list, repeat: int, rounds: int, wall: bool = False) -> list:
     """Best seconds per row: fpemu at 1 and all workers, the peer at 1 and all threads."""
     every = resolve_workers(None)
     best = [[float("inf")] * 4 for _ in rows]
+    for i, (_, _, _, peer, _) in enumerate(rows):
+        if isinstance(peer, FreshProcess):
+            best[i][2:] = [peer.seconds(1, repeat, rounds), peer.seconds(None, repeat, rounds)]
     for r in range(rounds):
         for i, (_, mine, _, peer, _) in enumerate(rows):
+            timed_here = peer if not isinstance(peer, FreshProcess) else None
             calls = [(0, mine and (lambda m=mine: m(1)), None, True),
                      (1, mine and (lambda m=mine: m(None)), None, False),
-                     (2, peer and (lambda p=peer: p(1)), 1, True),
-                     (3, peer and (lambda p=peer: p(None)), every, False)]
+                     (2, timed_here and (lambda p=timed_here: p(1)), 1, True),
+                     (3, timed_here and (lambda p=timed_here: p(None)), every, False)]
             for slot, fn, threads, one_core in calls if r % 2 == 0 else calls[::-1]:
                 if fn is not None:
                     if r == 0:
@@ -193,7 +199,7 @@ def main() -> None:
     print(f"{args.n} standard-normal values; Melem/s, best of {args.repeat} x {args.rounds} alternating "
           f"rounds (one-core columns: {clock} time); fpemu default = {resolve_workers(None)} workers, "
           f"os.cpu_count() = {os.cpu_count()}; " + ", ".join(versions)
-          + ("" if to_mx else "; torchao not installed"))
+          + ("; torchao timed in a fresh process of its own" if TORCHAO else "; torchao not installed"))
     report(rows, measure(rows, args.repeat, args.rounds, args.wall), args.n)
     print(import_cost())
 

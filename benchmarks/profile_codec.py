@@ -34,8 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
+from bench_mx import torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
 from fpemu.codec import odd, paths, top_half  # noqa: E402
+from fpemu.mx import layout as mx_layout  # noqa: E402
 from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
 try:
@@ -199,6 +201,7 @@ def main() -> None:
           f"pass's rate, against one pass for a compiled cast")
 
     if args.mx:
+        _mx_parts(x, args.mx, args.repeat, ns)
         _torchao_beside(x, args.mx, args.repeat, kernel, ns)
         return
     if ml_dtypes is not None:
@@ -213,24 +216,48 @@ def main() -> None:
               f"fpemu / torch = {t / kernel:.2f}")
 
 
+def _mx_parts(x: np.ndarray, name: str, repeat: int, ns: float) -> None:
+    """The parts of mx.quantize timed alone on the same values: the per-block amax and scale
+    codes (the pipeline's own functions, chunk by chunk as it runs them) and the plain encode
+    into the element format of the quotients the scaled encode rounds (each block divided by
+    its scale beforehand, so that the encode meets the same few specials). Their sum is what a
+    pipeline made of these passes costs at the least: the scaled encode is the plain one with
+    each block's offset added."""
+    bf = mx.get_block_format(name)
+    if bf.is_int or bf.is_nvfp4 or x.dtype != np.float32:  # (E8M0 scales on float elements)
+        return
+    rows = x[: x.size // bf.block_size * bf.block_size].reshape(-1, bf.block_size)
+    step = max(1, mx_layout._CHUNK_ELEMENTS // bf.block_size)
+    chunks = [rows[i: i + step] for i in range(0, rows.shape[0], step)]
+
+    def scales() -> None:
+        for c in chunks:
+            mx_scales.mx_scale_codes(mx_scales.block_amax_bits(c), c.dtype, bf, "floor", "nan")
+
+    codes = np.concatenate([mx_scales.mx_scale_codes(mx_scales.block_amax_bits(c), c.dtype, bf, "floor", "nan")
+                            for c in chunks])
+    quotients = (rows * mx_scales.pow2_from_e8m0(codes, np.float32, negate=True)[:, None]).reshape(-1)
+    t_scales = best_seconds(scales, repeat)
+    t_encode = best_seconds(lambda: fpemu.encode(quotients, bf.element, overflow="saturate", workers=1), repeat)
+    total = t_scales + t_encode
+    print(f"the parts alone: block amax and scale codes {t_scales * ns:.2f} ns/element, encode of the "
+          f"quotients into {bf.element.name} {t_encode * ns:.2f}: together {total * ns:.2f} ns/element "
+          f"({x.size / total / 1e6:.0f} Melem/s), the least these passes cost")
+
+
 def _torchao_beside(x: np.ndarray, name: str, repeat: int, kernel: float, ns: float) -> None:
-    """torchao's CPU ``to_mx`` of the same float32 values on one thread, where installed."""
-    elements = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp8_e5m2": "float8_e5m2", "mxfp4": "float4_e2m1fn_x2"}
-    try:
-        from torchao.prototype.mx_formats.mx_tensor import to_mx
-    except Exception:  # noqa: BLE001  (absent or broken: nothing to compare)
-        print("torchao not installed: no peer")
+    """torchao's CPU cast of the same float32 values on one thread, where installed, timed in
+    fresh processes of its own (:func:`bench_mx.torchao_seconds`: after fpemu's runs in this
+    process it measures up to 3x slower)."""
+    if x.dtype != np.float32:
+        print("torchao's casts take float32: no peer")
         return
-    if torch is None or name not in elements:
-        print(f"torchao's to_mx has no {name}")
+    t = torchao_seconds(name, x.size, 1, repeat)
+    if t is None:
+        print(f"torchao not installed, or no CPU cast of {name}: no peer")
         return
-    torch.set_num_threads(1)
-    tensor, dtype = torch.from_numpy(x.astype(np.float32)), getattr(torch, elements[name])
-    for _ in range(3):  # its first calls set up torch's dispatch: outside the timing
-        to_mx(tensor, dtype, 32)
-    t = best_seconds(lambda: to_mx(tensor, dtype, 32), repeat)
-    print(f"torchao to_mx on 1 thread: {t * ns:.2f} ns/element ({x.size / t / 1e6:.0f} Melem/s); "
-          f"fpemu / torchao = {t / kernel:.2f}")
+    print(f"torchao {'nvfp4_quantize' if name == 'nvfp4' else 'to_mx'} on 1 thread (fresh processes): "
+          f"{t * ns:.2f} ns/element ({x.size / t / 1e6:.0f} Melem/s); fpemu / torchao = {t / kernel:.2f}")
 
 
 if __name__ == "__main__":
