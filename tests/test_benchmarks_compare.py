@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
+from script_helpers import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("fpemu_bench_compare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/compare.py", "fpemu_bench_compare")
 
 
 def test_report_flags_only_paths_more_than_ten_percent_slower(capsys):

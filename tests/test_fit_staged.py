@@ -366,15 +366,12 @@ def test_fpemu_never_imports_research():
 
 # ---- docs/fp8-fp16-output.md: its quick tables are what the script gives ---------------------
 def test_the_doc_tables_are_current():
-    import importlib.util
+    from script_helpers import ROOT, load_script
 
     for n in COLUMNS:
         _dump(n)
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("gen_fp8_fp16_doc", root / "scripts" / "gen_fp8_fp16_doc.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    page = (root / "docs" / "fp8-fp16-output.md").read_text()
+    gen = load_script("scripts/gen_fp8_fp16_doc.py")
+    page = (ROOT / "docs" / "fp8-fp16-output.md").read_text()
     for name, text in gen.render(["scores", "ada", "variants", "residuals"], gen._dumps()).items():
         begin, end = gen.section(name)
         assert page.split(begin, 1)[1].split(end, 1)[0].strip() == text.strip(), f"run scripts/gen_fp8_fp16_doc.py --only {name}"

@@ -4,20 +4,17 @@ script's run, minutes long)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_helpers import load_script
 from tolerance_helpers import dump_columns
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def script():
-    spec = importlib.util.spec_from_file_location("gen_evidence_doc", ROOT / "scripts" / "gen_evidence_doc.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_evidence_doc.py")
 
 
 @pytest.mark.skipif(not dump_columns(), reason="../shared/hwdata not available")

@@ -4,17 +4,11 @@ page was typed), and the script replaces a section without touching the prose ar
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from script_helpers import ROOT, load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gen_performance_doc", ROOT / "scripts" / "gen_performance_doc.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_performance_doc.py")
 
 
 def test_every_section_is_generated_output():

@@ -5,8 +5,6 @@ Fraction arithmetic."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -16,17 +14,14 @@ import pytest
 
 import fpemu
 from fpemu.teach.plots import check_plot_request
+import script_helpers
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)  # gen_tutorial_figures imports tutorial_lessons by name
-    spec.loader.exec_module(module)
-    return module
+    return script_helpers.load_script(f"scripts/{name}.py")  # (registered: gen_tutorial_figures imports tutorial_lessons by name)
 
 
 def load_script():
