@@ -94,9 +94,10 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     by arithmetic first (the check runs both, so that it sees every sum). With ``scaled``,
     the codes of u's values divided by their blocks' powers of two (:func:`encode_scaled_blocks`)."""
     top, a, b, ones, special, small, f, keep = (s[: u.size] for s in scratch)
+    if plan.even:
+        np.copyto(b, u, casting="unsafe")  # the low halves (the plain copy takes u from memory)
     np.right_shift(u, np.uint32(16), out=top, casting="unsafe")
     if plan.even:  # s = (low half or last kept bit non-zero), in bit 0
-        np.copyto(b, u, casting="unsafe")  # the low halves
         np.bitwise_and(top, np.uint16(1 << plan.drop), out=a)
         b |= a
         np.minimum(b, ones, out=b)  # (an array of ones: against a scalar NumPy has no SIMD loop)
