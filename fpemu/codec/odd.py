@@ -142,7 +142,7 @@ def _few_true(mask: np.ndarray) -> np.ndarray | None:
 
 
 def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | None = None,
-                              out: np.ndarray | None = None) -> np.ndarray:
+                              out: np.ndarray | None = None, decision_points: list | None = None) -> np.ndarray:
     """float64 -> float32 values that every deterministic rounding into a format takes to the
     same code as x does, for a format each of whose decision points (its values and the
     midpoints between them) is a float32 whose pattern ends in ``zero_bits`` zero bits.
@@ -154,7 +154,11 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     format, which has at least 2 bits fewer); a chunk full of inexact ones is rounded to odd
     whole (one full of exact ones, such as integers or values on a grid, is kept).
     ``specials`` receives the flat positions replaced (beyond float32's range among them);
-    ``out``, a flat float32 array of x's size, receives the result when given.
+    ``out``, a flat float32 array of x's size, receives the result when given;
+    ``decision_points`` receives the flat positions of every result whose pattern ends in
+    ``zero_bits`` zero bits (or ended, before it was replaced), found on the way, or None
+    where a chunk held too many to list: a caller whose rounding differs from a cheaper one
+    only there fixes just those.
 
     >>> x = np.full(32, 1.1)
     >>> x[0] = 1 + 2.0**-8 + 2.0**-30  # the float32 nearest is a bf16 midpoint: to odd
@@ -170,7 +174,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     # Where one chunk of random data holds a decision point or more (bf16: one pattern in
     # 2**15), the reduction that would skip the chunk is a wasted pass: go straight to them.
     rare = 1 << zero_bits >= 2 * size
-    found, suspects = [], []
+    found, suspects, dense = [], [], False
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to Inf, NaN: decided below
         for part in chunks(flat.size, max(size, 1)):
             n, o = part.stop - part.start, out[part]
@@ -181,6 +185,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
             suspect = np.equal(low[:n], 0, out=flag[:n])
             where = _few_true(suspect)
             if where is None and np.count_nonzero(suspect) * 16 > n:  # e.g. data on a grid
+                dense = True
                 with np.errstate(invalid="ignore"):  # keep the inexact (NaN: redone, as the cast does)
                     suspect &= np.not_equal(o.astype(np.float64), flat[part], out=inexact[:n])
                 if np.count_nonzero(suspect) * 16 > n:
@@ -195,4 +200,6 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
             found.append(where)
     if specials is not None:
         specials.append(np.concatenate(found) if found else np.empty(0, dtype=np.intp))
+    if decision_points is not None:
+        decision_points.append(None if dense else np.concatenate(suspects) if suspects else np.empty(0, np.intp))
     return out.reshape(np.shape(x))

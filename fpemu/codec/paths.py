@@ -176,12 +176,19 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
     size = chunk_size(LIGHT_CHUNK)
     work = scratch("prefix.0", min(size, source.size), np.uint32)
+    drop = 23 - fmt.mantissa_bits
     for part in chunks(source.size, size):
-        n = part.stop - part.start
+        n, listed = part.stop - part.start, []
         flat = source[part] if source.dtype == np.float32 else \
-            _as_float32(source[part], fmt, None, scratch("prefix.float32", n, np.float32))  # (chunk by chunk: in cache)
+            _as_float32(source[part], fmt, None, scratch("prefix.float32", n, np.float32), listed)  # (in cache)
         u = flat.view(np.uint32)
-        _prefix_rne(u, 23 - fmt.mantissa_bits, out[part], work[:n])
+        ties = listed[0] if listed else None
+        if ties is None:
+            _prefix_rne(u, drop, out[part], work[:n])
+        else:  # narrowed float64: the narrowing listed every tie (a decision point) already
+            _prefix_half_up(u, drop, out[part], work[:n])
+            if ties.size:
+                out[part][ties] = _prefix_rne(u[ties], drop, np.empty(ties.size, out.dtype), np.empty(ties.size, np.uint32))
         if _holds_nan(flat):
             nan = np.isnan(flat)
             sign = (u[nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
@@ -194,13 +201,16 @@ def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None =
 _PREFIX_INPUTS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _as_float32(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray) -> np.ndarray:
+def _as_float32(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray,
+                decision_points: list | None = None) -> np.ndarray:
     """A flat float16/float64 array as float32 (into out) that rounds to the same codes into
     fmt, a format of at most 22 significant bits: float16 widened, float64 narrowed to values
     that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as
-    the input does; ``specials`` gets the positions to check for such values)."""
+    the input does; ``specials`` gets the positions to check for such values;
+    ``decision_points`` those of the float32 values that may be fmt's decision points, where
+    float64 narrowing lists them, see :func:`.odd.float64_to_float32_alike`)."""
     if flat.dtype == np.float64:
-        return float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out)
+        return float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out, decision_points)
     np.copyto(out, flat, casting="safe")
     return out
 
@@ -224,15 +234,29 @@ def _holds_nan(x: np.ndarray) -> bool:
         return bool(np.isnan(np.maximum.reduce(x)))
 
 
-def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> None:
-    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out:
-    whole-uint32 passes (a uint16 split of bf16 into halves costs a mixed uint16 + bool add)."""
+def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out (and
+    returned): whole-uint32 passes (a uint16 split of bf16 into halves costs a mixed uint16 +
+    bool add)."""
     if out.dtype == np.uint32 and not np.may_share_memory(out, u):  # tf32: the pattern's own width
         w = out
     np.right_shift(u, np.uint32(drop), out=w)
     w &= np.uint32(1)
     w += u
     w += np.uint32((1 << (drop - 1)) - 1)
+    w >>= np.uint32(drop)
+    if w is not out:
+        np.copyto(out, w, casting="unsafe")
+    return out
+
+
+def _prefix_half_up(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> None:
+    """Round-half-up of float32 patterns to their top 32 - drop bits, into out: nearest-even
+    but at the ties (the low drop bits exactly half) whose kept last bit is even, in three
+    passes instead of six. Exact only where the caller fixes the ties."""
+    if out.dtype == np.uint32 and not np.may_share_memory(out, u):
+        w = out
+    np.add(u, np.uint32(1 << (drop - 1)), out=w)
     w >>= np.uint32(drop)
     if w is not out:
         np.copyto(out, w, casting="unsafe")
