@@ -5,14 +5,14 @@ ml_dtypes' whole casts and the floor of a NumPy kernel, in one run.
     python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5] [--dtype float64]
     python benchmarks/profile_codec.py --mx mxfp8_e4m3     (mx.quantize: its scale and element lines)
 
-The numpy module that the kernel modules see (fpemu.codec.top_half and fpemu.codec.paths) is
+The numpy module that the kernel modules see (fpemu.codec.top_half, .paths and .prefix) is
 swapped for a proxy that times every call by name, on one worker. In-place operators
 (``a += b``) are ndarray methods, not numpy functions: they land in "the rest", with Python's
 own time between the calls. The report gives ns per element of input for each call, the
 kernel's time without the proxy, and the competitors' casts (``torch.set_num_threads(1)``):
 how far a kernel made of whole-array NumPy passes stands from a compiled cast, pass by pass.
 
-The line profile (``sys.settrace`` on the kernel functions of codec.top_half, codec.paths
+The line profile (``sys.settrace`` on the kernel functions of codec.top_half, .paths, .prefix
 and codec.odd) gives the ns per element of every line that ran, in-place operators
 included: these are the passes that remain. The floor: the cheapest pass NumPy has, one
 integer narrowing copy of the input's bit patterns into a code array (``np.copyto`` of
@@ -36,7 +36,7 @@ import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
 from bench_mx import torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
-from fpemu.codec import odd, paths, top_half  # noqa: E402
+from fpemu.codec import odd, paths, prefix, top_half  # noqa: E402
 from fpemu.mx import layout as mx_layout  # noqa: E402
 from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
@@ -78,7 +78,7 @@ class TimedNumpy:
         return timed
 
 
-KERNEL_MODULES = (top_half, paths, odd)
+KERNEL_MODULES = (top_half, paths, prefix, odd)
 MX_MODULES = (mx_quantization, mx_scales)  # (profiled with --mx)
 
 
@@ -168,7 +168,7 @@ def main() -> None:
 
     totals: dict = defaultdict(lambda: [0.0, 0])
     proxy = TimedNumpy(totals)
-    modules = KERNEL_MODULES[:2] + (MX_MODULES if args.mx else ())
+    modules = KERNEL_MODULES[:3] + (MX_MODULES if args.mx else ())
     saved = [m.np for m in modules]
     for m in modules:
         m.np = proxy

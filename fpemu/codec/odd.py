@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..formats import Format
 from .inputs import chunk_size, chunks
 from .scratch import scratch
 
@@ -203,3 +204,30 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     if decision_points is not None:
         decision_points.append(None if dense else np.concatenate(suspects) if suspects else np.empty(0, np.intp))
     return out.reshape(np.shape(x))
+
+
+def as_float32_alike(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray,
+                decision_points: list | None = None) -> np.ndarray:
+    """A flat float16/float64 array as float32 (into out) that rounds to the same codes into
+    fmt, a format of at most 22 significant bits: float16 widened, float64 narrowed to values
+    that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as
+    the input does; ``specials`` gets the positions to check for such values;
+    ``decision_points`` those of the float32 values that may be fmt's decision points, where
+    float64 narrowing lists them, see :func:`float64_to_float32_alike`)."""
+    if flat.dtype == np.float64:
+        return float64_to_float32_alike(flat, decision_zero_bits(fmt), specials, out, decision_points)
+    np.copyto(out, flat, casting="safe")
+    return out
+
+
+def decision_zero_bits(fmt: Format) -> int:
+    """The trailing zero bits of every float32 pattern that is a decision point of fmt (a
+    value, or a midpoint, spaced 2**(e - M - 1) in binade e, above 2**(emin - M - 1)), for a
+    format of at most 22 significant bits whose range lies within float32's: 22 - M in
+    float32's normal range, ``emin - M - 1`` + 149 in its subnormal range.
+
+    >>> from ..formats import get_format
+    >>> decision_zero_bits(get_format("bf16")), decision_zero_bits(get_format("e4m3"))
+    (15, 19)
+    """
+    return min(22 - fmt.mantissa_bits, fmt.emin - fmt.mantissa_bits + 148)

@@ -10,7 +10,8 @@ format and options, else the generic kernel.
   like the float64, see :func:`.odd.float64_to_float32_alike`), then the table, while the
   chunk is in the cache: about one pass more than float32 input.
 * fp16/fp32/fp64 with round-to-nearest-even: numpy's own (correctly rounded) cast.
-* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern;
+* float32 input into bf16/tf32 with round-to-nearest-even: integer rounding on the bit pattern
+  (:mod:`.prefix`);
   float16 and float64 input made float32 the same way first (bf16 and tf32 have at most 22
   significant bits).
 * everything else: the generic kernel.
@@ -24,9 +25,10 @@ import numpy as np
 
 from ..formats import Format
 from .inputs import LIGHT_CHUNK, chunk_size, chunks
-from .odd import float64_to_float32_alike
+from .odd import as_float32_alike
 from .kernel import encode_generic, is_fp32_prefix
 from .options import STOCHASTIC_WITH_BITS, Conversion
+from .prefix import PREFIX_INPUTS, encode_prefix_rne
 from .scratch import scratch
 from .specials import raise_nan
 from .top_half import encode_top_half, top_half_plan
@@ -129,7 +131,7 @@ def _encode_wide_by_table(x: np.ndarray, fmt: Format, opts: Conversion, out: np.
     codes = out.reshape(-1) if out is not None and out.dtype == table.dtype else np.empty(flat.size, table.dtype)
     for part in chunks(flat.size, chunk_size(LIGHT_CHUNK)):
         specials: list = []
-        narrow = _as_float32(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
+        narrow = as_float32_alike(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
         got = _encode_by_table(narrow, fmt, opts, codes[part])
         if not np.may_share_memory(got, codes):  # (the plain table lookup writes a new array)
             codes[part] = got
@@ -163,105 +165,6 @@ def _encode_numpy_native(x: np.ndarray, fmt: Format, opts: Conversion) -> np.nda
     return codes
 
 
-def _encode_fp32_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None = None) -> np.ndarray:
-    """RNE of float32 values into bf16/tf32-like formats, on the bit pattern.
-
-    Adding 0x7FFF (for bf16) plus the last kept bit and dropping the low bits rounds to nearest
-    even; a carry rolls into the exponent, and past the largest value into Inf, as IEEE wants.
-    A NaN becomes the canonical quiet NaN with its sign. Whether a chunk holds a NaN is one
-    maximum over it (NaN wins), not a mask and a scan.
-    """
-    source = np.asarray(x, order="C").reshape(-1)
-    dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
-    out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = chunk_size(LIGHT_CHUNK)
-    work = scratch("prefix.0", min(size, source.size), np.uint32)
-    drop = 23 - fmt.mantissa_bits
-    for part in chunks(source.size, size):
-        n, listed = part.stop - part.start, []
-        flat = source[part] if source.dtype == np.float32 else \
-            _as_float32(source[part], fmt, None, scratch("prefix.float32", n, np.float32), listed)  # (in cache)
-        u = flat.view(np.uint32)
-        ties = listed[0] if listed else None
-        if ties is None:
-            _prefix_rne(u, drop, out[part], work[:n])
-        else:  # narrowed float64: the narrowing listed every tie (a decision point) already
-            _prefix_half_up(u, drop, out[part], work[:n])
-            if ties.size:
-                out[part][ties] = _prefix_rne(u[ties], drop, np.empty(ties.size, out.dtype), np.empty(ties.size, np.uint32))
-        if _holds_nan(flat):
-            nan = np.isnan(flat)
-            sign = (u[nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
-            out[part][nan] = sign | fmt.nan_code
-    return out.reshape(x.shape)
-
-
-# Input dtypes of the prefix path: float32, and those it narrows to float32 so that one
-# rounding follows (float16 exactly; float64 to odd, exact for at most 22 significant bits).
-_PREFIX_INPUTS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _as_float32(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray,
-                decision_points: list | None = None) -> np.ndarray:
-    """A flat float16/float64 array as float32 (into out) that rounds to the same codes into
-    fmt, a format of at most 22 significant bits: float16 widened, float64 narrowed to values
-    that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as
-    the input does; ``specials`` gets the positions to check for such values;
-    ``decision_points`` those of the float32 values that may be fmt's decision points, where
-    float64 narrowing lists them, see :func:`.odd.float64_to_float32_alike`)."""
-    if flat.dtype == np.float64:
-        return float64_to_float32_alike(flat, _decision_zero_bits(fmt), specials, out, decision_points)
-    np.copyto(out, flat, casting="safe")
-    return out
-
-
-def _decision_zero_bits(fmt: Format) -> int:
-    """The trailing zero bits of every float32 pattern that is a decision point of fmt (a
-    value, or a midpoint, spaced 2**(e - M - 1) in binade e, above 2**(emin - M - 1)), for a
-    format of at most 22 significant bits whose range lies within float32's: 22 - M in
-    float32's normal range, ``emin - M - 1`` + 149 in its subnormal range.
-
-    >>> from ..formats import get_format
-    >>> _decision_zero_bits(get_format("bf16")), _decision_zero_bits(get_format("e4m3"))
-    (15, 19)
-    """
-    return min(22 - fmt.mantissa_bits, fmt.emin - fmt.mantissa_bits + 148)
-
-
-def _holds_nan(x: np.ndarray) -> bool:
-    """Whether the float array x holds a NaN: its maximum is one (a signalling NaN quietly)."""
-    with np.errstate(invalid="ignore"):
-        return bool(np.isnan(np.maximum.reduce(x)))
-
-
-def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out (and
-    returned): whole-uint32 passes (a uint16 split of bf16 into halves costs a mixed uint16 +
-    bool add)."""
-    if out.dtype == np.uint32 and not np.may_share_memory(out, u):  # tf32: the pattern's own width
-        w = out
-    np.right_shift(u, np.uint32(drop), out=w)
-    w &= np.uint32(1)
-    w += u
-    w += np.uint32((1 << (drop - 1)) - 1)
-    w >>= np.uint32(drop)
-    if w is not out:
-        np.copyto(out, w, casting="unsafe")
-    return out
-
-
-def _prefix_half_up(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> None:
-    """Round-half-up of float32 patterns to their top 32 - drop bits, into out: nearest-even
-    but at the ties (the low drop bits exactly half) whose kept last bit is even, in three
-    passes instead of six. Exact only where the caller fixes the ties."""
-    if out.dtype == np.uint32 and not np.may_share_memory(out, u):
-        w = out
-    np.add(u, np.uint32(1 << (drop - 1)), out=w)
-    w >>= np.uint32(drop)
-    if w is not out:
-        np.copyto(out, w, casting="unsafe")
-
-
 def encode_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
     """Which way encode takes for fmt, opts and input dtype: "table", "native", "prefix"
     (all light: a few ns an element) or "generic"."""
@@ -270,7 +173,7 @@ def encode_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
     if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in _NUMPY_NATIVE \
             and (dtype.itemsize >= _NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
         return "native"
-    if dtype in _PREFIX_INPUTS and is_fp32_prefix(fmt) \
+    if dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
             and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
             and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix"
@@ -289,7 +192,7 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, key, start, bits,
     elif path == "native":
         codes = _encode_numpy_native(x, fmt, opts)
     elif path == "prefix":
-        codes = _encode_fp32_prefix_rne(x, fmt, None if fmt.code_shift else out)
+        codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
     else:
         codes = encode_generic(x, fmt, opts, key, start, bits)
     codes = np.asarray(codes)
