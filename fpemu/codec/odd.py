@@ -207,7 +207,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
 
 
 def as_float32_alike(flat: np.ndarray, fmt: Format, specials: list | None, out: np.ndarray,
-                decision_points: list | None = None) -> np.ndarray:
+                     decision_points: list | None = None) -> np.ndarray:
     """A flat float16/float64 array as float32 (into out) that rounds to the same codes into
     fmt, a format of at most 22 significant bits: float16 widened, float64 narrowed to values
     that round alike (beyond float32's range: its largest value, odd, which rounds to Inf as

@@ -34,8 +34,6 @@ from .specials import raise_nan
 from .top_half import encode_top_half, top_half_plan
 
 
-
-
 def _table_path_ok(fmt: Format, opts: Conversion) -> bool:
     """Whether the 17-bit table (and float64 -> float32 rounding to odd) is exact for fmt."""
     # The round bit must lie in the top 16 bits of every float32 pattern, including float32

@@ -46,7 +46,7 @@ def encode_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None = None)
         if ties is None:
             _prefix_rne(u, drop, out[part], work[:n])
         else:  # narrowed float64: the narrowing listed every tie (a decision point) already
-            _prefix_half_up(u, drop, out[part], work[:n])
+            _prefix_rne(u, drop, out[part], work[:n], half_up=True)
             if ties.size:
                 out[part][ties] = _prefix_rne(u[ties], drop, np.empty(ties.size, out.dtype), np.empty(ties.size, np.uint32))
         if _holds_nan(flat):
@@ -62,29 +62,22 @@ def _holds_nan(x: np.ndarray) -> bool:
         return bool(np.isnan(np.maximum.reduce(x)))
 
 
-def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray, half_up: bool = False) -> np.ndarray:
     """Round-to-nearest-even of float32 patterns to their top 32 - drop bits, into out (and
     returned): whole-uint32 passes (a uint16 split of bf16 into halves costs a mixed uint16 +
-    bool add)."""
+    bool add). ``half_up``: round half up instead, nearest-even but at the ties (the low drop
+    bits exactly half) whose kept last bit is even, in three passes instead of six: exact only
+    where the caller fixes the ties."""
     if out.dtype == np.uint32 and not np.may_share_memory(out, u):  # tf32: the pattern's own width
         w = out
-    np.right_shift(u, np.uint32(drop), out=w)
-    w &= np.uint32(1)
-    w += u
-    w += np.uint32((1 << (drop - 1)) - 1)
+    if half_up:
+        np.add(u, np.uint32(1 << (drop - 1)), out=w)
+    else:
+        np.right_shift(u, np.uint32(drop), out=w)
+        w &= np.uint32(1)
+        w += u
+        w += np.uint32((1 << (drop - 1)) - 1)
     w >>= np.uint32(drop)
     if w is not out:
         np.copyto(out, w, casting="unsafe")
     return out
-
-
-def _prefix_half_up(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray) -> None:
-    """Round-half-up of float32 patterns to their top 32 - drop bits, into out: nearest-even
-    but at the ties (the low drop bits exactly half) whose kept last bit is even, in three
-    passes instead of six. Exact only where the caller fixes the ties."""
-    if out.dtype == np.uint32 and not np.may_share_memory(out, u):
-        w = out
-    np.add(u, np.uint32(1 << (drop - 1)), out=w)
-    w >>= np.uint32(drop)
-    if w is not out:
-        np.copyto(out, w, casting="unsafe")
