@@ -33,10 +33,19 @@ EXPECTED = {
     ("b200_fp16", "fp32"): "b200", ("b200_fp16", "fp16"): "b200",
     ("b200_bf16", "fp32"): "b200", ("b200_tf32", "fp32"): "b200",
     ("b200_e5m2", "fp32"): None, ("b200_e4m3", "fp16"): "b200", ("b200_e5m2", "fp16"): "b200",
+    # The dumps added in December 2026 (hwdata/README.md).
+    ("a2_fp16", "fp32"): "a2", ("a2_fp16", "fp16"): "a2", ("a2_bf16", "fp32"): "a2", ("a2_tf32", "fp32"): "a2",
+    ("ada_fp16", "fp32"): "ada", ("ada_fp16", "fp16"): "ada", ("ada_bf16", "fp32"): "ada",
+    ("ada_tf32", "fp32"): "ada",
+    ("l40s_fp16", "fp32"): "l40s", ("l40s_fp16", "fp16"): "l40s", ("l40s_bf16", "fp32"): "l40s",
+    ("l40s_tf32", "fp32"): "l40s", ("l40s_e4m3", "fp32"): "l40s", ("l40s_e5m2", "fp32"): "l40s",
+    ("h200_fp16", "fp32"): "h200", ("h200_fp16", "fp16"): "h200", ("h200_bf16", "fp32"): "h200",
+    ("h200_tf32", "fp32"): "h200", ("h200_e4m3", "fp32"): "h200", ("h200_e5m2", "fp32"): "h200",
+    ("h200_e4m3", "fp16"): "h200", ("h200_e5m2", "fp16"): "h200",
 }  # fmt: skip
 # Quick in the default run: one file per architecture and one open column.
 QUICK = [("v100_fp16", "fp32"), ("a100_tf32", "fp32"), ("ada_e5m2", "fp32"), ("h100_e4m3", "fp32"),
-         ("b200_bf16", "fp32"), ("h100_e5m2", "fp16"), ("b200_e5m2", "fp32")]  # fmt: skip
+         ("b200_bf16", "fp32"), ("h100_e5m2", "fp16"), ("b200_e5m2", "fp32"), ("h200_e4m3", "fp32")]  # fmt: skip
 
 
 def _dump(name: str) -> Dump:
