@@ -46,7 +46,10 @@ PATHS = {
     "mx.quantize mxfp4": "mx", "mx.quantize nvfp4": "mx",
     "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
     "gemm a100 fp16 128^3": "gemm", "gemm h100 e4m3 128x128x1024": "gemm",
-    "mx.matmul b200 mxfp8 128x128x1024": "gemm",
+    "gemm b200 mxfp8 128x128x1024": "gemm", "gemm exact mxfp8 128x128x1024": "gemm",
+    "gemm mmasim-blackwell nvfp4 128x128x1024": "gemm", "gemm exact nvfp4 128x128x1024": "gemm",
+    "gemm exact fp16 128^3": "gemm", "gemm mi300x bf16 128^3": "gemm", "gemm mi250 bf16 128^3": "gemm",
+    "dot b200 mxfp8 1024x1024": "gemm",
     "import fpemu": "import",
 }  # fmt: skip
 #: Paths timed once per process, in milliseconds (their "elements" are this marker).
@@ -90,7 +93,21 @@ def _path_functions(n: int) -> dict:
                                           128 * 128 * 1024)
     qa = mx.quantize(g.standard_normal((128, 1024), dtype=np.float32), "mxfp8_e4m3")
     qb = mx.quantize(g.standard_normal((1024, 128), dtype=np.float32), "mxfp8_e4m3", axis=0)
-    fns["mx.matmul b200 mxfp8 128x128x1024"] = (lambda: mx.matmul(qa, qb, accumulator="b200"), 128 * 128 * 1024)
+    # Block arrays through fpemu.gemm/dot: the one API, which the refs since 4b47625 take too.
+    for fmt in ("mxfp8", "nvfp4"):
+        qa = mx.quantize(g.standard_normal((128, 1024), dtype=np.float32), fmt.replace("mxfp8", "mxfp8_e4m3"))
+        qb = mx.quantize(g.standard_normal((1024, 128), dtype=np.float32), fmt.replace("mxfp8", "mxfp8_e4m3"), axis=0)
+        for acc in ("b200", "exact", "mmasim-blackwell"):
+            fns[f"gemm {acc} {fmt} 128x128x1024"] = (lambda qa=qa, qb=qb, acc=acc: fpemu.gemm(qa, qb, accumulator=acc),
+                                                      128 * 128 * 1024)
+    ab16 = fpemu.quantize(g.standard_normal((128, 128)), "bf16")
+    fns["gemm exact fp16 128^3"] = (lambda: fpemu.gemm(a16, a16, inputs="fp16"), 128**3)
+    for acc in ("mi300x", "mi250"):
+        fns[f"gemm {acc} bf16 128^3"] = (lambda acc=acc: fpemu.gemm(ab16, ab16, inputs="bf16", accumulator=acc), 128**3)
+    da = mx.quantize(g.standard_normal((1024, 1024), dtype=np.float32), "mxfp8_e4m3")
+    db = mx.quantize(g.standard_normal((1024, 1024), dtype=np.float32), "mxfp8_e4m3")
+    dot = getattr(mx, "dot", None) or fpemu.dot  # (a ref before issue 37 has mx.dot for block arrays)
+    fns["dot b200 mxfp8 1024x1024"] = (lambda: dot(da, db, accumulator="b200"), 1024 * 1024)
     return fns
 
 

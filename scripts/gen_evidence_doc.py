@@ -2,7 +2,7 @@
 
 Usage: python scripts/gen_evidence_doc.py [--chains 1] [--no-mmasim]
 
-For every dense instruction family of fpemu.isa (architecture, family, operand formats) and
+For every dense instruction family of fpemu.accumulator.units (architecture, family, operand formats) and
 output format it measures:
 - hardware dumps (../shared/hwdata): each dump replayed through the GPU's preset with
   fpemu.dot, identical fp32 bits counted (tests/tolerance_helpers.dump_dots reads the files, with
@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from tolerance_helpers import dump_columns, dump_dots
 
-from fpemu import isa, quantize
+from fpemu import quantize
+from fpemu.accumulator import units as isa
 from fpemu.accumulator import dot, get_accumulator
 
 PAGE = ROOT / "docs" / "evidence.md"

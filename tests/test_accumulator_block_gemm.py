@@ -36,7 +36,7 @@ def test_instruction_in_the_name():
     for inst in ("mxf8f6f4", "mxf4nvf4"):
         got = fpemu.gemm(a, b, 0.5, accumulator=f"mmasim-blackwell/{inst}")
         assert same(got, oracle(a, b, 0.5, "mmasim-blackwell", inst))
-    model = mx.get_block_accumulator("b200", "mxfp4", instruction="mxf8f6f4")
+    model = fpemu.accumulator.get_block_accumulator("b200", "mxfp4", instruction="mxf8f6f4")
     assert same(fpemu.gemm(a, b, accumulator=model), oracle(a, b, None, "b200", "mxf8f6f4"))
 
 

@@ -31,7 +31,7 @@ DISTRIBUTIONS = ("uniform", "wide", "cancel", "subnormal", "special")
 
 # (MMA-Sim architecture, instruction qualifier, fpemu preset, input formats of A and B): one
 # instruction of each AMD family in the default run. The preset is looked up with the
-# instruction's name (instruction=), so the family and its K come from fpemu.isa's table.
+# instruction's name (instruction=), so the family and its K come from fpemu.accumulator.units' table.
 AMD = [
     ("CDNA1", "f32_16x16x4f32", "mi100", ("fp32", "fp32")),
     ("CDNA1", "f32_16x16x16f16", "mi100", ("fp16", "fp16")),
@@ -57,9 +57,9 @@ _GPU = {"cdna1": "mi100", "cdna2": "mi250", "cdna3": "mi300x"}
 
 
 def every_amd_instruction() -> list[tuple[str, str, str, tuple[str, str]]]:
-    """Every fp32-output MFMA instruction in fpemu.isa's table, as (MMA-Sim architecture,
+    """Every fp32-output MFMA instruction in fpemu.accumulator.units' table, as (MMA-Sim architecture,
     qualifier, GPU, operand formats); the f64 ones are out of fpemu's scope."""
-    from fpemu.isa import ARCHITECTURES
+    from fpemu.accumulator.units import ARCHITECTURES
 
     out = []
     for arch, gpu in _GPU.items():

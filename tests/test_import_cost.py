@@ -27,7 +27,7 @@ NOT_AT_IMPORT = [
     "argparse", "dask", "dask.array", "matplotlib", "matplotlib.pyplot", "http.server", "torch",
     "importlib.metadata",
 ]
-CORE = ["fpemu.formats", "fpemu.codec", "fpemu.mx", "fpemu.mx.mma", "fpemu.accumulator", "fpemu.scaling"]
+CORE = ["fpemu.formats", "fpemu.codec", "fpemu.mx", "fpemu.accumulator", "fpemu.scaling"]
 
 
 def python(code: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import fpemu
 from fpemu import mx
 
 PRESETS = ["exact", "b200", "blackwell", "mmasim-blackwell"]
@@ -70,12 +71,12 @@ def random_codes(fmt: str, shape: tuple[int, ...], seed: int) -> mx.BlockArray:
 
 
 def check_rows(a, b, c, accumulator, instruction=None):
-    got = mx.dot(a, b, c, accumulator=accumulator, instruction=instruction)
+    got = fpemu.dot(a, b, c, accumulator=accumulator, instruction=instruction)
     batch = a.shape[:-1]
     assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == batch
     cb = np.broadcast_to(np.float32(0.0) if c is None else np.asarray(c, np.float32), batch)
     for index in np.ndindex(*batch):
-        want = mx.dot(row(a, index), row(b, index), float(cb[index]), accumulator=accumulator,
+        want = fpemu.dot(row(a, index), row(b, index), float(cb[index]), accumulator=accumulator,
                       instruction=instruction)
         assert same(got[index], want), (index, got[index], want)
     return got
@@ -118,36 +119,36 @@ def test_batched_instruction_and_mixed_formats():
 def test_batched_workers_and_returns():
     a, b = operands("mxfp8_e4m3", (70, 64), 4)  # more than one piece of rows on two threads
     for acc in ("exact", "b200"):
-        one = mx.dot(a, b, accumulator=acc, workers=1)
-        assert same(mx.dot(a, b, accumulator=acc, workers=2), one)
+        one = fpemu.dot(a, b, accumulator=acc, workers=1)
+        assert same(fpemu.dot(a, b, accumulator=acc, workers=2), one)
     x, y = mx.quantize([1.0, 2.0, 3.0], "mxfp4"), mx.quantize([4.0, -1.0, 0.5], "mxfp4")
-    d = mx.dot(x, y)
+    d = fpemu.dot(x, y)
     assert isinstance(d, np.float32) and d == 3.5  # 1-D: the float32 scalar, as before
     empty = mx.quantize(np.ones((0, 32)), "mxfp4")
-    assert mx.dot(empty, empty).shape == (0,)
+    assert fpemu.dot(empty, empty).shape == (0,)
 
 
 def test_batched_refusals():
     a = mx.quantize(np.ones((2, 3, 32)), "mxfp8_e4m3")
     with pytest.raises(ValueError, match=r"same shape \(\.\.\., K\).*\(2, 3, 32\) and \(3, 32\)"):
-        mx.dot(a, mx.quantize(np.ones((3, 32)), "mxfp8_e4m3"))
+        fpemu.dot(a, mx.quantize(np.ones((3, 32)), "mxfp8_e4m3"))
     with pytest.raises(ValueError, match="equal lengths"):
-        mx.dot(mx.quantize(np.ones(3), "mxfp4"), mx.quantize(np.ones(4), "mxfp4"))
+        fpemu.dot(mx.quantize(np.ones(3), "mxfp4"), mx.quantize(np.ones(4), "mxfp4"))
     wrong = mx.quantize(np.ones((2, 3, 32)), "mxfp8_e4m3", axis=1)
     with pytest.raises(ValueError, match="blocked along it \\(axis 2\\).*axis=-1"):
-        mx.dot(a, wrong)
+        fpemu.dot(a, wrong)
     with pytest.raises(ValueError, match="blocked along it \\(axis 2\\)"):
-        mx.dot(wrong, a)
+        fpemu.dot(wrong, a)
     tiles = mx.quantize(np.ones((2, 32, 32)), "mxfp8_e4m3", axis=(1, 2), block_size=(32, 32))
     with pytest.raises(ValueError, match="blocked along it"):
-        mx.dot(tiles, tiles)
+        fpemu.dot(tiles, tiles)
     with pytest.raises(ValueError, match=r"does not broadcast to the result shape \(2, 3\)"):
-        mx.dot(a, a, np.ones((3, 2)))
+        fpemu.dot(a, a, np.ones((3, 2)))
     with pytest.raises(ValueError, match="one number"):
-        mx.dot(mx.quantize(np.ones(32), "mxfp4"), mx.quantize(np.ones(32), "mxfp4"), [1.0, 2.0])
+        fpemu.dot(mx.quantize(np.ones(32), "mxfp4"), mx.quantize(np.ones(32), "mxfp4"), [1.0, 2.0])
     with pytest.raises(ValueError, match="K block sizes differ"):
-        mx.dot(a, mx.quantize(np.ones((2, 3, 32)), "mxfp8_e4m3", block_size=16))
+        fpemu.dot(a, mx.quantize(np.ones((2, 3, 32)), "mxfp8_e4m3", block_size=16))
     with pytest.raises(ValueError, match="mix MX and NVFP4"):
-        mx.dot(mx.quantize(np.ones((2, 32)), "mxfp4"), mx.quantize(np.ones((2, 32)), "nvfp4"))
+        fpemu.dot(mx.quantize(np.ones((2, 32)), "mxfp4"), mx.quantize(np.ones((2, 32)), "nvfp4"))
     with pytest.raises(TypeError, match="BlockArray"):
-        mx.dot(np.ones((2, 32)), a)
+        fpemu.dot(np.ones((2, 32)), a)

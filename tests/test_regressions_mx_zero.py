@@ -1,5 +1,5 @@
 """Regressions: the sign of a zero result of the exact block-scaled model
-(``fpemu.mx.matmul(..., accumulator="exact")`` and ``fpemu.mx.dot``) follows IEEE 754 at each
+(``fpemu.gemm(..., accumulator="exact")`` and ``fpemu.mx.dot``) follows IEEE 754 at each
 step of the model's arithmetic: every K-block's exact sum is rounded once to fp32, then the
 blocks are added to c in fp32, block 0 first (docs/mx.md). So:
 
@@ -26,6 +26,7 @@ import pytest
 from mma_oracle import ELEMENT, exact_dot
 from reference import ref_decode
 
+import fpemu
 from fpemu import mx
 from fpemu.formats import get_format
 
@@ -115,7 +116,7 @@ def oracle_negative(qa, qb, c) -> np.ndarray:
 def check(qa, qb, c, want_zero=True, **kw):
     """mx.matmul's exact model: zero results carry the oracle's sign; the others keep the value
     of tests/mma_oracle.py's block-by-block model (times NVFP4's alpha, 1 unless tiny)."""
-    got = mx.matmul(qa, qb, c, accumulator="exact", **kw)
+    got = fpemu.gemm(qa, qb, c, accumulator="exact", **kw)
     zero = got == 0
     if want_zero:
         assert zero.all(), got
@@ -259,10 +260,10 @@ def test_dot_keeps_the_sign():
         x = mx.BlockArray(x, np.array([s], np.uint8), fmt, 0, bs, **kw)
         y = mx.BlockArray(np.full(bs, ONE[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
         nv = fmt == "nvfp4"  # NVFP4: the sum -0.5 is negative; alpha takes it to -0
-        assert mx.dot(x, y) == 0 and bool(np.signbit(mx.dot(x, y))) == nv, fmt  # MX: +0 + -0
-        assert np.signbit(mx.dot(x, y, -0.0)) and bool(np.signbit(mx.dot(x, y, 0.0))) == nv, fmt
+        assert fpemu.dot(x, y) == 0 and bool(np.signbit(fpemu.dot(x, y))) == nv, fmt  # MX: +0 + -0
+        assert np.signbit(fpemu.dot(x, y, -0.0)) and bool(np.signbit(fpemu.dot(x, y, 0.0))) == nv, fmt
         z = mx.BlockArray(np.full(bs, NEG_ZERO[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
-        assert np.signbit(mx.dot(z, y, -0.0)) and not np.signbit(mx.dot(z, y)), fmt
+        assert np.signbit(fpemu.dot(z, y, -0.0)) and not np.signbit(fpemu.dot(z, y)), fmt
 
 
 # ---- many rows at once: threads, mixed cases, random codes ----------------------------------
@@ -281,7 +282,7 @@ def test_random_tiny_codes_on_many_rows(fmt):
     got = check(qa, qb, c, want_zero=fmt != "nvfp4", workers=1)
     both = np.signbit(got)
     assert both.any() and (~both).any()
-    again = mx.matmul(qa, qb, c, workers=3)
+    again = fpemu.gemm(qa, qb, c, workers=3)
     assert np.array_equal(got.view(np.uint32), again.view(np.uint32))
 
 
@@ -323,4 +324,4 @@ def test_random_scales_zeros_and_cancellations(fmt):
 def test_hardware_models_are_left_alone():
     """b200's instruction rounding gives +0 for an exact zero (docs/mx.md): unchanged."""
     qa, qb = one_dot("mxfp8_e4m3", [NEG_ZERO["mxfp8_e4m3"]] * 32)
-    assert not np.signbit(mx.matmul(qa, qb, np.float32(-0.0), accumulator="b200")[0, 0])
+    assert not np.signbit(fpemu.gemm(qa, qb, np.float32(-0.0), accumulator="b200")[0, 0])

@@ -32,7 +32,7 @@ The package, bottom up (data flows one way, each module imports only those befor
 ``checks`` (why a model's fields are refused), ``record`` (0.1's one-record spelling),
 ``model`` (one frozen dataclass per kind of model, :class:`BlockFMA`, :class:`TwoStage`,
 :class:`Sequential`, :class:`Pairwise`, :class:`Exact`, all :class:`Accumulator`\ s; the GPU and
-IEEE presets are rows of the one table of matrix units, :mod:`fpemu.isa`: adding a GPU is adding
+IEEE presets are rows of the one table of matrix units, :mod:`.units`: adding a GPU is adding
 rows there), ``lookup`` (:func:`get_accumulator`: a name
 and the input formats to an Accumulator), ``kernels`` (the arithmetic: ``rounding`` helpers,
 ``products``, one module per kind of model (the aligned sums and cuts are
@@ -43,6 +43,9 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 (:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``, loaded on first use).
 """
 
+from .block_lookup import block_accumulator_names, get_block_accumulator
+from .block_matmul import cublaslt_alpha
+from .block_model import BlockScaledAccumulator, BlockScaledFMA, Blockwise
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
 from .model import Accumulator, BlockFMA, BlockModel, Exact, Pairwise, RoundedModel, Sequential, TwoStage
@@ -57,7 +60,13 @@ __all__ = [
     "Pairwise",
     "BlockModel",
     "RoundedModel",
+    "BlockScaledAccumulator",
+    "Blockwise",
+    "BlockScaledFMA",
     "get_accumulator",
+    "get_block_accumulator",
+    "block_accumulator_names",
+    "cublaslt_alpha",
     "accumulator_names",
     "dot",
     "gemm",

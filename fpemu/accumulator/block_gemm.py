@@ -1,16 +1,17 @@
-""":func:`fpemu.gemm` of block-scaled operands: two :class:`~fpemu.mx.BlockArray` (MX, NVFP4)
-run through :func:`fpemu.mx.matmul` with a block-scaled accumulator model, so the one ``gemm``
-takes dense and micro-scaled operands alike.
+""":func:`fpemu.gemm` and :func:`fpemu.dot` of block-scaled operands: two
+:class:`~fpemu.mx.BlockArray` (MX, NVFP4) run through a block-scaled accumulator model, so the
+one ``gemm`` takes dense and micro-scaled operands alike.
 
 The operands carry their formats, so ``inputs=`` is not given; ``accumulator`` names a
 block-scaled model (``"exact"``, ``"b200"``, ``"blackwell"``, ``"mmasim-blackwell"``, or
 ``"b200/mxf8f6f4"`` to pick an instruction kind) or is a
-:class:`~fpemu.mx.BlockScaledAccumulator`. A dense model (``"h100"``, an ``Accumulator``)
+:class:`~fpemu.accumulator.BlockScaledAccumulator`. A dense model (``"h100"``, an ``Accumulator``)
 and a mix of a BlockArray with a plain array are refused by name.
 
 >>> from fpemu import mx
 >>> A = mx.quantize(np.ones((2, 32)), "mxfp8_e4m3"); B = mx.quantize(np.ones((32, 1)), "mxfp8_e4m3", axis=0)
->>> block_gemm(A, B, None, inputs=None, accumulator="b200", out="fp32", workers=None, returns="numpy").tolist()
+>>> block_gemm(A, B, None, inputs=None, accumulator="b200", out="fp32", instruction=None, workers=None,
+...            returns="numpy").tolist()
 [[32.0], [32.0]]
 """
 
@@ -21,8 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..formats import get_format
-from ..mx import BlockArray, BlockScaledAccumulator, block_accumulator_names
-from ..mx import matmul as mx_matmul
+from ..mx import BlockArray
+from .block_lookup import block_accumulator_names
+from .block_matmul import block_dot as _block_dot
+from .block_matmul import matmul as block_matmul
+from .block_model import BlockScaledAccumulator
 from .lookup import accumulator_names
 from .model import Accumulator
 
@@ -36,24 +40,27 @@ def is_block_gemm(a: Any, b: Any) -> bool:
     ka, kb = isinstance(a, BlockArray), isinstance(b, BlockArray)
     if ka != kb:
         which, other = ("a", b) if ka else ("b", a)
-        raise TypeError(f"gemm multiplies two BlockArrays or two plain arrays; {which} is a BlockArray and the other "
+        raise TypeError(f"gemm and dot multiply two BlockArrays or two plain arrays; {which} is a BlockArray and the other "
                         f"a {type(other).__name__}: quantize it too (fpemu.mx.quantize, B along axis 0) or "
                         "dequantize the BlockArray")
     return ka
 
 
-def _block_model(accumulator: Any) -> tuple[str | BlockScaledAccumulator, str | None]:
+def _block_model(accumulator: Any, instruction: str | None) -> tuple[str | BlockScaledAccumulator, str | None]:
     """(model name or model, instruction kind or None) of a block-scaled gemm's accumulator."""
     known = ", ".join(block_accumulator_names())
     if isinstance(accumulator, BlockScaledAccumulator):
-        return accumulator, None
+        return accumulator, instruction
     if isinstance(accumulator, Accumulator):
         raise TypeError(f"the Accumulator {accumulator.name!r} is a dense model; BlockArray operands take a "
-                        f"block-scaled model (fpemu.mx.BlockScaledAccumulator or a name: {known})")
+                        f"block-scaled model (fpemu.accumulator.BlockScaledAccumulator or a name: {known})")
     if not isinstance(accumulator, str):
         raise TypeError(f"accumulator is a name or a model, got {type(accumulator).__name__}")
     key = accumulator.strip().lower()
-    name, _, instruction = key.partition("/")
+    name, _, named = key.partition("/")
+    if named and instruction is not None and named != instruction.strip().lower():
+        raise ValueError(f"{accumulator!r} names the instruction {named!r} but instruction={instruction!r}")
+    instruction = named or instruction
     if name not in block_accumulator_names() and (key in accumulator_names() or name in accumulator_names()):
         raise ValueError(f"{accumulator!r} is a dense accumulator model; BlockArray operands take a block-scaled "
                          f"one: {known}")
@@ -61,14 +68,26 @@ def _block_model(accumulator: Any) -> tuple[str | BlockScaledAccumulator, str | 
 
 
 def block_gemm(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator: Any, out: str,
-               workers: int | None, returns: str) -> np.ndarray:  # fmt: skip
+               instruction: str | None, workers: int | None, returns: str) -> np.ndarray:  # fmt: skip
     """C = A @ B (+ c) of block arrays A (M, K) and B (K, N), both blocked along K, through the
-    block-scaled model ``accumulator`` (see :func:`fpemu.mx.matmul`); float32 (M, N)."""
+    block-scaled model ``accumulator`` (see :func:`.block_matmul.matmul`); float32 (M, N)."""
+    _check_block_arguments(a, b, inputs, out)
+    model, instruction = _block_model(accumulator, instruction)
+    return block_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)
+
+
+def block_dot(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator: Any, out: str,
+              instruction: str | None, workers: int | None, returns: str) -> Any:  # fmt: skip
+    """Batched dot products of block arrays over their last axis (see :func:`.block_matmul.block_dot`)."""
+    _check_block_arguments(a, b, inputs, out)
+    model, instruction = _block_model(accumulator, instruction)
+    return _block_dot(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)
+
+
+def _check_block_arguments(a: BlockArray, b: BlockArray, inputs: Any, out: str) -> None:
     if inputs is not None:
         raise ValueError(f"inputs= gives the formats of plain arrays; BlockArray operands carry theirs "
                          f"({a.format.name}, {b.format.name}): leave inputs out")
     if get_format(out).name != "fp32":
         raise ValueError(f"block-scaled MMA accumulates in fp32, so out must be 'fp32', got {out!r}; round the "
                          "result yourself for an epilogue (fpemu.quantize(result, 'bf16'))")
-    model, instruction = _block_model(accumulator)
-    return mx_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)

@@ -8,7 +8,7 @@ from typing import Sequence
 from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 from ..formats.registry import one_or_pair
-from ..isa import ARCHITECTURES, GPUS, IEEE, families, family_of, instruction_k, is_instruction
+from .units import ARCHITECTURES, GPUS, IEEE, families, family_of, instruction_k, is_instruction
 from .model import KINDS, Accumulator
 
 
@@ -53,7 +53,7 @@ def get_accumulator(
     "hopper", "blackwell", "cdna1", "cdna2", "cdna3"). GPU parameters depend on the inputs
     (H100 fp16 fuses 16 products with F = 25, H100 e4m3 32 products with F = 13). Where a
     unit has several instruction families for the same inputs, the first listed in the
-    table (:mod:`fpemu.isa`) is the default and ``instruction`` (or ``"gpu/family"``) picks
+    table (:mod:`fpemu.accumulator.units`) is the default and ``instruction`` (or ``"gpu/family"``) picks
     another: CDNA2 bf16 is ``bf16_1k`` unless ``instruction="bf16"``; CDNA3 fp16/bf16 is the
     k = 8/16 family unless ``instruction="f16_k4"``/``"bf16_k4"``. ``instruction`` may also
     name one AMD instruction (``"v_mfma_f32_16x16x8bf16"``, the prefix optional): its family's

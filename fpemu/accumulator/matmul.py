@@ -10,14 +10,14 @@ import numpy as np
 
 from ..codec import quantize
 from ..codec.dask_arrays import is_dask
-from ..codec.operands import accumulator_operand, real_array
 from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
-from .block_gemm import block_gemm, is_block_gemm
+from .block_gemm import block_dot, block_gemm, is_block_gemm
 from .dask_gemm import dask_dot, dask_gemm
 from ..formats import Format, get_format
 from .lookup import input_formats, get_accumulator
 from .model import Accumulator, BlockFMA, BlockModel, Exact, Pairwise, RoundedModel
+from .operands import accumulator_operand, real_array
 
 _OUTS = ("fp32", "fp16", "bf16")
 
@@ -54,8 +54,8 @@ def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
     return result.astype(np.float32)
 
 
-def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers: int | None = None,
-        returns: str = "numpy") -> np.ndarray:
+def dot(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", instruction: str | None = None,
+        workers: int | None = None, returns: str = "numpy") -> np.ndarray:
     """Batched dot products over the last axis: d = sum_k a[..., k] * b[..., k] + c (rows in
     pieces on ``workers`` threads for a large batch; the same bits for every number).
 
@@ -70,9 +70,14 @@ def dot(a, b, c=None, *, inputs, accumulator="exact", out: str = "fp32", workers
     ...     inputs="fp16", accumulator="v100").tolist()
     [5.0]
     """
+    if is_block_gemm(a, b):
+        return block_dot(a, b, c, inputs=inputs, accumulator=accumulator, out=out, instruction=instruction,
+                         workers=workers, returns=returns)
+    if inputs is None:
+        raise TypeError("dot needs inputs= (the format of a and b, or a pair of formats) for plain arrays")
     fa, fb = input_formats(inputs)
     out = _check_out(out)
-    acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
+    acc = get_accumulator(accumulator, (fa, fb), instruction=instruction).for_output(out)
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_dot(a, b, c, lambda ta, tb, tc: dot(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
@@ -116,8 +121,8 @@ def chunk_rows(acc: Accumulator, K: int, N: int) -> int:
     return max(1, (1 << 16) // max(1, N) // held if held > 1 else (1 << 16) // max(1, N))
 
 
-def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", workers: int | None = None,
-         returns: str = "numpy") -> np.ndarray:
+def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", instruction: str | None = None,
+         workers: int | None = None, returns: str = "numpy") -> np.ndarray:
     """C = A @ B (+ C) as the chosen matrix unit computes it, on ``workers`` threads (default:
     ``FPEMU_WORKERS`` or the CPU count) over chunks of rows: the same bits for every number.
     Dask arrays tile over M and N with all of K in each task (:mod:`.dask_gemm`).
@@ -126,27 +131,28 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", w
     format of B) with RNE first; fp32 operands meant as TF32 on hardware are truncated (RZ),
     so quantize them with ``rounding="rz"`` yourself to mimic that. ``c`` broadcasts to
     (M, N). ``accumulator`` is a name (see :func:`get_accumulator`) or an Accumulator; the
-    default ``"exact"`` is the exact sum rounded once (RNE), as :func:`fpemu.mx.matmul`'s
-    default is for block-scaled operands;
+    default ``"exact"`` is the exact sum rounded once (RNE), as it is (block by block) for
+    block-scaled operands;
     ``out`` is "fp32", "fp16" or "bf16" (bf16: the fp32 result rounded RNE, as an epilogue
     would). Returns a float32 (M, N) array of values in the ``out`` format, in the array type
     ``returns`` asks for (``"numpy"``, ``"input"``: A's type, ``"torch"``).
 
     Block-scaled A and B (two :class:`~fpemu.mx.BlockArray`, MX or NVFP4, blocked along K)
     take no ``inputs`` and a block-scaled ``accumulator`` (``"exact"``, ``"b200"``,
-    ``"mmasim-blackwell"``, ...): they run through :func:`fpemu.mx.matmul` (:mod:`.block_gemm`).
+    ``"mmasim-blackwell"``, ...): they run through the block-scaled models (:mod:`.block_gemm`).
 
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0]]); B = np.array([[0.5, 0.0], [0.25, 1.0]])
     >>> gemm(A, B, inputs="fp16", accumulator="h100").tolist()
     [[1.0, 2.0], [2.5, 4.0]]
     """
     if is_block_gemm(a, b):
-        return block_gemm(a, b, c, inputs=inputs, accumulator=accumulator, out=out, workers=workers, returns=returns)
+        return block_gemm(a, b, c, inputs=inputs, accumulator=accumulator, out=out, instruction=instruction,
+                          workers=workers, returns=returns)
     if inputs is None:
         raise TypeError("gemm needs inputs= (the format of A and B, or a pair of formats) for plain arrays")
     fa, fb = input_formats(inputs)
     out = _check_out(out)
-    acc = get_accumulator(accumulator, (fa, fb)).for_output(out)
+    acc = get_accumulator(accumulator, (fa, fb), instruction=instruction).for_output(out)
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_gemm(a, b, c, lambda ta, tb, tc: gemm(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,

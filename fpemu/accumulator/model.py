@@ -1,6 +1,6 @@
 """The accumulation models: one small frozen dataclass per kind, each with only its own fields.
 
-Pure description: nothing here computes a sum. The presets (:mod:`fpemu.isa`) are rows of these
+Pure description: nothing here computes a sum. The presets (:mod:`fpemu.accumulator.units`) are rows of these
 fields, the kernels (``kernels``) read them, one kernel per class.
 
 - :class:`Exact`: the exact sum of all products and ``c``, rounded once (RNE).

@@ -19,7 +19,7 @@ checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the sear
 The FP8 fp16-output campaign of issue 18 (staged models, which no ``Accumulator`` expresses,
 and the probes that pinned them) is research, not library: ``research/fp8_fp16/`` at the
 repository root (``python -m research.fp8_fp16 probe|fit``). Its result is the h100/b200
-presets' fp16 model in :mod:`fpemu.isa`; ``moved`` makes the old paths name the new ones.
+presets' fp16 model in :mod:`fpemu.accumulator.units`; ``moved`` makes the old paths name the new ones.
 """
 
 from ..errors import moved_names

@@ -23,8 +23,8 @@ default, saturating as the OCP spec requires; INT8's deterministic modes use num
 integer roundings, held to :func:`fpemu.encode`'s codes by the tests); scale codes are computed
 with integer operations on the IEEE bit patterns, and the division by a power-of-two scale is
 an exact multiplication. Quantization never loops per block: the whole pipeline runs on
-cache-sized chunks of many blocks at once (matmul loops over K-blocks, each one vectorised over
-all rows and columns).
+cache-sized chunks of many blocks at once. Products of block arrays are the matrix unit's:
+:func:`fpemu.gemm` and :func:`fpemu.dot` take them (:mod:`fpemu.accumulator`).
 
 Layout conventions (documented in ``docs/mx.md``):
 
@@ -54,11 +54,9 @@ The package, one job per module; each imports only from the modules listed befor
   ``mx_array``, ``nvfp4_array``: its two families, :class:`MXArray` and :class:`NVFP4Array`;
 * ``mx_quantization`` and ``nvfp4_quantization``: the two quantization pipelines;
 * ``quantization``: :func:`quantize`, which checks its options and runs one of them;
-* ``dot_products``: the exact model of block dot products;
-* ``mma``: :func:`matmul` and :func:`dot` through block-scaled accumulator models
-  (:class:`BlockScaledAccumulator`: exact, Blackwell as the evidence supports, MMA-Sim's);
 * ``scale_layout`` and ``gemm_buffers``: the 128x4 tiled scale layout of cuBLASLt/CUTLASS,
-  and an operand as the buffers a GEMM kernel reads (:func:`gemm_buffers`) and back;
+  an operand as the buffers a GEMM kernel reads (:func:`gemm_buffers`) and back, and its
+  scales one per (row, K-block) as every block-scaled product reads them;
 * ``description``: :func:`describe` (each block's scale, codes and errors, in words) and
   ``describe_json``;
 * ``cli``: the ``fpemu mx`` command (loaded on first use: ``import fpemu`` loads no command line).
@@ -73,7 +71,6 @@ from .conventions import CONVENTION_NAMES
 from .description import describe as describe  # a public name outside __all__, as before
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
 from .gemm_buffers import from_gemm_buffers, gemm_buffers
-from .mma import BlockScaledAccumulator, BlockScaledFMA, Blockwise, block_accumulator_names, dot, get_block_accumulator, matmul
 from .mx_scales import SCALE_ROUNDINGS
 from .packing import pack_codes, unpack, unpack_codes
 from .quantization import quantize
@@ -93,13 +90,6 @@ __all__ = [
     "pack_codes",
     "unpack_codes",
     "unpack",
-    "dot",
-    "matmul",
-    "BlockScaledAccumulator",
-    "Blockwise",
-    "BlockScaledFMA",
-    "get_block_accumulator",
-    "block_accumulator_names",
     "gemm_buffers",
     "from_gemm_buffers",
     "to_blocked",

@@ -7,7 +7,7 @@ elements packed along K (FP4: two per byte, element ``2i`` in the low nibble, as
 one per byte), and the scales of each operand as a (rows, K-blocks) matrix in 128x4 tiles
 (:mod:`.scale_layout`). :func:`gemm_buffers` writes those two buffers for a
 :class:`BlockArray`; :func:`from_gemm_buffers` reads them back into one, so the buffers a kernel
-reads can be handed to :func:`fpemu.mx.matmul` for the golden output.
+reads can be handed to :func:`fpemu.gemm` for the golden output.
 
 >>> from fpemu.mx import quantize
 >>> A = quantize(np.arange(64.0).reshape(2, 32), "mxfp4")          # (M, K), blocked along K
@@ -27,12 +27,29 @@ import numpy as np
 
 from ..arguments import is_whole
 from .array import BlockArray
-from .dot_products import k_block, k_scales
 from .formats import get_block_format
 from .packing import pack_codes, unpack_codes
 from .scale_layout import from_blocked, to_blocked
 
 _K_AXIS = {"a": 1, "b": 0}
+
+
+def k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
+    """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
+    for each of its rows (by index, so the cost follows the rows, not the tile size)."""
+    axes, block = q.axes, q.block_shape
+    if len(axes) == 1:
+        if axes[0] != k_axis:
+            raise ValueError(f"operand must be blocked along its K axis ({k_axis}), got axis={axes[0]}")
+        return q.scales.astype(np.int64)
+    other = 1 - k_axis
+    rows = np.arange(q.shape[other]) // block[axes.index(other)]
+    return q.scales.take(rows, axis=other).astype(np.int64)
+
+
+def k_block(q: BlockArray, k_axis: int) -> int:
+    """The block size along the K axis ``k_axis``; -1 when q is not blocked along it."""
+    return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
 
 
 def _operand(operand: Any) -> str:

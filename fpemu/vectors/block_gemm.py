@@ -1,6 +1,6 @@
 """Block-scaled GEMM vectors: A and B as the buffers a Blackwell kernel reads (packed element
 codes, scale factors in cuBLASLt's/CUTLASS's 128x4 tiles: :func:`fpemu.mx.gemm_buffers`), c,
-and the expected D of a block-scaled accumulator model (:func:`fpemu.mx.matmul`).
+and the expected D of a block-scaled accumulator model (:func:`fpemu.gemm`).
 
 Arrays: ``a_data`` (M, packed bytes of K codes), ``a_scale`` (tiled 1-D uint8), ``b_data``
 (N, packed bytes: B K-major, as the kernel reads it), ``b_scale``, ``c`` and ``d`` (M, N)
@@ -39,20 +39,21 @@ def block_gemm_vectors(fmt: str, accumulator: Any = "b200", k: int | None = None
     model ``accumulator``; K defaults to four K-blocks. Rows of A and columns of B spread over
     2**-8..2**8 (one scale each), c random with every fifth zero."""
     from .. import mx
+    from ..accumulator import cublaslt_alpha, gemm, get_block_accumulator
 
     bf = mx.get_block_format(fmt)
     if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     n = _count("n", n, 1 << 10)
     K = _count("k", 4 * bf.block_size if k is None else k, MAX_PRODUCTS // (n * n))
-    model = mx.get_block_accumulator(accumulator, bf, instruction=instruction)
+    model = get_block_accumulator(accumulator, bf, instruction=instruction)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, K)) * np.exp2(rng.integers(-8, 8, (n, 1)))
     w = rng.standard_normal((K, n)) * np.exp2(rng.integers(-8, 8, (1, n)))
     qa, qb = mx.quantize(x.astype(np.float32), bf), mx.quantize(w.astype(np.float32), bf, axis=0)
     c = np.asarray(quantize(rng.standard_normal((n, n)), "fp32"), dtype=np.float32)
     c.reshape(-1)[::5] = 0.0
-    d = mx.matmul(qa, qb, c, accumulator=model)
+    d = gemm(qa, qb, c, accumulator=model)
     a_data, a_scale = mx.gemm_buffers(qa, "a")
     b_data, b_scale = mx.gemm_buffers(qb, "b")
     nv = bf.tensor_scale  # NVFP4's per-tensor scale (nvfp4_ue5m3 has none)
@@ -61,7 +62,7 @@ def block_gemm_vectors(fmt: str, accumulator: Any = "b200", k: int | None = None
                 operands="A (M, K) and B as (N, K), both K-major", seed=seed, n=n * n, fpemu=__version__,
                 global_amax=[float(qa.global_amax), float(qb.global_amax)] if nv else None,
                 variant=qa.variant if nv else None,
-                alpha=float(mx.mma.cublaslt_alpha(qa, qb)) if nv else None)  # fmt: skip
+                alpha=float(cublaslt_alpha(qa, qb)) if nv else None)  # fmt: skip
     bits = lambda v: np.ascontiguousarray(v, dtype=np.float32).view(np.uint32)  # noqa: E731
     return {"meta": meta, "a_data": a_data, "a_scale": a_scale, "b_data": b_data, "b_scale": b_scale,
             "c": bits(c), "d": bits(d)}
@@ -71,6 +72,7 @@ def verify_block_gemm(v: dict[str, Any]) -> tuple[int, int]:
     """(results, identical): the file's operands read back from its buffers, D recomputed
     with the recorded model."""
     from .. import mx
+    from ..accumulator import BlockScaledAccumulator, gemm
 
     meta = v["meta"]
     m, n, k = meta["shape"]
@@ -80,7 +82,7 @@ def verify_block_gemm(v: dict[str, Any]) -> tuple[int, int]:
                               block_size=meta["block_size"], **extra(0))  # fmt: skip
     qb = mx.from_gemm_buffers(v["b_data"], v["b_scale"], meta["format"], (k, n), "b",
                               block_size=meta["block_size"], **extra(1))  # fmt: skip
-    model = mx.BlockScaledAccumulator(**meta["model"])
-    d = mx.matmul(qa, qb, v["c"].view(np.float32), accumulator=model)
+    model = BlockScaledAccumulator(**meta["model"])
+    d = gemm(qa, qb, v["c"].view(np.float32), accumulator=model)
     same = d.astype(np.float32).view(np.uint32) == v["d"]
     return int(same.size), int(same.sum())

@@ -9,7 +9,7 @@ dumps, ranked; residual rows), ``staged_report`` (the text ``fit`` prints); ``fp
 ``fp8_devices``, ``fp8_judge`` and ``fp8_run`` (``probe``: the experiment rows, the GPU paths
 and fake devices, the verdicts and records, the run); ``cli`` (``python -m research.fp8_fp16``).
 
-What it found is a preset now: the h100/b200 accumulators' ``fp16_output`` (:mod:`fpemu.isa`).
+What it found is a preset now: the h100/b200 accumulators' ``fp16_output`` (:mod:`fpemu.accumulator.units`).
 
 >>> from research.fp8_fp16.staged import NAMED
 >>> NAMED["hopper-fp8-fp16"].stage, NAMED["hopper-fp8-fp16"].order

@@ -26,8 +26,8 @@ import math
 import numpy as np
 
 from ...arith import NO_EXPONENT, aligned_sum, exponent, pow2, round_to_odd_sum
-from .model import BlockScaledAccumulator
-from .operands import Side
+from ..block_model import BlockScaledAccumulator
+from .side import Side
 
 
 def _exact_products(x: np.ndarray, y: np.ndarray, paired: bool = False) -> np.ndarray:

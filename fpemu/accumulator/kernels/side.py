@@ -15,9 +15,9 @@ import numpy as np
 
 from ...arith import NO_EXPONENT, exponent
 from ...codec import decode
-from ..array import BlockArray
-from ..dot_products import k_scales
-from .model import BlockScaledAccumulator
+from ...mx.array import BlockArray
+from ...mx.gemm_buffers import k_scales
+from ..block_model import BlockScaledAccumulator
 
 #: "No set bit": the lowest-bit bound of a row without a non-zero element.
 NO_BIT = 1 << 20

@@ -3,11 +3,11 @@ the operand formats it takes, its scales (block-scaled families), its instructio
 parameters of its accumulation model, with the source of the figures.
 
 Dense families give the fields of an :class:`fpemu.Accumulator`; block-scaled ones (those
-with ``"scales"``) the fields of a :class:`fpemu.mx.BlockScaledAccumulator`. The first
+with ``"scales"``) the fields of a :class:`fpemu.accumulator.BlockScaledAccumulator`. The first
 family that takes an input format is the default for it; ``instruction=`` (a family's name,
 or one of its instructions' names) picks another. Adding a GPU is adding its name to
 :data:`GPUS`; a new architecture is new rows in :data:`ARCHITECTURES`. Nothing here computes:
-``fpemu.accumulator.lookup`` and ``fpemu.mx.mma.lookup`` turn a name and the operands'
+``fpemu.accumulator.lookup`` and ``fpemu.accumulator.block_lookup`` turn a name and the operands'
 formats into a model. Blackwell's block-scaled families refer to the dense kind::f8f6f4
 numbers rather than repeat them:
 
@@ -187,7 +187,7 @@ IEEE = {
     "pairwise_fp32": dict(kind="pairwise", block=None, acc_format="fp32", source="pairwise summation"),
 }
 
-#: The exact block-scaled model, fpemu.mx.matmul's default.
+#: The exact block-scaled model, the default of fpemu.gemm for block arrays.
 BLOCK_EXACT = dict(kind="blockwise", alpha="decode",
                    source="OCP MX v1.0 Dot/DotGeneral: each block exact, rounded once to fp32, fp32 sums in block order")
 

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from ...codec.operands import accumulator_operand
-from ...codec.returns import check_returns, deliver_values
-from ...parallel import run_each
-from ..array import BlockArray
-from ..dot_products import check_matmul, exact_dot_rows, exact_matmul
-from ..formats import BlockFormat
-from ..mx_scales import rn32_product
-from .lookup import get_block_accumulator
-from .model import BlockScaledAccumulator, Blockwise
+from ..codec.returns import check_returns, deliver_values
+from ..mx.array import BlockArray
+from ..mx.formats import BlockFormat
+from ..mx.mx_scales import rn32_product
+from ..parallel import run_each
+from .block_lookup import get_block_accumulator
+from .block_model import BlockScaledAccumulator, Blockwise
+from .kernels.blockwise import exact_dot_rows, exact_matmul
+from .operands import accumulator_operand, check_block_matmul as check_matmul
 
 #: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
 _TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
@@ -101,8 +101,8 @@ def _apply_alpha(acc: np.ndarray, a: BlockArray, b: BlockArray, model: BlockScal
 
 def _fused_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator,
                   workers: int | None) -> np.ndarray:  # fmt: skip
-    from .fused import run_fused  # the tensor-core arithmetic loads on first use, not on import fpemu
-    from .operands import Side
+    from .kernels.fused import run_fused  # the tensor-core arithmetic loads on first use, not on import fpemu
+    from .kernels.side import Side
 
     m, n = a.shape[0], b.shape[1]
     side_a, side_b = Side(a, 1, model), Side(b, 0, model)
@@ -171,8 +171,8 @@ def _fused_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockSca
     """Row i of a (R, K) against row i of b (R, K) in the fused model: (R,) fp32 values, each
     the bits the (1, K) x (K, 1) :func:`matmul` of that pair gives (the kernel's paired mode:
     the R products, not R x R)."""
-    from .fused import run_fused
-    from .operands import Side
+    from .kernels.fused import run_fused
+    from .kernels.side import Side
 
     r = a.shape[0]
     side_a, side_b = Side(a, 1, model), Side(b, 1, model)  # b's rows read as B's columns are
@@ -197,7 +197,7 @@ def _check_dot_layout(q: BlockArray) -> None:
                          f"{q.codes.ndim - 1}), got {q!r}: quantize with axis=-1")
 
 
-def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
+def block_dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | BlockScaledAccumulator = "exact",
         instruction: str | None = None, workers: int | None = None, returns: str = "numpy") -> Any:  # fmt: skip
     """Batched dot products over the last axis, d = sum_k a[..., k] * b[..., k] + c, of two
     block arrays of the same shape (..., K), both blocked along that last axis, in the model
@@ -209,11 +209,11 @@ def dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Block
 
     >>> from fpemu.mx import quantize
     >>> x = quantize([1.0, 2.0, 3.0], "mxfp4"); y = quantize([4.0, -1.0, 0.5], "mxfp4")
-    >>> float(dot(x, y)), float(dot(x, y, 1.0, accumulator="b200"))
+    >>> float(block_dot(x, y)), float(block_dot(x, y, 1.0, accumulator="b200"))
     (3.5, 4.5)
     >>> X = quantize([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]], "mxfp4")
     >>> Y = quantize([[4.0, -1.0, 0.5], [1.0, 1.0, 1.0]], "mxfp4")
-    >>> dot(X, Y, [0.0, 1.0], accumulator="b200").tolist()
+    >>> block_dot(X, Y, [0.0, 1.0], accumulator="b200").tolist()
     [3.5, 7.0]
     """
     for q in (a, b):

@@ -1,37 +1,19 @@
-"""The exact model of block dot products (``accumulator="exact"`` of :func:`fpemu.mx.matmul`):
-the OCP Dot/DotGeneral with each K-block summed exactly and rounded once to float32, and the
-operand checks and per-(row, K-block) scales every block-scaled model shares."""
+"""The exact model of block dot products (:class:`~fpemu.accumulator.Blockwise`, what
+``accumulator="exact"`` gives block arrays): the OCP Dot/DotGeneral with each K-block summed
+exactly and rounded once to float32."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..arith import round_to_odd_sum
-from ..codec import decode
-from ..parallel import resolve_workers, run_each
-from .array import BlockArray
-from .elements import element_table, int_table
-from .mx_scales import pow2_from_e8m0
-
-
-# ---- dot products -------------------------------------------------------------------------------
-def k_scales(q: BlockArray, k_axis: int) -> np.ndarray:
-    """Scale codes (int64) with one entry per (row, K-block): a 2-D tile's scale is taken
-    for each of its rows (by index, so the cost follows the rows, not the tile size)."""
-    axes, block = q.axes, q.block_shape
-    if len(axes) == 1:
-        if axes[0] != k_axis:
-            raise ValueError(
-                f"operand must be blocked along its K axis ({k_axis}), got axis={axes[0]}"
-            )
-        return q.scales.astype(np.int64)
-    other = 1 - k_axis
-    rows = np.arange(q.shape[other]) // block[axes.index(other)]
-    return q.scales.take(rows, axis=other).astype(np.int64)
-
-
-def k_block(q: BlockArray, k_axis: int) -> int:
-    return q.block_shape[q.axes.index(k_axis)] if k_axis in q.axes else -1
+from ...arith import round_to_odd_sum
+from ...codec import decode
+from ...mx.array import BlockArray
+from ...mx.elements import element_table, int_table
+from ...mx.gemm_buffers import k_scales
+from ...mx.mx_scales import pow2_from_e8m0
+from ...parallel import resolve_workers, run_each
+from ..operands import check_block_matmul
 
 
 #: K elements per exact partial sum: products below 2**48, so 2**14 of them stay below 2**62.
@@ -66,28 +48,6 @@ def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray, paired: bool = False) -> np.
     top += mid >> 32
     rest = ((mid & 0xFFFFFFFF) << 16) | (low & 0xFFFF)  # below 2**48: exact in float64
     return round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
-
-
-def check_matmul(a: BlockArray, b: BlockArray) -> int:
-    """The K block size shared by A (M, K) and B (K, N), after checking both operands."""
-    for q in (a, b):
-        if not isinstance(q, BlockArray):
-            raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
-    if a.format.is_nvfp4 != b.format.is_nvfp4:
-        raise ValueError("cannot mix MX and NVFP4 operands")
-    if a.format.tensor_scale != b.format.tensor_scale:
-        raise ValueError(f"cannot mix {a.format.name} and {b.format.name} operands (one has a per-tensor scale)")
-    if a.codes.ndim != 2 or b.codes.ndim != 2:
-        raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
-    bs = k_block(a, 1)
-    if bs < 1 or bs != k_block(b, 0):
-        raise ValueError(
-            f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
-            f"B {b.block_size} on axis {b.axis}"
-        )
-    return bs
 
 
 class _Operand:
@@ -156,7 +116,7 @@ def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | Non
     is not zero but rounds to zero keeps the sum's sign; an exactly zero block is -0 only when
     every product in it is -0; the float32 additions then give -0 + -0 = -0 and +0 otherwise.
     """
-    bs = check_matmul(a, b)
+    bs = check_block_matmul(a, b)
     m = a.shape[0]
     opb = _Operand(b, 0)
     # One piece of rows per thread, at least _MIN_ROWS each (every piece reads all of B).

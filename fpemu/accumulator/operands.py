@@ -1,7 +1,7 @@
-"""The operands of a matrix product as every matrix-unit model reads them (dense
-:func:`fpemu.gemm`/:func:`fpemu.dot` and block-scaled :func:`fpemu.mx.matmul` alike): real
-arrays checked by name, and the accumulator operand ``c`` broadcast to the result and rounded
-to the accumulator's format.
+"""The operands of a matrix product as every matrix-unit model reads them (plain arrays and
+block arrays alike): real arrays checked by name, two block arrays checked as the A and B of
+one product, and the accumulator operand ``c`` broadcast to the result and rounded to the
+accumulator's format.
 
 >>> accumulator_operand([[1 + 2.0**-30]], (1, 2), "fp32").tolist()
 [[1.0, 1.0]]
@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .foreign import as_numpy
-from .quantizer import quantize
+from ..codec import quantize
+from ..codec.foreign import as_numpy
+from ..mx import BlockArray
+from ..mx.gemm_buffers import k_block
 
 _KINDS = {"O": "Python objects (dtype object; convert to float64 or int64 first)", "b": "booleans",
           "c": "complex numbers", "U": "strings", "S": "bytes"}  # fmt: skip
@@ -54,3 +56,25 @@ def accumulator_operand(c: Any, shape: tuple[int, ...], fmt: str) -> np.ndarray:
     except ValueError:
         raise ValueError(f"c of shape {arr.shape} does not broadcast to the result shape {shape}") from None
     return np.asarray(quantize(arr, fmt), dtype=np.float64)
+
+
+def check_block_matmul(a: BlockArray, b: BlockArray) -> int:
+    """The K block size shared by A (M, K) and B (K, N), after checking both operands."""
+    for q in (a, b):
+        if not isinstance(q, BlockArray):
+            raise TypeError(f"matmul takes BlockArrays, got {type(q).__name__}")
+    if a.format.is_nvfp4 != b.format.is_nvfp4:
+        raise ValueError("cannot mix MX and NVFP4 operands")
+    if a.format.tensor_scale != b.format.tensor_scale:
+        raise ValueError(f"cannot mix {a.format.name} and {b.format.name} operands (one has a per-tensor scale)")
+    if a.codes.ndim != 2 or b.codes.ndim != 2:
+        raise ValueError(f"matmul operands must be 2-D, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: {a.shape} @ {b.shape}")
+    bs = k_block(a, 1)
+    if bs < 1 or bs != k_block(b, 0):
+        raise ValueError(
+            f"K block sizes differ or K is not blocked: A {a.block_size} on axis {a.axis}, "
+            f"B {b.block_size} on axis {b.axis}"
+        )
+    return bs

@@ -1,7 +1,7 @@
 """The block-scaled accumulation models: :class:`Blockwise` (the exact OCP model) and
 :class:`BlockScaledFMA` (a tensor core's instruction), both :class:`BlockScaledAccumulator`\\ s,
 each with only the fields its kernel reads. Pure description: nothing here computes a sum; the
-presets (:mod:`fpemu.isa`) are rows of these fields and the kernels (``fused``, and
+presets (:mod:`fpemu.accumulator.units`) are rows of these fields and the kernels (``fused``, and
 ``dot_products`` for the exact model) read them.
 
 ``BlockScaledAccumulator(name, kind, **fields)``, the one-record spelling that vector files
@@ -21,8 +21,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...arguments import is_whole as _is_int
-from ...arguments import FieldsRecord, SpelledBy, record_fields, split_record
+from ..arguments import is_whole as _is_int
+from ..arguments import FieldsRecord, SpelledBy, record_fields, split_record
 
 TermExponent = Literal["product", "scale"]
 

@@ -1,15 +1,15 @@
 """From a name and the operands' block formats to a
-:class:`~fpemu.mx.mma.model.BlockScaledAccumulator`: :func:`get_block_accumulator` and
+:class:`~fpemu.accumulator.block_model.BlockScaledAccumulator`: :func:`get_block_accumulator` and
 :func:`block_accumulator_names`."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...formats.registry import one_or_pair
-from ..formats import BlockFormat, get_block_format
-from .model import BlockScaledAccumulator
-from ...isa import ARCHITECTURES, BLOCK_EXACT, GPUS, families
+from ..formats.registry import one_or_pair
+from ..mx.formats import BlockFormat, get_block_format
+from .block_model import BlockScaledAccumulator
+from .units import ARCHITECTURES, BLOCK_EXACT, GPUS, families
 
 
 def _block_scaled_archs() -> list[str]:
