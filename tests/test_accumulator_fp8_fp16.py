@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fpemu import decode
-from fpemu.accumulator import Accumulator, dot, gemm, get_accumulator
+from fpemu.accumulator import BlockFMA, Sequential, dot, gemm, get_accumulator, model_from_dict
 from fpemu.formats import get_format
 
 FP16_MAX = Fraction(65504)
@@ -194,25 +194,26 @@ def test_zero_results_are_positive():
         (dict(lane_order="odd", instruction_k=32, block=16), "lane_order must be 'bit<j>'"),
         (dict(lane_order=1), "lane_order must be 'bit<j>' or None"),
         (dict(lane_order="bit1", block=16), "instruction_k above"),
-        (dict(kind="sequential", c_after=True, block=None), "c_after applies to block models only"),
         (dict(c_after=1), "c_after must be True or False"),
-        (dict(fp16_output="h100"), "fp16_output must be an Accumulator or None"),
-        (dict(fp16_output=Accumulator("x", fp16_output=Accumulator("y"))), "fp16_output's own fp16_output"),
-        (dict(late_c=True, sum_frac_bits=31, c_after=True), "do not go with late_c"),
+        (dict(fp16_output="h100"), "fp16_output must be a BlockFMA or None, got str"),
+        (dict(fp16_output=Sequential("loop")), "fp16_output must be a BlockFMA or None, got Sequential"),
+        (dict(fp16_output=BlockFMA("x", fp16_output=BlockFMA("y"))), "fp16_output's own fp16_output"),
     ],
 )
 def test_field_checks(fields, message):
     with pytest.raises(ValueError, match=message):
-        Accumulator("bad", **fields)
+        BlockFMA("bad", **fields)
+    with pytest.raises(TypeError, match="c_after"):
+        Sequential("bad", c_after=True)  # a loop has no such field
 
 
 def test_model_survives_a_vector_file(tmp_path):
-    """asdict writes the fp16 model as a nested dict; Accumulator(**that) reads it back, so a
+    """asdict writes the fp16 model as a nested dict; model_from_dict reads it back, so a
     vector file made with it re-checks."""
     from fpemu.vectors import dot_vectors, verify_vectors, write_vectors
 
     acc = get_accumulator("h100", "e5m2")
-    again = Accumulator(**dataclasses.asdict(acc))
+    again = model_from_dict(dataclasses.asdict(acc))
     assert again == acc and again.fp16_output == acc.fp16_output
     path = tmp_path / "h100_fp16.npz"
     write_vectors(dot_vectors("e5m2", "h100", n=200, out="fp16"), path)

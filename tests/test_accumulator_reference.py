@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fpemu
-from fpemu.accumulator import Accumulator, gemm, get_accumulator
+from fpemu.accumulator import Accumulator, BlockFMA, gemm, get_accumulator
 from fpemu.accumulator.kernels.rounding import round_to_target, rounding_target
 from fpemu.formats import Format, get_format
 
@@ -192,7 +192,7 @@ def test_pairwise_fp32_equals_fraction_tree(data, fmt):
     _same(got, _each(A, B, C, ref_pairwise))
 
 
-WIDE = Accumulator("wide", block=16, frac_bits=48, out_rounding="rne")  # sums beyond 2**53
+WIDE = BlockFMA("wide", block=16, frac_bits=48, out_rounding="rne")  # sums beyond 2**53
 
 
 @both(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator, BlockModel
+from fpemu.accumulator import BlockFMA, BlockModel
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.fit.dumps import infer_inputs
 from fpemu.fit.kernel import batch_matches, model_matches
@@ -106,7 +106,7 @@ def test_batched_kernel_agrees_with_accumulator_dot():
 
 
 def test_fit_recovers_a_model_no_preset_has(tmp_path):
-    model = Accumulator("custom", "block", block=4, frac_bits=27, out_rounding="rne")
+    model = BlockFMA("custom", block=4, frac_bits=27, out_rounding="rne")
     path = tmp_path / "custom_bf16.npz"
     write_vectors(dot_vectors("bf16", model, k=16, n=2000), path)
     result = fit(load_dump(path), "fp32")
@@ -148,7 +148,7 @@ def test_batched_kernel_is_exact_when_block_sums_pass_2_to_the_53():
     a[1] = -a[1]
     b = np.ones((2, 33))
     c = np.zeros(2)
-    model = Accumulator("wide", "block", block=64, frac_bits=48, out_rounding="rne")
+    model = BlockFMA("wide", block=64, frac_bits=48, out_rounding="rne")
     d = {"fp32": np.float32([32 + 2.0**-18, -(32 + 2.0**-18)]).view(np.uint32)}
     dump = Dump("wide_fp32", "fp32", a, b, c, d)
     assert model_matches(dump, c, "fp32", model, slice(None)).all()  # fpemu.accumulator agrees

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator, BlockModel, dot
+from fpemu.accumulator import BlockFMA, BlockModel, dot
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.vectors import dot_vectors, write_vectors
 
@@ -72,7 +72,7 @@ def test_fp32_vectors_fit_back_to_one_model(tmp_path):
 
 
 def test_a_custom_model_is_recovered_from_its_fp16_column(tmp_path):
-    model = Accumulator("mine", "block", block=8, frac_bits=20, out_rounding="rne")
+    model = BlockFMA("mine", block=8, frac_bits=20, out_rounding="rne")
     path = tmp_path / "mine.npz"
     write_vectors(dot_vectors("bf16", model, k=16, n=800, out="fp16"), path)
     result = fit(load_dump(path), "fp16")

@@ -16,7 +16,7 @@ from mma_oracle import ELEMENT, exact_dot, f32_mul, fused_dot, to_f32
 
 import fpemu
 from fpemu import mx
-from fpemu.accumulator import BlockScaledAccumulator, cublaslt_alpha, get_block_accumulator
+from fpemu.accumulator import cublaslt_alpha, get_block_accumulator
 
 PRESETS = ["exact", "b200", "blackwell", "mmasim-blackwell"]
 
@@ -64,34 +64,6 @@ def test_unknown_preset_lists_the_names():
     assert fpemu.accumulator.block_accumulator_names() == PRESETS
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(kind="fused"), "needs instruction_k and frac_bits"),
-    (dict(kind="fused", instruction_k=32, frac_bits=61), "frac_bits must be in 0..60"),
-    (dict(kind="fused", instruction_k=32, sub_block=5, term_exponent="scale", frac_bits=30), "sub_block must divide"),
-    (dict(kind="fused", instruction_k=32, frac_bits=30, out_rounding="rtz"), "out_rounding must be one of rz, rne"),
-    (dict(kind="blockwise", frac_bits=30), "frac_bits applies to fused models only"),
-    (dict(kind="fused", instruction_k=True, frac_bits=30), "instruction_k must be an integer or None"),
-])  # fmt: skip
-def test_model_checks(fields, message):
-    with pytest.raises(ValueError, match=message):
-        BlockScaledAccumulator("m", **fields)
-
-
-def test_one_class_per_kind():
-    """The record spelling builds the class its kind names; each class has only its own fields,
-    so a fused field on the exact model is refused by name, and the classes build directly."""
-    exact, b200 = get_block_accumulator("exact", "mxfp8_e4m3"), get_block_accumulator("b200", "nvfp4")
-    assert type(exact) is fpemu.accumulator.Blockwise and type(b200) is fpemu.accumulator.BlockScaledFMA
-    assert not hasattr(exact, "frac_bits") and (b200.instruction_k, b200.sub_block) == (64, 16)
-    assert fpemu.accumulator.BlockScaledFMA("m", instruction_k=32, frac_bits=30) == BlockScaledAccumulator(
-        "m", "fused", instruction_k=32, frac_bits=30)
-    assert BlockScaledAccumulator("e", "blockwise", frac_bits=None).kind == "blockwise"  # the default says nothing
-    with pytest.raises(TypeError, match="unexpected keyword argument"):
-        BlockScaledAccumulator("m", "fused", instruction_k=32, frac_bits=30, lanes=4)
-    with pytest.raises(TypeError, match="instruction_k"):
-        fpemu.accumulator.Blockwise("e", instruction_k=32)
-
-
 def test_lookup_errors():
     with pytest.raises(ValueError, match="no block-scaled MMA for int8 x int8"):
         get_block_accumulator("b200", "mxint8")
@@ -123,7 +95,7 @@ def test_operand_errors():
         fpemu.dot(mx.quantize(np.ones(32), "mxfp4"), mx.quantize(np.ones(32), "mxfp4"), [1.0, 2.0])
     with pytest.raises(ValueError, match="exact model only"):
         fpemu.gemm(mx.quantize(np.ones((1, 32)), "mxint8"), mx.quantize(np.ones((32, 1)), "mxint8", axis=0),
-                  accumulator=BlockScaledAccumulator("m", instruction_k=32, frac_bits=30))
+                  accumulator=fpemu.accumulator.BlockScaledFMA("m", instruction_k=32, frac_bits=30))
     with pytest.raises(ValueError, match="instruction= picks a preset"):
         fpemu.gemm(a, b, accumulator=get_block_accumulator("b200", "mxfp8_e4m3"), instruction="mxf8f6f4")
 

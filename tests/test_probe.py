@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fpemu import cli
-from fpemu.accumulator import Accumulator, accumulator_names, get_accumulator
+from fpemu.accumulator import BlockFMA, accumulator_names, get_accumulator
 from fpemu.backends import fake_device
 from fpemu.probe import probe
 
@@ -29,7 +29,7 @@ def test_probe_infers_fake_gpus(gpu, inputs):
 
 
 def test_probe_infers_rounding_flushing_and_a_model_no_preset_has():
-    model = Accumulator("odd", "block", block=4, frac_bits=26, out_rounding="rne", flush_subnormals=True)
+    model = BlockFMA("odd", block=4, frac_bits=26, out_rounding="rne", flush_subnormals=True)
     found = probe(fake_device(model), "bf16")
     m = found.model
     assert (m.block, m.frac_bits, m.out_rounding, m.out_frac_bits) == (4, 26, "rne", 23)
@@ -38,7 +38,7 @@ def test_probe_infers_rounding_flushing_and_a_model_no_preset_has():
 
 
 def test_probe_warns_below_four_products_per_block():
-    found = probe(fake_device(Accumulator("two", "block", block=2, frac_bits=24)), "fp16")
+    found = probe(fake_device(BlockFMA("two", block=2, frac_bits=24)), "fp16")
     assert found.model.block == 2
     assert any("fewer than 4 products" in n for n in found.notes)
 

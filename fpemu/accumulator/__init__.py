@@ -45,14 +45,16 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 
 from .block_lookup import block_accumulator_names, get_block_accumulator
 from .block_matmul import cublaslt_alpha
-from .block_model import BlockScaledAccumulator, BlockScaledFMA, Blockwise
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
-from .model import Accumulator, BlockFMA, BlockModel, Exact, Pairwise, RoundedModel, Sequential, TwoStage
-from .model import Kind, OutRounding, TermRounding  # noqa: F401  (type names, outside __all__)
+from .model import Accumulator, BlockFMA, BlockModel, BlockScaledAccumulator, BlockScaledFMA, Blockwise, DenseModel
+from .model import Exact, FusedModel, Pairwise, RoundedModel, Sequential, TwoStage, model_from_dict
+from .model import Kind, OutRounding, TermExponent, TermRounding  # noqa: F401  (type names, outside __all__)
 
 __all__ = [
     "Accumulator",
+    "DenseModel",
+    "FusedModel",
     "BlockFMA",
     "TwoStage",
     "Exact",
@@ -63,6 +65,7 @@ __all__ = [
     "BlockScaledAccumulator",
     "Blockwise",
     "BlockScaledFMA",
+    "model_from_dict",
     "get_accumulator",
     "get_block_accumulator",
     "block_accumulator_names",

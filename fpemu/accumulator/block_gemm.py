@@ -26,7 +26,7 @@ from ..mx import BlockArray
 from .block_lookup import block_accumulator_names
 from .block_matmul import block_dot as _block_dot
 from .block_matmul import matmul as block_matmul
-from .block_model import BlockScaledAccumulator
+from .model import BlockScaledAccumulator
 from .lookup import accumulator_names
 from .model import Accumulator
 

@@ -1,5 +1,5 @@
 """From a name and the operands' block formats to a
-:class:`~fpemu.accumulator.block_model.BlockScaledAccumulator`: :func:`get_block_accumulator` and
+:class:`~fpemu.accumulator.BlockScaledAccumulator`: :func:`get_block_accumulator` and
 :func:`block_accumulator_names`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from ..formats.registry import one_or_pair
 from ..mx.formats import BlockFormat, get_block_format
-from .block_model import BlockScaledAccumulator
+from .model import KINDS, BlockScaledAccumulator
 from .units import ARCHITECTURES, BLOCK_EXACT, GPUS, families
 
 
@@ -79,7 +79,7 @@ def get_block_accumulator(
     if key == "exact":
         if instruction is not None:
             raise ValueError("the exact model has no instructions: instruction= applies to hardware models")
-        return BlockScaledAccumulator("exact", **BLOCK_EXACT)
+        return _model("exact", BLOCK_EXACT)
     arch = GPUS.get(key, key)
     if arch not in _block_scaled_archs():
         raise ValueError(f"unknown block-scaled accumulator {name!r}; known: {', '.join(block_accumulator_names())}")
@@ -97,5 +97,10 @@ def get_block_accumulator(
         raise ValueError(f"{label} has no block-scaled MMA for {pair}; its kinds: {which}")
     kind = usable[0]
     pair = fa.element.name if fa.element == fb.element else f"{fa.element.name}x{fb.element.name}"
-    return BlockScaledAccumulator(f"{key}/{kind}/{pair}", "fused", instruction_k=table[kind]["k"],
-                                  **table[kind]["params"])
+    return _model(f"{key}/{kind}/{pair}", dict(table[kind]["params"], instruction_k=table[kind]["k"]))
+
+
+def _model(name: str, params: dict) -> BlockScaledAccumulator:
+    """The model a table row describes: its ``kind`` names the class, the rest are its fields."""
+    fields = dict(params)
+    return KINDS[fields.pop("kind")](name, **fields)

@@ -15,7 +15,7 @@ from ..mx.formats import BlockFormat
 from ..mx.mx_scales import rn32_product
 from ..parallel import run_each
 from .block_lookup import get_block_accumulator
-from .block_model import BlockScaledAccumulator, Blockwise
+from .model import BlockScaledAccumulator, Blockwise
 from .kernels.blockwise import exact_dot_rows, exact_matmul
 from .operands import accumulator_operand, check_block_matmul as check_matmul
 

@@ -1,14 +1,26 @@
 """Why an accumulation model's fields are refused, in words: each field's type and range from
-one table, then the few rules that tie fields of one class together.
+ONE table for every field of every class (dense and block-scaled models alike: a field has
+one range wherever it is), then the few rules that tie fields of one class together.
 
 A model only has the fields its kind reads (:mod:`.model`), so no rule here says "applies to
 block models only": such a field is not there to be ignored.
 
->>> from fpemu.accumulator.model import BlockFMA
+>>> from fpemu.accumulator.model import BlockFMA, BlockScaledFMA
 >>> BlockFMA("bad", block=4, frac_bits=60)
 Traceback (most recent call last):
 ...
-ValueError: invalid accumulator 'bad': frac_bits must be in 0..48 (float64 keeps it exact), got 60
+ValueError: invalid accumulator 'bad': frac_bits must be in 0..48 (float64 keeps every cut exact), got 60
+>>> BlockScaledFMA("bad", instruction_k=32, frac_bits=60)
+Traceback (most recent call last):
+...
+ValueError: invalid accumulator 'bad': frac_bits must be in 0..48 (float64 keeps every cut exact), got 60
+
+The ranges are the ones every kernel stays exact in: ``frac_bits`` at most 48 (a cut term and
+its partners keep float64's and int64's bounds); ``zero_exponent`` at most 127 and
+``zero_c_exponent`` at most 500, so that a term aligned below a zero's exponent is still a
+normal float64 when scaled by ``2**(F - E)`` (its floor, ``"rd"``, would otherwise read a
+flushed -0 as 0), and ``zero_c_exponent`` at least -1022 (float64's exponents; ``fpemu.fit``
+lets a zero take no part with -900).
 """
 
 from __future__ import annotations
@@ -61,6 +73,12 @@ def _acc_format(name: str, value: Any) -> list[str]:
     return []
 
 
+def _fp16_output(name: str, value: Any) -> list[str]:
+    if value is None or getattr(value, "kind", None) == "block":
+        return []
+    return [f"fp16_output must be a BlockFMA or None, got {type(value).__name__}"]
+
+
 def _lane_order(name: str, value: Any) -> list[str]:
     if value is None or (isinstance(value, str) and value.startswith("bit") and value[3:].isdigit()):
         return []
@@ -73,31 +91,35 @@ _LATE = _whole(0, 48, "a non-negative integer", True, "in 0..48")
 #: Each field's check: its type, then its range (a field is checked where its class has it).
 FIELD_CHECKS: dict[str, Callable[[str, Any], list]] = {
     "name": _name,
-    "instruction_k": _POSITIVE,
+    "source": _name,
+    "instruction_k": _whole(1, 1 << 16, "a positive integer", True, "in 1..65536"),
     "promote": _POSITIVE,
     "flush_subnormals": _flag,
-    "source": lambda name, value: [],
     "acc_format": _acc_format,
     "acc_rounding": _choice("rz", "rne"),
     "block": _POSITIVE,
     "round_products": _flag,
-    "frac_bits": _whole(0, 48, "an integer", False, "in 0..48 (float64 keeps it exact)"),
+    "frac_bits": _whole(0, 48, "an integer", False, "in 0..48 (float64 keeps every cut exact)"),
     "term_rounding": _choice("rz", "rd"),
     "out_rounding": _choice("rz", "rne"),
     "out_frac_bits": _whole(1, 23, "an integer", False),
-    "zero_c_exponent": _whole(-1022, 1023, "an integer", False),
-    "zero_exponent": _whole(-500, 500, "an integer", True),
+    "zero_c_exponent": _whole(-1022, 500, "an integer", False),
+    "zero_exponent": _whole(-500, 127, "an integer", True),
     "product_overflow": _flag,
     "signed_underflow": _flag,
     "lane_order": _lane_order,
     "c_after": _flag,
-    "fp16_output": lambda name, value: [],  # its type: BlockFMA's own check, which reads it first
+    "fp16_output": _fp16_output,
     "even_odd": _flag,
     "lane_frac_bits": _LATE,
     "sum_frac_bits": _LATE,
     "c_frac_bits": _LATE,
     "c_window": _LATE,
     "late_rounding": _choice("rz", "rd"),
+    "alpha": _choice("decode", "cublaslt"),
+    "sub_block": _POSITIVE,
+    "term_exponent": _choice("product", "scale"),
+    "overflow": _choice("ieee", "inf"),
 }
 
 
@@ -121,12 +143,27 @@ def _between(m: Any) -> list[str]:
         return ["a block model needs a block size"]
     if m.kind in ("block", "two_stage") and (block + 3) << (m.frac_bits + 2) >= 1 << 63:
         problems.append("block << (frac_bits + 2) must fit in int64: fewer products or fewer bits")
-    if m.instruction_k is not None and block is not None and m.instruction_k % block:
-        problems.append(f"instruction_k must be a multiple of block ({block}), got {m.instruction_k}")
+    instruction_k = getattr(m, "instruction_k", None)
+    if instruction_k is not None and block is not None and instruction_k % block:
+        problems.append(f"instruction_k must be a multiple of block ({block}), got {instruction_k}")
     if m.kind == "two_stage":
         problems += _two_stage(m)
     if m.kind == "block":
         problems += _instruction(m)
+    if m.kind == "fused":
+        problems += _block_scaled(m)
+    return problems
+
+
+def _block_scaled(m: Any) -> list[str]:
+    """The instruction of a block-scaled FMA and its sub-blocks."""
+    if m.instruction_k is None:
+        return ["a block-scaled FMA needs instruction_k"]
+    problems = []
+    if m.instruction_k % m.sub_block:
+        problems.append(f"sub_block must divide instruction_k ({m.instruction_k}), got {m.sub_block}")
+    if m.term_exponent == "product" and m.sub_block != 1:
+        problems.append("term_exponent 'product' needs sub_block 1")
     return problems
 
 

@@ -9,7 +9,7 @@ from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 from ..formats.registry import one_or_pair
 from .units import ARCHITECTURES, GPUS, IEEE, families, family_of, instruction_k, is_instruction
-from .model import KINDS, Accumulator
+from .model import KINDS, Accumulator, BlockScaledAccumulator
 
 
 def accumulator_names() -> list[str]:
@@ -73,6 +73,8 @@ def get_accumulator(
     ...
     ValueError: v100 (volta) has no bf16 inputs in its matrix unit; it takes: fp16
     """
+    if isinstance(name, BlockScaledAccumulator):
+        raise TypeError(f"{name.name!r} is a block-scaled model; plain arrays take a dense one")
     if isinstance(name, Accumulator):
         return name
     if not isinstance(name, str):
@@ -121,7 +123,7 @@ def _model(name: str, params: dict) -> Accumulator:
     """The model a table row describes: its ``kind`` names the class, the rest are its fields.
 
     >>> _model("loop", dict(kind="sequential", acc_format="bf16"))
-    Sequential(name='loop', instruction_k=None, promote=None, flush_subnormals=False, source='', acc_format='bf16', acc_rounding='rne')
+    Sequential(name='loop', source='', instruction_k=None, promote=None, flush_subnormals=False, acc_format='bf16', acc_rounding='rne')
     """
     fields = dict(params)
     return KINDS[fields.pop("kind")](name, **fields)

@@ -45,7 +45,7 @@ def _block_scaled(takes: tuple[str, ...], scales: tuple[tuple[str, int], ...], k
                   **params) -> dict:  # fmt: skip
     """One block-scaled instruction kind: element formats, (scale format, block size) pairs,
     products per instruction (``k``) and the BlockScaledAccumulator fields."""
-    return {"takes": takes, "mixed": mixed, "scales": scales, "k": k, "instructions": (), "params": params}
+    return {"takes": takes, "mixed": mixed, "scales": scales, "k": k, "instructions": (), "params": dict(kind="fused", **params)}
 
 
 def _nv(block: int, frac_bits: int, out_frac_bits: int = 23, source: str = _KM) -> dict:

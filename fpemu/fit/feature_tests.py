@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..accumulator import Accumulator, BlockModel
+from ..accumulator import Accumulator, BlockFMA, BlockModel
 from ..arguments import is_whole
 from ..backends import RunDot, _presets, fake_device
 from ..formats import get_format
@@ -222,8 +222,8 @@ def probe(run: RunDot, inputs: str, max_k: int = 64) -> ProbeResult:
     if note:
         notes.append(f"rounding: {note}")
     sub = _subnormals(ex)
-    model = Accumulator("probed", "block", block=max(n, 1), frac_bits=max(F, 0), out_rounding=rounding,
-                        out_frac_bits=max(min(p, 23), 1), flush_subnormals=not sub)  # fmt: skip
+    model = BlockFMA("probed", block=max(n, 1), frac_bits=max(F, 0), out_rounding=rounding,
+                     out_frac_bits=max(min(p, 23), 1), flush_subnormals=not sub)  # fmt: skip
     presets = {k: v for k, v in _presets(fmt.name).items() if isinstance(v, BlockModel)}
     dist = {k: _distance(model, v) for k, v in presets.items()}
     best = min(dist.values()) if dist else 0
@@ -237,7 +237,7 @@ def probe_report(r: ProbeResult) -> str:
         f"{r.inputs}: products per block {m.block}, F = {m.frac_bits} "
         f"({r.extra_alignment_bits:+d} alignment bits beyond the output's {m.out_frac_bits}), "
         f"fp32 output {m.out_rounding}, subnormal inputs {'kept' if r.subnormal_inputs else 'flushed'}",
-        f"  Accumulator(kind='block', block={m.block}, frac_bits={m.frac_bits}, out_rounding={m.out_rounding!r}, "
+        f"  BlockFMA(block={m.block}, frac_bits={m.frac_bits}, out_rounding={m.out_rounding!r}, "
         f"out_frac_bits={m.out_frac_bits}, flush_subnormals={m.flush_subnormals})",
         f"  nearest preset: {', '.join(r.nearest) or 'none'}"
         + (" (identical parameters)" if r.distance == 0 else f" ({r.distance} parameter(s) differ)"),

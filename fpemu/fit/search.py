@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ..accumulator import Accumulator, BlockFMA, Exact, RoundedModel
+from ..accumulator import Accumulator, BlockFMA, Exact, RoundedModel, TwoStage
 from ..backends import _presets
 from .dumps import Dump, check_inputs
 from .kernel import batch_matches, model_matches
@@ -54,9 +54,13 @@ def candidate_models(K: int, out: str, used_bits: int = 23) -> Iterator[Accumula
     for block, (grouping, g), (orr, ofb), F, zc in itertools.product(blocks, GROUPINGS.items(), outs, _FRAC_BITS, _ZERO_C):
         if g["even_odd"] and block < 2:  # no odd lane in a one-product block
             continue
-        yield Accumulator(
-            f"block {block}, F {F}, {grouping}", "block", block=block, frac_bits=F, out_rounding=orr,
-            out_frac_bits=ofb, zero_c_exponent=zc, **g,
+        late = dict(g)
+        cls = TwoStage if late.pop("late_c") else BlockFMA
+        if cls is BlockFMA:
+            late.pop("even_odd")  # a block FMA's lanes are not apart
+        yield cls(
+            f"block {block}, F {F}, {grouping}", block=block, frac_bits=F, out_rounding=orr,
+            out_frac_bits=ofb, zero_c_exponent=zc, **late,
         )
 
 

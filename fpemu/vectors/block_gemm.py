@@ -72,7 +72,7 @@ def verify_block_gemm(v: dict[str, Any]) -> tuple[int, int]:
     """(results, identical): the file's operands read back from its buffers, D recomputed
     with the recorded model."""
     from .. import mx
-    from ..accumulator import BlockScaledAccumulator, gemm
+    from ..accumulator import gemm, model_from_dict
 
     meta = v["meta"]
     m, n, k = meta["shape"]
@@ -82,7 +82,7 @@ def verify_block_gemm(v: dict[str, Any]) -> tuple[int, int]:
                               block_size=meta["block_size"], **extra(0))  # fmt: skip
     qb = mx.from_gemm_buffers(v["b_data"], v["b_scale"], meta["format"], (k, n), "b",
                               block_size=meta["block_size"], **extra(1))  # fmt: skip
-    model = BlockScaledAccumulator(**meta["model"])
+    model = model_from_dict(meta["model"])
     d = gemm(qa, qb, v["c"].view(np.float32), accumulator=model)
     same = d.astype(np.float32).view(np.uint32) == v["d"]
     return int(same.size), int(same.sum())

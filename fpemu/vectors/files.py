@@ -247,10 +247,10 @@ def verify(v: dict[str, Any]) -> tuple[int, int]:
         same = (q.scales.reshape(-1) == v["scale"]) & (q.codes == v["code"]).all(axis=1)
         return int(same.size), int(same.sum())
     if meta["type"] == "dot":
-        from ..accumulator import Accumulator, dot
+        from ..accumulator import dot, model_from_dict
 
         out = meta["out"]
-        model = Accumulator(**meta["model"])
+        model = model_from_dict(meta["model"])
         f = lambda k: v[k].view(np.float32).astype(np.float64)  # noqa: E731
         d = dot(f("a"), f("b"), f("c"), inputs=meta["inputs"], accumulator=model, out=out)
         same = d.astype(np.float32).view(np.uint32) == v[f"d_{out}"]

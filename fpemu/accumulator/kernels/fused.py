@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ...arith import NO_EXPONENT, aligned_sum, exponent, pow2, round_to_odd_sum
-from ..block_model import BlockScaledAccumulator
+from ..model import BlockScaledAccumulator
 from .side import Side
 
 

@@ -17,7 +17,7 @@ from ...arith import NO_EXPONENT, exponent
 from ...codec import decode
 from ...mx.array import BlockArray
 from ...mx.gemm_buffers import k_scales
-from ..block_model import BlockScaledAccumulator
+from ..model import BlockScaledAccumulator
 
 #: "No set bit": the lowest-bit bound of a row without a non-zero element.
 NO_BIT = 1 << 20
