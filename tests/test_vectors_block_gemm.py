@@ -75,7 +75,7 @@ def test_cli_block_gemm(tmp_path, capsys):
     r = read_vectors(out)
     assert r["meta"]["type"] == "block_gemm" and r["meta"]["alpha"] is not None
     for args, message in ((["--kind", "edge"], "--kind edge does not apply"),
-                          (["--accumulator", "h100"], "unknown block-scaled accumulator 'h100'"),
+                          (["--accumulator", "h100"], "h100 (hopper) has no block-scaled MMA"),
                           (["--out", str(tmp_path / "z.csv")], "CSV cannot hold")):
         cmd = ["vectors", "mxfp4", "--accumulator", "b200", "--out", str(tmp_path / "x.npz"), *args]
         assert main(cmd) != 0

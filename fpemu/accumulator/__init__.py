@@ -43,7 +43,6 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 (:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``, loaded on first use).
 """
 
-from .block_lookup import block_accumulator_names, get_block_accumulator
 from .block_matmul import cublaslt_alpha
 from .lookup import accumulator_names, get_accumulator
 from .matmul import dot, gemm
@@ -67,8 +66,6 @@ __all__ = [
     "BlockScaledFMA",
     "model_from_dict",
     "get_accumulator",
-    "get_block_accumulator",
-    "block_accumulator_names",
     "cublaslt_alpha",
     "accumulator_names",
     "dot",

@@ -23,12 +23,8 @@ import numpy as np
 
 from ..formats import get_format
 from ..mx import BlockArray
-from .block_lookup import block_accumulator_names
 from .block_matmul import block_dot as _block_dot
 from .block_matmul import matmul as block_matmul
-from .model import BlockScaledAccumulator
-from .lookup import accumulator_names
-from .model import Accumulator
 
 
 def is_block_gemm(a: Any, b: Any) -> bool:
@@ -46,42 +42,19 @@ def is_block_gemm(a: Any, b: Any) -> bool:
     return ka
 
 
-def _block_model(accumulator: Any, instruction: str | None) -> tuple[str | BlockScaledAccumulator, str | None]:
-    """(model name or model, instruction kind or None) of a block-scaled gemm's accumulator."""
-    known = ", ".join(block_accumulator_names())
-    if isinstance(accumulator, BlockScaledAccumulator):
-        return accumulator, instruction
-    if isinstance(accumulator, Accumulator):
-        raise TypeError(f"the Accumulator {accumulator.name!r} is a dense model; BlockArray operands take a "
-                        f"block-scaled model (fpemu.accumulator.BlockScaledAccumulator or a name: {known})")
-    if not isinstance(accumulator, str):
-        raise TypeError(f"accumulator is a name or a model, got {type(accumulator).__name__}")
-    key = accumulator.strip().lower()
-    name, _, named = key.partition("/")
-    if named and instruction is not None and named != instruction.strip().lower():
-        raise ValueError(f"{accumulator!r} names the instruction {named!r} but instruction={instruction!r}")
-    instruction = named or instruction
-    if name not in block_accumulator_names() and (key in accumulator_names() or name in accumulator_names()):
-        raise ValueError(f"{accumulator!r} is a dense accumulator model; BlockArray operands take a block-scaled "
-                         f"one: {known}")
-    return name, instruction or None
-
-
 def block_gemm(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator: Any, out: str,
                instruction: str | None, workers: int | None, returns: str) -> np.ndarray:  # fmt: skip
     """C = A @ B (+ c) of block arrays A (M, K) and B (K, N), both blocked along K, through the
     block-scaled model ``accumulator`` (see :func:`.block_matmul.matmul`); float32 (M, N)."""
     _check_block_arguments(a, b, inputs, out)
-    model, instruction = _block_model(accumulator, instruction)
-    return block_matmul(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)
+    return block_matmul(a, b, c, accumulator=accumulator, instruction=instruction, workers=workers, returns=returns)
 
 
 def block_dot(a: BlockArray, b: BlockArray, c: Any, *, inputs: Any, accumulator: Any, out: str,
               instruction: str | None, workers: int | None, returns: str) -> Any:  # fmt: skip
     """Batched dot products of block arrays over their last axis (see :func:`.block_matmul.block_dot`)."""
     _check_block_arguments(a, b, inputs, out)
-    model, instruction = _block_model(accumulator, instruction)
-    return _block_dot(a, b, c, accumulator=model, instruction=instruction, workers=workers, returns=returns)
+    return _block_dot(a, b, c, accumulator=accumulator, instruction=instruction, workers=workers, returns=returns)
 
 
 def _check_block_arguments(a: BlockArray, b: BlockArray, inputs: Any, out: str) -> None:

@@ -14,7 +14,7 @@ from ..mx.array import BlockArray
 from ..mx.formats import BlockFormat
 from ..mx.mx_scales import rn32_product
 from ..parallel import run_each
-from .block_lookup import get_block_accumulator
+from .lookup import get_accumulator
 from .model import BlockScaledAccumulator, Blockwise
 from .kernels.blockwise import exact_dot_rows, exact_matmul
 from .operands import accumulator_operand, check_block_matmul as check_matmul
@@ -122,7 +122,7 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     """C = A @ B + c for block-scaled A (M, K) blocked along K and B (K, N) blocked along K,
     as the block-scaled accumulator model ``accumulator`` adds them; float32 (M, N).
 
-    ``accumulator`` (see :func:`get_block_accumulator` and ``docs/mx.md``): ``"exact"`` (the
+    ``accumulator`` (see :func:`.lookup.get_accumulator` and ``docs/mx.md``): ``"exact"`` (the
     default: each K-block's products summed exactly, times both scales, rounded once to
     float32, the blocks added in float32 in order, starting from c), ``"b200"``/``"blackwell"``
     (Blackwell's block-scaled MMA as the hardware evidence supports) or ``"mmasim-blackwell"``
@@ -148,9 +148,7 @@ def matmul(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str | Bl
     """
     bs = check_matmul(a, b)
     returns = check_returns(returns, a)
-    if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
-        raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
-    model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
+    model = get_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
     if isinstance(model, Blockwise):
         acc = exact_matmul(a, b, c0, workers)
@@ -231,13 +229,11 @@ def block_dot(a: BlockArray, b: BlockArray, c: Any = None, *, accumulator: str |
         out = deliver_values(np.asarray(d), returns, a)
         return d if isinstance(out, np.ndarray) else out
     returns = check_returns(returns, a)
-    if instruction is not None and isinstance(accumulator, BlockScaledAccumulator):
-        raise ValueError("instruction= picks a preset's kind; a BlockScaledAccumulator already is one")
     r = math.prod(batch)
     a2, b2 = _rows_2d(a, r), _rows_2d(b, r)
     bt = b2.with_layout(b2.codes.T, b2.scales.T, axis=0)  # B = b's rows as columns: matmul's checks, as for 1-D
     bs = check_matmul(a2, bt)
-    model = get_block_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
+    model = get_accumulator(accumulator, (a.format, b.format), block_size=bs, instruction=instruction)
     c0 = accumulator_operand(c, batch, "fp32").reshape(r)
     if isinstance(model, Blockwise):
         acc = exact_dot_rows(a2, b2, c0, workers)

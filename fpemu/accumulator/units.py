@@ -7,7 +7,7 @@ with ``"scales"``) the fields of a :class:`fpemu.accumulator.BlockScaledAccumula
 family that takes an input format is the default for it; ``instruction=`` (a family's name,
 or one of its instructions' names) picks another. Adding a GPU is adding its name to
 :data:`GPUS`; a new architecture is new rows in :data:`ARCHITECTURES`. Nothing here computes:
-``fpemu.accumulator.lookup`` and ``fpemu.accumulator.block_lookup`` turn a name and the operands'
+``fpemu.accumulator.lookup`` turns a name and the operands'
 formats into a model. Blackwell's block-scaled families refer to the dense kind::f8f6f4
 numbers rather than repeat them:
 

@@ -39,14 +39,14 @@ def block_gemm_vectors(fmt: str, accumulator: Any = "b200", k: int | None = None
     model ``accumulator``; K defaults to four K-blocks. Rows of A and columns of B spread over
     2**-8..2**8 (one scale each), c random with every fifth zero."""
     from .. import mx
-    from ..accumulator import cublaslt_alpha, gemm, get_block_accumulator
+    from ..accumulator import cublaslt_alpha, gemm, get_accumulator
 
     bf = mx.get_block_format(fmt)
     if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     n = _count("n", n, 1 << 10)
     K = _count("k", 4 * bf.block_size if k is None else k, MAX_PRODUCTS // (n * n))
-    model = get_block_accumulator(accumulator, bf, instruction=instruction)
+    model = get_accumulator(accumulator, bf, instruction=instruction)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, K)) * np.exp2(rng.integers(-8, 8, (n, 1)))
     w = rng.standard_normal((K, n)) * np.exp2(rng.integers(-8, 8, (1, n)))

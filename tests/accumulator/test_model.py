@@ -77,8 +77,7 @@ def test_models_are_values():
 def test_every_preset_reads_back_from_its_dict(name, inputs):
     """dataclasses.asdict writes a model (kind included, fp16_output nested), as vector files
     hold it; model_from_dict reads the same model of the same class back."""
-    model = get_accumulator(name, inputs) if "_" not in inputs and "fp4" not in inputs else \
-        acc.get_block_accumulator(name, inputs)
+    model = get_accumulator(name, inputs)
     back = model_from_dict(dataclasses.asdict(model))
     assert back == model and type(back) is type(model)
     if isinstance(model, BlockFMA) and model.fp16_output is not None:
