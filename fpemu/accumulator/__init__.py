@@ -43,9 +43,9 @@ all of K with promotion), ``matmul`` (:func:`dot` and
 (:func:`gemm_error`) and ``cli`` (``fpemu gemm-error``, loaded on first use).
 """
 
-from .block_matmul import cublaslt_alpha
 from .lookup import accumulator_names, get_accumulator
-from .matmul import dot, gemm
+from .tensor_scale import cublaslt_alpha
+from .gemm import dot, gemm
 from .model import Accumulator, BlockFMA, BlockModel, BlockScaledAccumulator, BlockScaledFMA, Blockwise, DenseModel
 from .model import Exact, FusedModel, Pairwise, RoundedModel, Sequential, TwoStage, model_from_dict
 from .model import Kind, OutRounding, TermExponent, TermRounding  # noqa: F401  (type names, outside __all__)

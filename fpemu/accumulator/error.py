@@ -16,7 +16,8 @@ from ..parallel import gathered, on_cluster
 from .kernels.exact import exact_sum
 from .kernels.products import prepare_operand, Products
 from .lookup import input_formats, get_accumulator
-from .matmul import chunk_rows, gemm
+from .gemm import gemm
+from .pieces import row_pieces, values_per_row
 from .model import Accumulator
 
 
@@ -68,12 +69,11 @@ def gemm_error(
         got[i : i + piece] = gathered(gemm(on_cluster(A[i : i + piece], 64), B, inputs=(fa, fb), accumulator=acc))
         step(min(piece, m - i))
     exact = np.empty((m, n))
-    rows = chunk_rows(get_accumulator("exact"), k, n)
     opb = prepare_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
-    for i in range(0, m, rows):
-        prods = Products(A[i : i + rows], opb, fa, fb, True, False)
-        exact[i : i + rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
-        step(min(rows, m - i))
+    for rows in row_pieces(m, values_per_row(get_accumulator("exact"), k, n, paired=False), workers=1):
+        prods = Products(A[rows], opb, fa, fb, True, False)
+        exact[rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
+        step(rows.stop - rows.start)
     nz = exact != 0
     rel = np.abs(got[nz] - exact[nz]) / np.abs(exact[nz])
     return {

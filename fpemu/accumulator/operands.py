@@ -7,10 +7,13 @@ accumulator's format.
 [[1.0, 1.0]]
 >>> accumulator_operand(None, (2,), "fp16").tolist()
 [0.0, 0.0]
+>>> block_pair(np.ones((2, 2)), [[1.0]])
+False
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -78,3 +81,46 @@ def check_block_matmul(a: BlockArray, b: BlockArray) -> int:
             f"B {b.block_size} on axis {b.axis}"
         )
     return bs
+
+
+def block_pair(a: Any, b: Any) -> bool:
+    """Whether a product's operands are block arrays (both); a mix of one with a plain array
+    is refused."""
+    ka, kb = isinstance(a, BlockArray), isinstance(b, BlockArray)
+    if ka != kb:
+        which, other = ("a", b) if ka else ("b", a)
+        raise TypeError(f"gemm and dot multiply two BlockArrays or two plain arrays; {which} is a BlockArray and the "
+                        f"other a {type(other).__name__}: quantize it too (fpemu.mx.quantize, B along axis 0) or "
+                        "dequantize the BlockArray")
+    return ka
+
+
+def check_block_options(a: BlockArray, b: BlockArray, inputs: Any, out: Any) -> None:
+    """The options block arrays do not take: their formats are theirs, their sums fp32."""
+    from ..formats import get_format
+
+    if inputs is not None:
+        raise ValueError(f"inputs= gives the formats of plain arrays; BlockArray operands carry theirs "
+                         f"({a.format.name}, {b.format.name}): leave inputs out")
+    if get_format(out).name != "fp32":
+        raise ValueError(f"block-scaled MMA accumulates in fp32, so out must be 'fp32', got {out!r}; round the "
+                         "result yourself for an epilogue (fpemu.quantize(result, 'bf16'))")
+
+
+def block_rows(a: BlockArray, b: BlockArray) -> tuple[BlockArray, BlockArray, tuple[int, ...]]:
+    """Two block arrays of shape (..., K), blocked along K, as the (R, K) and (K, R) operands
+    whose paired rows are their dot products, with the batch shape (...)."""
+    for q in (a, b):
+        if q.codes.ndim == 0:
+            raise ValueError("dot takes block arrays of shape (..., K), got a 0-d one")
+        if len(q.axes) != 1 or q.axes[0] != q.codes.ndim - 1:
+            raise ValueError(f"dot reduces the last axis, so its operands must be blocked along it (axis "
+                             f"{q.codes.ndim - 1}), got {q!r}: quantize with axis=-1")
+    if a.shape != b.shape:
+        raise ValueError(f"dot needs a and b of the same shape (..., K), with equal lengths K, got {a.shape} "
+                         f"and {b.shape}")
+    batch = a.shape[:-1]
+    r, k = math.prod(batch), a.shape[-1]
+    rows = [q.with_layout(q.codes.reshape(r, k), q.scales.reshape(r, q.scales.shape[-1]), axis=1) for q in (a, b)]
+    columns = rows[1].with_layout(rows[1].codes.T, rows[1].scales.T, axis=0)  # b's rows as B's columns
+    return rows[0], columns, batch

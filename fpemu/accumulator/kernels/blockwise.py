@@ -4,6 +4,8 @@ exactly and rounded once to float32."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ...arith import round_to_odd_sum
@@ -12,7 +14,7 @@ from ...mx.array import BlockArray
 from ...mx.elements import element_table, int_table
 from ...mx.gemm_buffers import k_scales
 from ...mx.mx_scales import pow2_from_e8m0
-from ...parallel import resolve_workers, run_each
+from ...parallel import run_each
 from ..operands import check_block_matmul
 
 
@@ -51,7 +53,8 @@ def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray, paired: bool = False) -> np.
 
 
 class _Operand:
-    """One matmul operand's integer elements and per-(row, K-block) scales.
+    """One operand's integer elements and per-(row, K-block) scales, prepared once, its rows
+    (M of A; N of B, read K-major) sliced for each piece (:meth:`take_rows`).
 
     ``ints(ks)``: element values * 2**int_shift (times the integer significand of the block's
     scale for NVFP4) of the K slice ks, ``bad(ks)``: whether a row holds a non-finite element
@@ -61,8 +64,9 @@ class _Operand:
     """
 
     def __init__(self, q: BlockArray, k_axis: int) -> None:
-        self.q, self.k_axis = q, k_axis
+        self.format = q.format
         self.table, self.finite = int_table(q.format)
+        self.all_codes = q.codes if k_axis == 1 else q.codes.T  # (rows, K)
         s = k_scales(q, k_axis)
         if k_axis == 0:
             s = s.T  # (N, nb): rows of B's transpose
@@ -82,10 +86,21 @@ class _Operand:
             self.fold = None
             self.exp = s - 127
 
+    @property
+    def rows(self) -> int:
+        return self.all_codes.shape[0]
+
+    def take_rows(self, rows: slice) -> _Operand:
+        """The same operand restricted to some rows (views, nothing recomputed)."""
+        part = copy.copy(self)
+        for name in ("all_codes", "scales", "nan_scale", "fold", "exp"):
+            value = getattr(self, name)
+            setattr(part, name, None if value is None else value[rows])
+        return part
+
     def codes(self, ks: slice) -> np.ndarray:
         """(rows, k) element codes of the K slice ks as indices."""
-        codes = self.q.codes[:, ks] if self.k_axis == 1 else self.q.codes[ks, :].T
-        return codes.astype(np.intp)
+        return self.all_codes[:, ks].astype(np.intp)
 
     def ints(self, j: int, ks: slice) -> tuple[np.ndarray, np.ndarray]:
         """(rows, k) integers of K-block j and whether each row is non-finite there."""
@@ -98,13 +113,14 @@ class _Operand:
 
     def values(self, j: int, ks: slice) -> np.ndarray:
         """(rows, k) float64 values of MX K-block j (exact; NaN rows where the scale is)."""
-        v = element_table(self.q.format, np.float64)[self.codes(ks)]
+        v = element_table(self.format, np.float64)[self.codes(ks)]
         return v * pow2_from_e8m0(self.scales[:, j], np.float64)[:, None]
 
 
-def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
-    """C = A @ B + c in the exact model, before NVFP4's per-tensor scales, its rows in pieces
-    on ``workers`` threads (the same bits for every number).
+def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, pieces: list[slice],
+                 workers: int | None = None) -> np.ndarray:  # fmt: skip
+    """C = A @ B + c in the exact model, before NVFP4's per-tensor scales, A's rows in the
+    given pieces on ``workers`` threads (the same bits for every number).
 
     For every K-block, the sum of the element products is formed *exactly* (integer
     arithmetic on the scaled significands), multiplied by both scales and rounded once to
@@ -112,54 +128,43 @@ def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | Non
     to the running sum, which starts at the float32 accumulator ``c`` (M, N). NVFP4: the
     significands of both block scales (UE4M3, UE5M3) are folded into the exact integer sum.
     Blocks holding NaN/Inf (scale or element) are computed with float64 arithmetic instead
-    so they propagate NaN/Inf as IEEE arithmetic would. Zeros have IEEE 754's signs at each step: a K-block whose exact sum
-    is not zero but rounds to zero keeps the sum's sign; an exactly zero block is -0 only when
-    every product in it is -0; the float32 additions then give -0 + -0 = -0 and +0 otherwise.
+    so they propagate NaN/Inf as IEEE arithmetic would. Zeros have IEEE 754's signs at each
+    step: a K-block whose exact sum is not zero but rounds to zero keeps the sum's sign; an
+    exactly zero block is -0 only when every product in it is -0; the float32 additions then
+    give -0 + -0 = -0 and +0 otherwise.
     """
     bs = check_block_matmul(a, b)
-    m = a.shape[0]
-    opb = _Operand(b, 0)
-    # One piece of rows per thread, at least _MIN_ROWS each (every piece reads all of B).
-    count = max(1, min(resolve_workers(workers), m // _MIN_ROWS))
-    rows = [slice(m * i // count, m * (i + 1) // count) for i in range(count)]
-    parts = run_each(lambda r: _matmul_rows(_Operand(_rows_of(a, r), 1), opb, a, b, bs, c[r]), rows, count)
-    return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+    opa, opb = _Operand(a, 1), _Operand(b, 0)  # each once, for all pieces
+    out = np.empty((a.shape[0], b.shape[1]), np.float32)
+
+    def piece(rows: slice) -> None:
+        out[rows] = _matmul_rows(opa.take_rows(rows), opb, a.shape[1], bs, c[rows])
+
+    run_each(piece, pieces, workers)
+    return out
 
 
-#: Fewest rows of A worth a thread of their own.
-_MIN_ROWS = 64
+def exact_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, pieces: list[slice],
+                   workers: int | None = None) -> np.ndarray:  # fmt: skip
+    """d[i] = A[i] . B[:, i] + c[i] in the exact model for A (R, K) and B (K, R) blocked along
+    K, before NVFP4's per-tensor scales: (R,) float32, each row the bits the (1, K) x (K, 1)
+    :func:`exact_matmul` of that pair gives, without forming the R x R products."""
+    bs = check_block_matmul(a, b)
+    opa, opb = _Operand(a, 1), _Operand(b, 0)
+    out = np.empty(a.shape[0], np.float32)
+
+    def piece(rows: slice) -> None:
+        out[rows] = _matmul_rows(opa.take_rows(rows), opb.take_rows(rows), a.shape[1], bs, c[rows], paired=True)
+
+    run_each(piece, pieces, workers)
+    return out
 
 
-def exact_dot_rows(a: BlockArray, b: BlockArray, c: np.ndarray, workers: int | None = None) -> np.ndarray:
-    """d[i] = a[i] . b[i] + c[i] in the exact model for (R, K) block arrays both blocked along
-    K (axis 1), before NVFP4's per-tensor scales: (R,) float32, each row the bits the (1, K) x
-    (K, 1) :func:`exact_matmul` of that pair gives, without forming the R x R products. The
-    rows run in pieces on ``workers`` threads."""
-    bs = a.block_size
-    r = a.shape[0]
-    count = max(1, min(resolve_workers(workers), r // _MIN_ROWS))
-    rows = [slice(r * i // count, r * (i + 1) // count) for i in range(count)]
-
-    def piece(part: slice) -> np.ndarray:
-        pa, pb = _rows_of(a, part), _rows_of(b, part)
-        return _matmul_rows(_Operand(pa, 1), _Operand(pb, 1), pa, pb, bs, c[part], paired=True)
-
-    parts = run_each(piece, rows, count)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-
-def _rows_of(q: BlockArray, rows: slice) -> BlockArray:
-    """Rows of an (M, K) block array blocked along K (axis 1)."""
-    return q.with_layout(q.codes[rows], q.scales[rows])
-
-
-def _matmul_rows(opa: _Operand, opb: _Operand, a: BlockArray, b: BlockArray, bs: int, c: np.ndarray,
-                 paired: bool = False) -> np.ndarray:  # fmt: skip
+def _matmul_rows(opa: _Operand, opb: _Operand, k: int, bs: int, c: np.ndarray, paired: bool = False) -> np.ndarray:
     """The rows of C that opa holds (see :func:`exact_matmul`), from their accumulator c;
     ``paired``: opb holds as many rows as opa (b read as (R, K)) and row i meets row i only,
     (R,) results (see :func:`exact_dot_rows`)."""
-    k = a.shape[1]
-    shift = a.format.int_shift + b.format.int_shift
+    shift = opa.format.int_shift + opb.format.int_shift
     acc = np.array(c, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(-(-k // bs)):
@@ -198,7 +203,7 @@ def _all_products_negative_zero(opa: _Operand, opb: _Operand, i: np.ndarray, n: 
 def _zeros_and_signs(op: _Operand, rows: np.ndarray, ks: slice, bs: int) -> tuple[np.ndarray, np.ndarray]:
     """Which factors of the given rows (K slice ks) are zero (a zero element, or its NVFP4
     block scale 0) and which are negative (sign bit set, -0 included)."""
-    v = element_table(op.q.format, np.float64)[op.codes(ks)[rows]]
+    v = element_table(op.format, np.float64)[op.codes(ks)[rows]]
     zero = v == 0
     if op.fold is not None:
         zero |= op.fold[rows][:, np.arange(ks.start, ks.stop) // bs] == 0
@@ -208,8 +213,8 @@ def _zeros_and_signs(op: _Operand, rows: np.ndarray, ks: slice, bs: int) -> tupl
 def _special_block(opa: _Operand, opb: _Operand, j: int, ks: slice, paired: bool = False) -> np.ndarray:
     """float32 of K-block j's product in float64 (only read where a NaN/Inf takes part, so
     the result is NaN or +-Inf there whatever the rounding of the finite terms)."""
-    if opa.q.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
-        shape = (opa.q.shape[0],) if paired else (opa.q.shape[0], opb.q.shape[1])
+    if opa.format.is_nvfp4:  # E2M1 has no Inf: only a NaN scale makes a block special
+        shape = (opa.rows,) if paired else (opa.rows, opb.rows)
         return np.full(shape, np.nan, np.float32)
     if paired:
         return (opa.values(j, ks) * opb.values(j, ks)).sum(axis=1).astype(np.float32)

@@ -26,8 +26,34 @@ import math
 import numpy as np
 
 from ...arith import NO_EXPONENT, aligned_sum, exponent, pow2, round_to_odd_sum
-from ..model import BlockScaledAccumulator
+from ...mx.formats import BlockFormat
+from ..model import BlockScaledAccumulator, BlockScaledFMA
 from .side import Side
+
+
+def check_fits(model: BlockScaledFMA, fa: BlockFormat, fb: BlockFormat, block: int) -> None:
+    """Refuse operands whose terms the fused model could not keep exact in float64 and int64."""
+    for f in (fa, fb):
+        if f.is_int:
+            raise ValueError(f"fused block-scaled models take floating-point elements; {f.name} has the exact "
+                             "model only (accumulator='exact')")
+    sig = [2.0 if f.scale.mantissa_bits else 1.0 for f in (fa, fb)]
+    if model.term_exponent == "scale":
+        if block % model.sub_block:
+            raise ValueError(f"{model.name}: sub-blocks of {model.sub_block} products must lie in one scale block, "
+                             f"but the K blocks hold {block}")
+        largest = model.sub_block * fa.max_value * fb.max_value
+        bits = np.log2(largest) + fa.int_shift + fb.int_shift + fa.scale.mantissa_bits + fb.scale.mantissa_bits
+        if bits > 52:
+            raise ValueError(f"{model.name}: a sub-block sum of {model.sub_block} {fa.element.name} x "
+                             f"{fb.element.name} products times its scales needs {bits:.0f} bits, more than float64 "
+                             "keeps exactly: use fewer products per sub-block")
+        terms = model.instruction_k // model.sub_block * largest * sig[0] * sig[1]
+    else:
+        terms = model.instruction_k * 4 * sig[0] * sig[1]
+    if (terms + 2) * 2.0**model.frac_bits >= 2.0**63:
+        raise ValueError(f"{model.name}: frac_bits={model.frac_bits} lets the aligned terms of one instruction pass "
+                         "2**63 (int64): fewer kept bits or fewer products per instruction")
 
 
 def _exact_products(x: np.ndarray, y: np.ndarray, paired: bool = False) -> np.ndarray:
