@@ -47,6 +47,7 @@ PATHS = {
     "mx.dequantize mxfp8_e4m3": "mx", "mx.dequantize mxfp4": "mx",
     "gemm a100 fp16 128^3": "gemm", "gemm h100 e4m3 128x128x1024": "gemm",
     "gemm b200 mxfp8 128x128x1024": "gemm", "gemm exact mxfp8 128x128x1024": "gemm",
+    "gemm mmasim-blackwell mxfp8 128x128x1024": "gemm", "gemm b200 nvfp4 128x128x1024": "gemm",
     "gemm mmasim-blackwell nvfp4 128x128x1024": "gemm", "gemm exact nvfp4 128x128x1024": "gemm",
     "gemm exact fp16 128^3": "gemm", "gemm mi300x bf16 128^3": "gemm", "gemm mi250 bf16 128^3": "gemm",
     "dot b200 mxfp8 1024x1024": "gemm",

@@ -14,7 +14,8 @@ from ..codec import quantize
 from ..codec.dask_arrays import is_dask
 from ..parallel import gathered, on_cluster
 from .kernels.exact import exact_sum
-from .kernels.products import prepare_operand, Products
+from .kernels.operand import element_operand
+from .kernels.products import element_products
 from .lookup import input_formats, get_accumulator
 from .gemm import gemm
 from .pieces import row_pieces, values_per_row
@@ -69,9 +70,9 @@ def gemm_error(
         got[i : i + piece] = gathered(gemm(on_cluster(A[i : i + piece], 64), B, inputs=(fa, fb), accumulator=acc))
         step(min(piece, m - i))
     exact = np.empty((m, n))
-    opb = prepare_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
+    opb = element_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
     for rows in row_pieces(m, values_per_row(get_accumulator("exact"), k, n, paired=False), workers=1):
-        prods = Products(A[rows], opb, fa, fb, True, False)
+        prods = element_products(A[rows], opb, fa, fb, True, False)
         exact[rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
         step(rows.stop - rows.start)
     nz = exact != 0

@@ -82,7 +82,8 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
     M, K = A.shape
     N = B.shape[1]
     C = accumulator_operand(c, (M, N), _c_format(out))
-    from .kernels.products import Products, prepare_operand  # the kernels load on the first product
+    from .kernels.operand import element_operand  # the kernels load on the first product
+    from .kernels.products import element_products
     from .kernels.run import lane_permutation, run_model
 
     result = np.empty((M, N), dtype=np.float32)
@@ -91,10 +92,10 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
         order = lane_permutation(K, acc.instruction_k, acc.lane_order)
         A, B = A[:, order], B[order]
     # B's k-major values and exponents once for all pieces (not once per piece of rows).
-    opb = prepare_operand(B, fb, acc.flush_subnormals, _zero_exponent(acc))
+    opb = element_operand(B, fb, acc.flush_subnormals, _zero_exponent(acc))
 
     def piece(rows: slice) -> None:
-        prods = Products(A[rows], opb, fa, fb, True, acc.flush_subnormals, _zero_exponent(acc), ordered)
+        prods = element_products(A[rows], opb, fa, fb, True, acc.flush_subnormals, _zero_exponent(acc), ordered)
         part = _finish(run_model(prods, C[rows].reshape(-1), acc, out), acc, out)
         result[rows] = part.reshape(rows.stop - rows.start, N)  # not -1: N may be 0
 
@@ -145,13 +146,13 @@ def dot(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", in
     R = math.prod(shape)  # explicit: reshape(-1, 0) cannot infer the rows when K = 0
     c_arr = accumulator_operand(c, shape, _c_format(out)).reshape(R)
     a2, b2 = a_arr.reshape(R, K), b_arr.reshape(R, K)
-    from .kernels.products import Products  # the kernels load on the first product, not on import fpemu
+    from .kernels.products import element_products  # the kernels load on the first product, not on import fpemu
     from .kernels.run import run_model
 
     result = np.empty(R, dtype=np.float32)
 
     def piece(rows: slice) -> None:
-        prods = Products(a2[rows], b2[rows], fa, fb, False, acc.flush_subnormals, _zero_exponent(acc))
+        prods = element_products(a2[rows], b2[rows], fa, fb, False, acc.flush_subnormals, _zero_exponent(acc))
         result[rows] = _finish(run_model(prods, c_arr[rows], acc, out), acc, out)
 
     run_each(piece, row_pieces(R, values_per_row(acc, K, 1, paired=True), workers), workers)
@@ -216,23 +217,21 @@ def _block_products(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockSca
                     paired: bool, workers: int | None) -> np.ndarray:  # fmt: skip
     """The fp32 accumulators of block arrays A (rows, K) and B (K, columns), before NVFP4's
     per-tensor scales: (rows, columns), or ``paired``: row i of A with column i of B, (rows,)."""
+    pieces = row_pieces(a.shape[0], values_per_row(model, 0, b.shape[1], paired), workers)
     if isinstance(model, Blockwise):
-        from .kernels.blockwise import exact_dot_rows, exact_matmul
+        from .kernels.blockwise import exact_dot_rows, exact_matmul  # the kernels load on first use
 
-        per_row = 1 if paired else max(b.shape[1], 1)
-        pieces = row_pieces(a.shape[0], per_row, workers)
-        return (exact_dot_rows if paired else exact_matmul)(a, b, c, pieces, workers)
-    from .kernels.fused import check_fits, run_fused  # the tensor-core arithmetic loads on first use
-    from .kernels.side import Side
+        return (exact_dot_rows if paired else exact_matmul)(a, b, c, model, pieces, workers)
+    from .kernels.block_scaled import check_fits, run_block_scaled
+    from .kernels.operand import block_operand
 
     check_fits(model, a.format, b.format, bs)
-    side_a, side_b = Side(a, 1, model), Side(b, 0, model)
-    m = a.shape[0]
-    result = np.empty((m,) if paired else (m, b.shape[1]), np.float32)
+    opa, opb = block_operand(a, 1, model), block_operand(b, 0, model)  # each once, for all pieces
+    result = np.empty((a.shape[0],) if paired else (a.shape[0], b.shape[1]), np.float32)
 
     def piece(rows: slice) -> None:
-        result[rows] = run_fused(side_a.take_rows(rows), side_b.take_rows(rows) if paired else side_b, c[rows],
-                                 model, paired)  # fmt: skip
+        result[rows] = run_block_scaled(opa.take_rows(rows), opb.take_rows(rows) if paired else opb, c[rows],
+                                        model, paired)  # fmt: skip
 
-    run_each(piece, row_pieces(m, values_per_row(model, 0, b.shape[1], paired), workers), workers)
+    run_each(piece, pieces, workers)
     return result

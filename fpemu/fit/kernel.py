@@ -8,7 +8,7 @@ import numpy as np
 
 from ..accumulator import Accumulator, BlockModel, dot
 from ..accumulator.kernels.block import block_rows
-from ..accumulator.kernels.products import Products
+from ..accumulator.kernels.products import Products, element_products
 from ..accumulator.kernels.rounding import RowTargets
 from ..codec import quantize
 from ..formats import get_format
@@ -31,7 +31,7 @@ def batch_matches(dump: Dump, c: np.ndarray, out: str, models: list[Accumulator]
     """(len(models), n_rows) bool: which rows each block model reproduces. Models that share
     their structure (block, grouping) run in one batched call."""
     fmt = get_format(dump.inputs)
-    prods = Products(dump.a[rows], dump.b[rows], fmt, fmt, outer=False, flush=False)
+    prods = element_products(dump.a[rows], dump.b[rows], fmt, fmt, outer=False, flush=False)
     cq = quantize(c[rows], "fp16" if out == "fp16" else "fp32")
     want = dump.d[out][rows]
     R = prods.R

@@ -50,10 +50,10 @@ def signed_zero(prods: Products, k0: int, k1: int, c: np.ndarray, rounded: np.nd
     zero keeps its sign (``rounded`` has it already); an exact zero is -0 only when every term,
     c and each product, is -0 (-0 + -0 = -0), and +0 otherwise (1 - 1 = +0, +0 + -0 = +0).
 
-    >>> from .products import Products
+    >>> from .products import element_products
     >>> from ...formats import get_format
     >>> f = get_format("fp32")
-    >>> p = Products(np.array([[-0.0, 0.0], [0.0, -0.0], [1.0, -1.0]]), np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0]]),
+    >>> p = element_products(np.array([[-0.0, 0.0], [0.0, -0.0], [1.0, -1.0]]), np.array([[1.0, -1.0], [1.0, 1.0], [1.0, 1.0]]),
     ...               f, f, False, False)
     >>> np.signbit(signed_zero(p, 0, 2, np.array([-0.0, -0.0, -0.0]), np.zeros(3))).tolist()
     [True, False, False]

@@ -33,11 +33,11 @@ def _rounded_products(prods: Products, s: int, e: int, n: int, t: Target) -> np.
     """Products s..e-1 as fmaf(a, b, +0) gives them (an exact zero is +0, Inf/NaN kept),
     padded with +0 to n rows.
 
-    >>> from .products import Products
+    >>> from .products import element_products
     >>> from .rounding import rounding_target
     >>> from ...formats import get_format
     >>> bf16 = get_format("bf16")
-    >>> p = Products(np.array([[-0.0, 2.0**-100]]), np.array([[1.0, -(2.0**-100)]]), bf16, bf16, False, False)
+    >>> p = element_products(np.array([[-0.0, 2.0**-100]]), np.array([[1.0, -(2.0**-100)]]), bf16, bf16, False, False)
     >>> _rounded_products(p, 0, 2, 4, rounding_target("fp32", "rne"))[:, 0].tolist()  # +0, an underflow to -0, padding
     [0.0, -0.0, 0.0, 0.0]
     """

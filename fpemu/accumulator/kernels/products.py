@@ -1,56 +1,52 @@
-"""Products: a source of (value, exponent) blocks for every output element, and the rule
-for Inf and NaN products and accumulators (every model shares it)."""
+"""Products: the exact products of two operands (:mod:`.operand`) for every result, handed out
+one k at a time, and the rule for Inf and NaN products and accumulators that every model
+shares (:func:`with_specials`)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable
 
 import numpy as np
 
-from ...arith import exponent
 from ...formats import Format
+from .operand import Operand, element_operand
 
 #: Products of this magnitude overflow in models with ``product_overflow`` (beyond fp32).
 _PRODUCT_LIMIT = 2.0**128
 
 
-def _flush_inputs(v: np.ndarray, fmt: Format) -> np.ndarray:
-    """Inputs below the format's smallest normal read as +0 (DAZ; the sign is not kept)."""
-    return np.where(np.abs(v) < fmt.min_normal, 0.0, v)
-
-
 class Products:
-    """Exact products for R output elements, handed out one k at a time.
+    """Exact products for R results, handed out one k at a time.
 
-    ``value(k)`` is the float64 product for every element (exact; non-finite products are
-    replaced by 0 and handled by ``special``), ``exponent(k)`` its model exponent e_a + e_b
-    (int16; for a zero product ``arith.NO_EXPONENT`` plus the partner's, far below any real
-    one, or ``zero_exponent`` plus the partner's exponent when a zero operand has one). Both
-    are computed on demand, so a GEMM never holds more than a few (R,) arrays: R is kept
-    cache-sized by the caller. A GEMM prepares B once
-    (:func:`prepare_operand`) and hands it to every chunk of rows of A.
+    A GEMM pairs every row of A with every column of B (``outer``: R = rows x columns, the
+    result raveled), a dot row i of a with row i of b (R = rows). ``value(k)`` is the float64
+    product for every result (exact; a non-finite product is 0, the specials decide it),
+    ``exponent(k)`` its model exponent, the operands' exponents added (a zero product's far
+    below any real one, :data:`~fpemu.arith.NO_EXPONENT` twice, unless a zero operand has an
+    exponent of its own). Both are computed on demand, so a product never holds more than a
+    few (R,) arrays: R is kept cache-sized by the caller (:mod:`..pieces`). ``headroom``:
+    |value(k)| < 2**(exponent(k) + headroom).
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray | _Operand, fa: Format, fb: Format, outer: bool, flush: bool,
-                 zero_exponent: int | None = None, lane_ordered: bool = False):  # fmt: skip
-        # gemm: a (M, K), b (K, N), element (i, j) uses a[i, k] * b[k, j];
-        # dot: a, b (R, K), element r uses a[r, k] * b[r, k].
+    def __init__(self, a: Operand, b: Operand, outer: bool, lane_ordered: bool = False) -> None:
         self.outer = outer
         self.lane_ordered = lane_ordered  # k already in the model's lane order (the caller did it)
-        opa = prepare_operand(a.T, fa, flush, zero_exponent)
-        opb = b if isinstance(b, _Operand) else prepare_operand(b if outer else b.T, fb, flush, zero_exponent)
-        self.nonfinite = opa.nonfinite or opb.nonfinite
-        self.a_raw, self.a, self.ea = opa.raw, opa.finite, opa.exponent
-        self.b_raw, self.b, self.eb = opb.raw, opb.finite, opb.exponent
-        self.K = self.a.shape[0]
-        self.R = a.shape[0] * self.b.shape[1] if outer else a.shape[0]
+        self.nonfinite = a.nonfinite or b.nonfinite
+        self.a_raw, self.a, self.ea = a.raw, a.finite, a.exponent
+        self.b_raw, self.b, self.eb = b.raw, b.finite, b.exponent
+        self.headroom = a.sig_bits + b.sig_bits
+        self.K = a.raw.shape[0]
+        self.R = a.rows * b.rows if outer else a.rows
+
+    def _arrays(self) -> tuple[str, ...]:
+        return ("a_raw", "b_raw", "a", "b", "ea", "eb")
 
     def reordered(self, order: np.ndarray) -> Products:
         """The same products with k taken in ``order`` (a permutation of 0..K-1)."""
         new = object.__new__(Products)
         new.__dict__.update(self.__dict__)
         new.lane_ordered = True
-        for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
+        for name in self._arrays():
             setattr(new, name, getattr(self, name)[order])
         return new
 
@@ -61,12 +57,23 @@ class Products:
             raise ValueError("tiled() repeats the rows of a dot's products, not a GEMM's")
         new = object.__new__(Products)
         new.__dict__.update(self.__dict__)
-        for name in ("a_raw", "b_raw", "a", "b", "ea", "eb"):
+        for name in self._arrays():
             setattr(new, name, np.tile(getattr(self, name), (1, n)))  # k-major: rows are columns
         new.R = self.R * n
         return new
 
-    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op) -> np.ndarray:
+    def pairs(self, i: np.ndarray, j: np.ndarray, k0: int, k1: int) -> Products:
+        """The products k0..k1-1 of the results that pair row i of A with column j of B only
+        (a dot's row i: i and j alike), as a dot's products of len(i) rows."""
+        new = object.__new__(Products)
+        new.__dict__.update(self.__dict__)
+        for name, rows in zip(self._arrays(), (i, j) * 3):
+            value = getattr(self, name)
+            setattr(new, name, None if value is None else value[k0:k1][:, rows])
+        new.outer, new.K, new.R = False, k1 - k0, len(i)
+        return new
+
+    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op: Callable) -> np.ndarray:
         if self.outer:
             return op(x[k][:, None], y[k][None, :]).reshape(-1)
         return op(x[k], y[k])
@@ -95,41 +102,56 @@ class Products:
             neg |= v <= -_PRODUCT_LIMIT
         return pos, neg
 
-    def special(self, k0: int, k1: int) -> np.ndarray:
-        total = np.zeros(self.R)
+    def touched(self, k0: int, k1: int) -> np.ndarray:
+        """(R,) whether an Inf or NaN operand value takes part in products k0..k1-1."""
+        bad_a = ~np.isfinite(self.a_raw[k0:k1]).all(axis=0)
+        bad_b = ~np.isfinite(self.b_raw[k0:k1]).all(axis=0)
+        return (bad_a[:, None] | bad_b[None, :]).reshape(-1) if self.outer else bad_a | bad_b
+
+    def special(self, k0: int, k1: int, where: np.ndarray) -> np.ndarray:
+        """The float64 sum of products k0..k1-1 of the results ``where`` (indices), Inf and NaN
+        kept: the IEEE value that decides a result an Inf or NaN takes part in."""
+        i, j = np.divmod(where, self.b_raw.shape[1]) if self.outer else (where, where)
         with np.errstate(invalid="ignore"):
-            for k in range(k0, k1):
-                total += self._pair(self.a_raw, self.b_raw, k, np.multiply)
-        return total
+            return (self.a_raw[k0:k1][:, i] * self.b_raw[k0:k1][:, j]).sum(axis=0)
 
 
-class _Operand(NamedTuple):
-    """One operand, k-major (one k is a contiguous row): its values, the same with Inf/NaN
-    as 0, its model exponents (int16), and whether it holds Inf/NaN."""
+def element_products(a: np.ndarray, b: np.ndarray | Operand, fa: Format, fb: Format, outer: bool, flush: bool,
+                     zero_exponent: int | None = None, lane_ordered: bool = False) -> Products:  # fmt: skip
+    """The products of plain operands: a GEMM's A (M, K) and B (K, N), or a dot's a and b
+    (R, K); B may be an Operand already (prepared once for every piece of A's rows).
 
-    raw: np.ndarray
-    finite: np.ndarray
-    exponent: np.ndarray
-    nonfinite: bool
-
-
-def prepare_operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponent: int | None) -> _Operand:
-    """An operand prepared once (k-major: B of a GEMM as it is, A and dot operands transposed)."""
-    raw = np.ascontiguousarray(_flush_inputs(x_kmajor, fmt) if flush else x_kmajor)
-    nonfinite = not np.isfinite(raw).all()
-    finite = np.where(np.isfinite(raw), raw, 0.0) if nonfinite else raw
-    exps = exponent(raw, fmt.emin).astype(np.int16)
-    if zero_exponent is not None:  # MMA-Sim: a zero operand has an exponent too
-        exps[raw == 0] = zero_exponent
-    return _Operand(raw, finite, exps, nonfinite)
+    >>> from fpemu.formats import get_format
+    >>> p = element_products(np.array([[2.0, 3.0]]), np.array([[4.0], [0.5]]), get_format("fp16"),
+    ...                      get_format("fp16"), True, False)
+    >>> p.value(0).tolist(), p.value(1).tolist(), p.exponent(1).tolist()
+    ([8.0], [1.5], [0])
+    """
+    opa = element_operand(a.T, fa, flush, zero_exponent)
+    opb = b if isinstance(b, Operand) else element_operand(b if outer else b.T, fb, flush, zero_exponent)
+    return Products(opa, opb, outer, lane_ordered)
 
 
 def with_specials(prods: Products, k0: int, k1: int, c: np.ndarray, result: np.ndarray) -> np.ndarray:
     """Where a product or c is Inf/NaN, the answer is their float64 sum (NaN for NaN inputs,
-    Inf*0 and Inf-Inf; otherwise the Inf)."""
+    Inf*0 and Inf-Inf; otherwise the Inf), whatever the model did with the finite terms.
+
+    >>> from fpemu.formats import get_format
+    >>> f = get_format("fp32")
+    >>> p = element_products(np.array([[np.inf, 1.0], [1.0, 1.0]]), np.array([[1.0, 1.0], [0.0, 1.0]]), f, f,
+    ...                      False, False)
+    >>> with_specials(p, 0, 2, np.array([0.0, -np.inf]), np.array([1.0, 2.0])).tolist()
+    [inf, -inf]
+    """
     bad_c = ~np.isfinite(c)
     if not (prods.nonfinite or bad_c.any()):
         return result
+    bad = bad_c | prods.touched(k0, k1) if prods.nonfinite else bad_c
+    where = np.flatnonzero(bad)
+    if where.size == 0:
+        return result
     with np.errstate(invalid="ignore"):
-        s = prods.special(k0, k1) + c
-    return np.where(np.isfinite(s), result, s)
+        s = prods.special(k0, k1, where) + c[where]
+    out = np.array(result, dtype=np.float64)
+    out[where] = np.where(np.isfinite(s), out[where], s)
+    return out

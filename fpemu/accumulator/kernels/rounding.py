@@ -17,23 +17,27 @@ from ...formats import Format, get_format
 @dataclass(frozen=True)
 class Target:
     """A rounding target: the format results are rounded to (fp32 with fewer fraction bits
-    is a Format of its own), the rounding mode ("rz" or "rne"), and whether subnormal results
-    flush to zero."""
+    is a Format of its own), the rounding mode ("rz" or "rne"), whether subnormal results
+    flush to zero, and what a result beyond the format's range becomes: as IEEE says
+    (``"ieee"``: RZ gives the largest finite value) or an Inf whatever the rounding
+    (``"inf"``, MMA-Sim's block-scaled MMA)."""
 
     format: Format
     mode: str
     flush: bool = False
+    overflow: str = "ieee"
 
     @property
     def emin(self) -> int:
         return self.format.emin
 
 
-def rounding_target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False) -> Target:
+def rounding_target(fmt: str | Format, mode: str, frac_bits: int | None = None, flush: bool = False,
+                    overflow: str = "ieee") -> Target:  # fmt: skip
     f = get_format(fmt)
     if frac_bits is not None and frac_bits != f.mantissa_bits:
         f = dataclasses.replace(f, name=f"{f.name}_{frac_bits}bit", mantissa_bits=frac_bits)
-    return Target(f, mode, flush)
+    return Target(f, mode, flush, overflow)
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,8 +74,9 @@ _ROUNDING_NAMES = {"rz": "toward_zero", "rne": "nearest_even"}
 
 def round_to_target(v: np.ndarray, t: Target | RowTargets) -> np.ndarray:
     """Round float64 values (exact inputs) to the target with the codec (fp32 RNE: numpy's
-    IEEE cast, the same rounding); IEEE overflow (RNE -> Inf, RZ -> largest finite); a zero
-    keeps its sign.
+    IEEE cast, the same rounding); IEEE overflow (RNE -> Inf, RZ -> largest finite) unless
+    the target's overflow is ``"inf"``; a zero keeps its sign. The one output rounding of
+    every model, dense and block-scaled.
 
     >>> round_to_target(np.array([1 + 2**-23 + 2**-24, -3.0]), rounding_target("fp16", "rne")).tolist()
     [1.0, -3.0]
@@ -88,6 +93,8 @@ def round_to_target(v: np.ndarray, t: Target | RowTargets) -> np.ndarray:
         r = quantize(v, t.format, rounding=_ROUNDING_NAMES[t.mode])
     if t.flush:
         r = np.where(np.abs(r) < np.ldexp(1.0, t.emin), np.copysign(0.0, v), r)
+    if t.overflow == "inf":
+        r = np.where(np.abs(v) >= 2.0 ** (t.format.emax + 1), np.copysign(np.inf, v), r)
     return np.where(np.isfinite(v), r, v)
 
 

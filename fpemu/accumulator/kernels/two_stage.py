@@ -34,10 +34,10 @@ def late_sum(prods: Products, s: int, e: int, c: np.ndarray, ec: np.ndarray, acc
     one a row (:func:`~.block.block_rows`).
 
     >>> from ..lookup import get_accumulator
-    >>> from .products import Products
+    >>> from .products import element_products
     >>> from ...formats import get_format
     >>> bf16 = get_format("bf16")
-    >>> p = Products(np.array([[2.0**-24]]), np.array([[1 + 2**-7]]), bf16, bf16, False, False, -126)
+    >>> p = element_products(np.array([[2.0**-24]]), np.array([[1 + 2**-7]]), bf16, bf16, False, False, -126)
     >>> late_sum(p, 0, 1, np.array([1.0]), np.array([0]), get_accumulator("mi300", "bf16")) == 1 + 2**-24 + 2**-31
     array([ True])
     """
