@@ -6,46 +6,44 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arith import round_to_odd_sum
 from ...mx.array import BlockArray
 from ...parallel import run_each
 from ..model import Blockwise
 from ..operands import check_block_matmul
+from .long_sum import LongSum
 from .operand import Operand, block_operand
 
 
-#: K elements per exact partial sum: products below 2**48, so 2**14 of them stay below 2**62.
+#: A K-block's integer sums whose bound stays below 2**FLOAT_SUM_BITS are float64 products.
+FLOAT_SUM_BITS = 53
+#: K elements per integer partial sum: products below 2**48, so 2**14 of them stay below 2**62.
 _K_PART = 1 << 14
 
 
-def _exact_sums_odd(ia: np.ndarray, ib: np.ndarray, paired: bool = False) -> np.ndarray:
-    """sum_k ia[m, k] * ib[k, n], exact, as float64 rounded to odd (``paired``: ib is (M, K)
-    and the result sum_k ia[m, k] * ib[m, k], (M,)).
+def _exact_sums(ia: np.ndarray, ib: np.ndarray, paired: bool, fits: bool) -> np.ndarray:
+    """sum_k ia[k, m] * ib[k, n] for every (m, n) (``paired``: m = n only), exact, as float64
+    rounded to odd (exact, where it ``fits`` in 53 bits).
 
-    ia and ib are integers below 2**32 in magnitude. ia is split into 16-bit halves so every
-    product is below 2**48; K is summed 2**14 at a time so no int64 sum overflows, and the
-    parts are carried into three limbs (top * 2**48 + mid * 2**16 + low) that hold any K up to
-    2**31. Rounding to odd at 53 bits followed by one rounding to float32 equals a single
-    rounding of the exact sum (Boldo and Melquiond), so no double rounding creeps in.
+    ia and ib are (k, rows) integers below 2**32 in magnitude. Where every sum of the block
+    stays below 2**53 (``fits``: the formats' largest integers times the block size say so),
+    a float64 matrix product is exact in any order. Otherwise ia is split into 16-bit halves
+    so every product is below 2**48, K is summed 2**14 at a time so no int64 sum overflows,
+    and the parts go to the one long sum (:class:`.long_sum.LongSum`), read rounded to odd.
     """
-    shape = (ia.shape[0],) if paired else (ia.shape[0], ib.shape[1])
-    top, mid, low = (np.zeros(shape, np.int64) for _ in range(3))
-    for s in range(0, max(ia.shape[1], 1), _K_PART):
-        a = ia[:, s : s + _K_PART]
-        if paired:  # integer sums: exact in any order, the same limbs as the matrix product's
-            b = ib[:, s : s + _K_PART]
-            hi, lo = ((a >> 16) * b).sum(axis=1), ((a & 0xFFFF) * b).sum(axis=1)
+    if fits:
+        a, b = ia.astype(np.float64), ib.astype(np.float64)
+        return np.einsum("ki,ki->i" if paired else "ki,kj->ij", a, b)
+    shape = (ia.shape[1],) if paired else (ia.shape[1], ib.shape[1])
+    total = LongSum(int(np.prod(shape)), 0, 96, 2 * -(-max(ia.shape[0], 1) // _K_PART))
+    for s in range(0, max(ia.shape[0], 1), _K_PART):
+        a, b = ia[s : s + _K_PART], ib[s : s + _K_PART]
+        if paired:  # integer sums: exact in any order
+            hi, lo = ((a >> 16) * b).sum(axis=0), ((a & 0xFFFF) * b).sum(axis=0)
         else:
-            b = ib[s : s + _K_PART]
-            hi, lo = (a >> 16) @ b, (a & 0xFFFF) @ b  # the part's sum is hi * 2**16 + lo
-        hi += lo >> 16  # carry so that 0 <= lo < 2**16 (arithmetic shift keeps the sign)
-        low += lo & 0xFFFF
-        mid += hi & 0xFFFFFFFF
-        top += hi >> 32
-    mid += low >> 16
-    top += mid >> 32
-    rest = ((mid & 0xFFFFFFFF) << 16) | (low & 0xFFFF)  # below 2**48: exact in float64
-    return round_to_odd_sum(top.astype(np.float64) * 2.0**48, rest.astype(np.float64))
+            hi, lo = (a >> 16).T @ b, (a & 0xFFFF).T @ b  # the part's sum is hi * 2**16 + lo
+        total.add_integers(hi.reshape(-1), 16)
+        total.add_integers(lo.reshape(-1), 0)
+    return total.read().reshape(shape)
 
 
 def exact_matmul(a: BlockArray, b: BlockArray, c: np.ndarray, model: Blockwise, pieces: list[slice],
@@ -107,17 +105,17 @@ def _matmul_rows(opa: Operand, opb: Operand, k: int, bs: int, c: np.ndarray, pai
     ``paired``: opb holds as many columns as opa rows and row i meets column i only, (R,)
     results (see :func:`exact_dot_rows`)."""
     acc = np.array(c, dtype=np.float32)
+    fits = opa.largest_int() * opb.largest_int() * bs < 2**FLOAT_SUM_BITS
     with np.errstate(over="ignore", invalid="ignore"):
         for j in range(-(-k // bs)):
             ks = slice(j * bs, min((j + 1) * bs, k))
             ia, ea, bad_a = _block_ints(opa, j, ks)
             ib, eb, bad_b = _block_ints(opb, j, ks)
+            exact = _exact_sums(ia, ib, paired, fits)
             if paired:
-                exact = _exact_sums_odd(ia.T, ib.T, True)
                 e = ea + eb
                 special = bad_a | bad_b
             else:
-                exact = _exact_sums_odd(ia.T, ib)
                 e = ea[:, None] + eb[None, :]
                 special = bad_a[:, None] | bad_b[None, :]
             block = np.ldexp(exact, e.astype(np.int32)).astype(np.float32)

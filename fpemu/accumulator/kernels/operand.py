@@ -94,6 +94,14 @@ class Operand:
         """(k, rows) element integers of the K slice ks (block arrays)."""
         return _tables(self.format).ints[self.codes[ks]]
 
+    def largest_int(self) -> int:
+        """The largest magnitude an integer of :func:`~.blockwise` can have: an element's,
+        times the largest scale significand where the scale has fraction bits (folded in)."""
+        largest = int(np.abs(_tables(self.format).ints).max())
+        if self.format.scale.mantissa_bits:
+            largest *= int(_scale_tables(self.format, None).int.max())
+        return largest
+
     def bad_at(self, j: int, ks: slice) -> np.ndarray:
         """(rows,) whether an Inf or NaN element of the K slice ks, or the NaN scale of its
         K-block j, takes part (block arrays)."""
