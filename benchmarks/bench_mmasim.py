@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def main() -> int:
     try:
-        import test_accumulator_mmasim as T
+        import mmasim_helpers as T
     except ImportError as exc:
         print(f"skipped: {exc}")
         return 0

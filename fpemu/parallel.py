@@ -142,15 +142,21 @@ def dask_scheduler(address: str | None) -> Iterator[Any]:
         import distributed
     except ImportError:
         raise ValueError("--scheduler needs Dask: pip install 'fpemu[dask]'") from None
+    import dask
+
+    # Not the process's default client: one that failed to connect would stay the default and
+    # every later Dask computation of the process would wait on it. The block's computations
+    # use it through dask.config, undone when the block ends.
     try:
-        client = distributed.Client(address, timeout="10s")
+        client = distributed.Client(address, timeout="10s", set_as_default=False)
     except ValueError as exc:  # distributed's own words on a malformed address
         raise ValueError(f"bad Dask scheduler address {address!r}: {exc}") from None
     except (OSError, TimeoutError) as exc:
         raise OSError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     _CLIENT.append(client)
     try:
-        yield client
+        with dask.config.set(scheduler=client):
+            yield client
     finally:
         _CLIENT.pop()
         client.close()

@@ -8,8 +8,8 @@ output format it measures:
   fpemu.dot, identical fp32 bits counted (tests/tolerance_helpers.dump_dots reads the files, with
   the README's quirks);
 - MMA-Sim (../shared/mmasim, when it and torch are here): MMA-Sim's own instructions on random
-  operands from the five distributions of tests/test_accumulator_mmasim.py (AMD: tests/test_accumulator_mmasim.py's
-  instructions and compare_amd; NVIDIA: one instruction per dense family below), identical bits
+  operands from the five distributions of tests/mmasim_helpers.py (AMD: its instructions and
+  compare_amd; NVIDIA: one instruction per dense family below), identical bits
   counted (any NaN equals any NaN);
 - published probes (the family's source cites Fasi et al. 2021) and what the source marks as
   assumed; a row with neither dumps nor MMA-Sim is an assumption.
@@ -69,7 +69,7 @@ NV = [
 
 
 class _Patch:
-    """What tests/test_accumulator_mmasim.patched_amd needs of pytest's monkeypatch: setattr (for good)."""
+    """What tests/mmasim_helpers.patched_amd needs of pytest's monkeypatch: setattr (for good)."""
 
     @staticmethod
     def setattr(obj, name, value):
@@ -111,7 +111,7 @@ def measure_dumps(table: dict) -> None:
 
 
 def measure_mmasim(table: dict, chains: tuple[int, ...]) -> None:
-    import test_accumulator_mmasim as tm
+    import mmasim_helpers as tm
 
     amd = tm.patched_amd(_Patch())
     for arch, qualifier, preset, fmts in tm.AMD:
@@ -187,7 +187,7 @@ def main() -> int:
 
             measure_mmasim(table, tuple(args.chains))
             sim_note = (f"MMA-Sim: five distributions, {', '.join(map(str, args.chains))} chained instruction(s) per "
-                        "AMD run (as tests/test_accumulator_mmasim.py's default run), one instruction per NVIDIA run")  # fmt: skip
+                        "AMD run (as tests/accumulator/test_units_mmasim.py's default run), one instruction per NVIDIA run")  # fmt: skip
         except ImportError:
             sim_note = "MMA-Sim not run: torch is not installed here"
     lines = rows(table)

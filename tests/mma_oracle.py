@@ -1,4 +1,4 @@
-"""An exact, scalar oracle of the block-scaled accumulator models (tests/test_mx_mma.py).
+"""An exact, scalar oracle of the block-scaled accumulator models (tests/accumulator/).
 
 Written from the model's description in docs/mx.md, with ``fractions.Fraction`` and the
 reference codec of tests/reference.py only: no fpemu arithmetic. One dot product at a time:
@@ -11,7 +11,9 @@ reference codec of tests/reference.py only: no fpemu arithmetic. One dot product
   the result is the next instruction's c. An instruction where a NaN or Inf takes part gives
   the IEEE value of its products and c.
 
-Elements and scales come in as codes, so the oracle sees exactly what a kernel sees.
+Elements and scales come in as codes, so the oracle sees exactly what a kernel sees;
+:func:`oracle` runs it over a whole (M, K) x (K, N) product of BlockArrays (the model's
+parameters read from fpemu's table by name).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 from reference import ref_decode
 
+from fpemu.accumulator import get_accumulator
 from fpemu.formats import get_format
 
 ELEMENT = {"mxfp8_e4m3": "e4m3", "mxfp8_e5m2": "e5m2", "mxfp6_e3m2": "e3m2", "mxfp6_e2m3": "e2m3",
@@ -166,3 +170,26 @@ def f32_mul(x: float, y: float) -> float:
         return x * y
     p = Fraction(x) * Fraction(y)
     return math.copysign(0.0, x) * math.copysign(1, y) if p == 0 else to_f32(p)
+
+
+# ---- whole products -------------------------------------------------------------------------
+def oracle(qa, qb, c, accumulator, instruction=None):
+    """The oracle's (M, N) result, one dot at a time (alpha 1 for NVFP4: amax 2688)."""
+    fa, fb = qa.format.name, qb.format.name
+    sfmt = qa.format.scale.name
+    model = get_accumulator(accumulator, (fa, fb), block_size=qa.block_size, instruction=instruction)
+    M, N = qa.shape[0], qb.shape[1]
+    c = np.broadcast_to(np.float32(0.0 if c is None else c), (M, N))
+    out = np.empty((M, N), np.float32)
+    for i in range(M):
+        for j in range(N):
+            args = (qa.codes[i], qb.codes[:, j], qa.scales[i], qb.scales[:, j], float(c[i, j]),
+                    ELEMENT[fa], ELEMENT[fb], sfmt, qa.block_size)  # fmt: skip
+            out[i, j] = exact_dot(*args) if model.kind == "blockwise" else fused_dot(*args, model)
+    return out
+
+
+def same(got, want) -> bool:
+    """Same fp32 bits, any NaN equal to any NaN."""
+    got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+    return bool(np.all((got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))))

@@ -242,6 +242,11 @@ def module_under_test(test_name: str, modules: set[str] | None = None) -> str | 
 def test_test_files_are_named_after_the_module_they_test():
     unnamed = [p.name for p in sorted(TESTS.glob("test_*.py")) if module_under_test(p.stem) is None]
     assert not unnamed, f"name these after the module they test (tests/test_<package>_<module>...): {unnamed}"
+    # A package's own folder (tests/accumulator/): test_<module>[_<more>].py, a module of it.
+    for folder in (p for p in sorted(TESTS.iterdir()) if p.is_dir() and (PACKAGE / p.name / "__init__.py").exists()):
+        stray = [p.name for p in sorted(folder.glob("test_*.py"))
+                 if module_under_test(f"test_{folder.name}_{p.stem[5:]}") in (None, folder.name)]  # fmt: skip
+        assert not stray, f"name these after a module of fpemu.{folder.name} (test_<module>...): {stray}"
     assert module_under_test("test_codec_top_half") == "codec.top_half"
     assert module_under_test("test_mx_gemm_buffers") == "mx.gemm_buffers"
     assert module_under_test("test_benchmarks_compare") == "benchmarks.compare"

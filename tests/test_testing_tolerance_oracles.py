@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_accumulator_mmasim import AMD, DISTRIBUTIONS, as_dots, operands, patched_amd, to_torch
-from test_accumulator_mmasim_blackwell import PAIRS, nv_ptx
+from mmasim_helpers import AMD, DISTRIBUTIONS, PAIRS, as_dots, nv_ptx, operands, patched_amd, to_torch
 from tolerance_helpers import dump_columns, dump_dots
 
 from fpemu.accumulator import get_accumulator

@@ -45,7 +45,7 @@ RUN_CASES = [
     (dict(steps=True), TypeError, "steps must be an integer, got True"),
     (dict(seed=-1), ValueError, "seed must be an integer >= 0, got -1"),
     (dict(seed="0"), TypeError, "seed must be an integer"),
-    (dict(accumulator=3), TypeError, "accumulator is a name or an Accumulator"),
+    (dict(accumulator=3), TypeError, "an accumulator is a name or a model"),
     (dict(accumulator="z80"), ValueError, "unknown accumulator 'z80'"),
     (dict(accumulator=""), ValueError, "unknown accumulator ''"),
     (dict(precision="fp32", accumulator="h100"), ValueError, "applies to fp16, bf16 and fp8, not fp32"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_mx_mma import oracle, same
+from mma_oracle import oracle, same
 
 from fpemu import mx
 from fpemu.cli import main

@@ -110,3 +110,24 @@ def test_formats_tell_the_kind():
     assert get_accumulator("b200", "mxfp4", block_size=16).instruction_k == 64
     with pytest.raises(ValueError, match="no block-scaled MMA for e2m1 x e2m1 with e8m0 blocks of 8"):
         get_accumulator("b200", "mxfp4", block_size=8)
+
+
+def test_unknown_preset_lists_the_names():
+    q = mx.quantize(np.ones((1, 32)), "mxfp8_e4m3")
+    with pytest.raises(ValueError, match="h100 \\(hopper\\) has no block-scaled MMA: block arrays take exact, b200, "
+                                         "blackwell or mmasim-blackwell"):
+        fpemu.gemm(q, mx.quantize(np.ones((32, 1)), "mxfp8_e4m3", axis=0), accumulator="h100")
+    assert accumulator_names(block_scaled=True) == ["exact", "b200", "blackwell", "mmasim-blackwell"]
+
+
+def test_lookup_errors():
+    with pytest.raises(ValueError, match="no block-scaled MMA for int8 x int8"):
+        get_accumulator("b200", "mxint8")
+    with pytest.raises(ValueError, match="b200 \\(blackwell\\) has no instruction family 'mxf9'; it has: mxf4nvf4, mxf8f6f4"):
+        get_accumulator("b200", "mxfp4", instruction="mxf9")
+    with pytest.raises(ValueError, match="cannot mix MX and NVFP4"):
+        get_accumulator("b200", ("mxfp4", "nvfp4"))
+    with pytest.raises(ValueError, match="exact model has no instructions"):
+        get_accumulator("exact", "mxfp4", instruction="mxf4nvf4")
+    assert get_accumulator("b200", "mxfp4", instruction="mxf8f6f4").instruction_k == 32
+    assert get_accumulator("blackwell", "nvfp4").sub_block == 16

@@ -93,7 +93,12 @@ def test_gemm_error_on_a_dask_scheduler_gives_the_same_numbers(capsys):
 
 def test_gemm_error_bad_scheduler_address(capsys):
     pytest.importorskip("distributed")
+    dask = pytest.importorskip("dask")
+    before = dask.config.get("scheduler", None)
     assert _cli(["gemm-error", "--k", "8", "--scheduler", "bogus://x"]) == 2
+    # The half-made client is not left as the process's Dask scheduler (every later Dask
+    # computation waited on it: tests/accumulator/test_dask_gemm.py hung after this test).
+    assert dask.config.get("scheduler", None) == before
     err = capsys.readouterr().err
     assert err.startswith("fpemu: error: bad Dask scheduler address 'bogus://x'") and err.count("\n") == 1
 

@@ -8,21 +8,21 @@ whole E8M0/UE4M3 range, so products overflow and zero elements meet huge scales;
 cancellation, each dot's second half nearly cancelling its first under the same scales;
 subnormal-heavy elements, scales that put the products near fp32's subnormals, subnormal c;
 Inf/NaN sprinkled over elements, scales and c), one instruction and two chained ones (the
-first result is the second's c). ``fpemu.mx.matmul`` on the same codes must give the same
+first result is the second's c). ``fpemu.gemm`` on the same codes must give the same
 fp32 bits (any NaN equals any NaN: MMA-Sim's is 0x7FFFFFFF). ``pytest -s`` prints the counts;
 ``-m slow`` runs four times as many.
 
 MMA-Sim crashes on ``kind::mxf4nvf4`` with c = +-Inf (NOTES.md), so those dots keep a finite
 or NaN c here, and a chained dot whose first result is +-Inf is left out of the count (fpemu
 must give a non-finite result there); fpemu's rule (IEEE: the Inf) is tested in
-tests/test_mx_mma.py.
+tests/accumulator/test_kernels_block_scaled.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_accumulator_mmasim import DISTRIBUTIONS, draw, mmasim, same_bits
+from mmasim_helpers import DISTRIBUTIONS, draw, mmasim, same_bits
 
 import fpemu
 from fpemu import mx
@@ -56,7 +56,7 @@ def scale_codes(dist: str, shape: tuple[int, ...], ue4m3: bool, rng: np.random.G
 
 
 def element_codes(dist: str, shape: tuple[int, int], fmt: str, rng: np.random.Generator) -> np.ndarray:
-    """Element codes from test_accumulator_mmasim's draw (FP4 has no Inf/NaN: its "special" dots get their
+    """Element codes from mmasim_helpers.draw (FP4 has no Inf/NaN: its "special" dots get their
     NaN from scales and c)."""
     values = draw("uniform" if dist == "special" and fmt == "e2m1" else dist, shape, fmt, rng)
     return fpemu.encode(values, fmt, overflow="saturate").astype(np.uint8)

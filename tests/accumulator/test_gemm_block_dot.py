@@ -1,6 +1,6 @@
-"""fpemu.mx.dot batched over the last axis (issue 24): every row of a batched call has the bits
-of the 1-D dot of that row, for each block-scaled model and format, with c a scalar or an
-array; the refusals name the problem."""
+"""fpemu.dot of block arrays batched over the last axis (issue 24; fpemu/accumulator/gemm.py):
+every row of a batched call has the bits of the 1-D dot of that row, for each block-scaled
+model and format, with c a scalar or an array; the refusals name the problem."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from tolerance_helpers import dump_columns, dump_dots
 
 from fpemu.accumulator import dot, get_accumulator
 
-HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
+HWDATA = Path(__file__).resolve().parents[2].parent / "shared" / "hwdata"
 
 # Every (file, result column) in ../shared/hwdata must replay all 5000 rows, but for the open
 # targets below, which must run; a dump added to hwdata is required from the day it lands.

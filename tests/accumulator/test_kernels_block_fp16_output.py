@@ -1,7 +1,7 @@
 """Hopper and Blackwell FP8 with fp16 output (issue 18): the preset against exact rational
 arithmetic, its fields' checks, and its round trip through a vector file.
 
-The hardware check is tests/test_accumulator_hwdata.py (5000/5000 on the four H100/B200 FP8
+The hardware check is tests/accumulator/test_units_hwdata.py (5000/5000 on the four H100/B200 FP8
 fp16 columns). Here the preset is compared with the model written out independently in
 ``fractions.Fraction``: within each instruction of 32 products, those with k mod 4 in {0, 1}
 first, then the others; two blocks of 16, each aligned with the running fp16 sum to their

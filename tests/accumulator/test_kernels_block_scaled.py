@@ -1,7 +1,8 @@
-"""Block-scaled accumulator models (fpemu.mx.mma): the model's checks and errors, and every
-preset's results against an exact scalar oracle (tests/mma_oracle.py, Fractions) on hand-made
-cases with known answers (ties, overflow, NaN/Inf, signed zero) and on random codes
-(hypothesis). MMA-Sim itself is the oracle of tests/test_mx_mma_mmasim.py."""
+"""The block-scaled FMA (fpemu/accumulator/kernels/block_scaled.py), and the exact blockwise
+model beside it: every block-scaled preset's results against an exact scalar oracle
+(tests/mma_oracle.py, Fractions) on hand-made cases with known answers (ties, overflow,
+NaN/Inf, signed zero) and on random codes (hypothesis). MMA-Sim itself is the oracle of
+tests/accumulator/test_units_mmasim_block_scaled.py."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mma_oracle import ELEMENT, exact_dot, f32_mul, fused_dot, to_f32
+from mma_oracle import oracle, same, to_f32
 
 import fpemu
 from fpemu import mx
-from fpemu.accumulator import accumulator_names, cublaslt_alpha, get_accumulator
 
 PRESETS = ["exact", "b200", "blackwell", "mmasim-blackwell"]
 
@@ -28,89 +28,9 @@ def arrays(fa, fb, A, B, sa, sb, block, amax=2688.0):
             mx.BlockArray(np.asarray(B, np.uint8), np.asarray(sb, np.uint8), fb, 0, block, **kw))
 
 
-def oracle(qa, qb, c, accumulator, instruction=None):
-    """The oracle's (M, N) result, one dot at a time (alpha 1 for NVFP4: amax 2688)."""
-    fa, fb = qa.format.name, qb.format.name
-    sfmt = qa.format.scale.name
-    model = get_accumulator(accumulator, (fa, fb), block_size=qa.block_size, instruction=instruction)
-    M, N = qa.shape[0], qb.shape[1]
-    c = np.broadcast_to(np.float32(0.0 if c is None else c), (M, N))
-    out = np.empty((M, N), np.float32)
-    for i in range(M):
-        for j in range(N):
-            args = (qa.codes[i], qb.codes[:, j], qa.scales[i], qb.scales[:, j], float(c[i, j]),
-                    ELEMENT[fa], ELEMENT[fb], sfmt, qa.block_size)  # fmt: skip
-            out[i, j] = exact_dot(*args) if model.kind == "blockwise" else fused_dot(*args, model)
-    return out
-
-
-def same(got, want) -> bool:
-    """Same fp32 bits, any NaN equal to any NaN."""
-    got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
-    return bool(np.all((got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))))
-
-
 def one(x: float) -> int:
     """The E8M0 code of 2**x."""
     return 127 + x
-
-
-# ---- the model and the names ------------------------------------------------------------------
-def test_unknown_preset_lists_the_names():
-    q = mx.quantize(np.ones((1, 32)), "mxfp8_e4m3")
-    with pytest.raises(ValueError, match="h100 \\(hopper\\) has no block-scaled MMA: block arrays take exact, b200, "
-                                         "blackwell or mmasim-blackwell"):
-        fpemu.gemm(q, mx.quantize(np.ones((32, 1)), "mxfp8_e4m3", axis=0), accumulator="h100")
-    assert accumulator_names(block_scaled=True) == PRESETS
-
-
-def test_lookup_errors():
-    with pytest.raises(ValueError, match="no block-scaled MMA for int8 x int8"):
-        get_accumulator("b200", "mxint8")
-    with pytest.raises(ValueError, match="b200 \\(blackwell\\) has no instruction family 'mxf9'; it has: mxf4nvf4, mxf8f6f4"):
-        get_accumulator("b200", "mxfp4", instruction="mxf9")
-    with pytest.raises(ValueError, match="cannot mix MX and NVFP4"):
-        get_accumulator("b200", ("mxfp4", "nvfp4"))
-    with pytest.raises(ValueError, match="exact model has no instructions"):
-        get_accumulator("exact", "mxfp4", instruction="mxf4nvf4")
-    assert get_accumulator("b200", "mxfp4", instruction="mxf8f6f4").instruction_k == 32
-    assert get_accumulator("blackwell", "nvfp4").sub_block == 16
-
-
-def test_operand_errors():
-    a = mx.quantize(np.ones((2, 32)), "mxfp8_e4m3")
-    b = mx.quantize(np.ones((32, 3)), "mxfp8_e4m3", axis=0)
-    for acc in PRESETS:
-        with pytest.raises(TypeError, match="BlockArray"):
-            fpemu.gemm(np.ones((2, 32)), b, accumulator=acc)
-        with pytest.raises(ValueError, match="does not broadcast to the result shape"):
-            fpemu.gemm(a, b, np.ones((3, 2)), accumulator=acc)
-        with pytest.raises(ValueError, match="block"):
-            fpemu.gemm(a, mx.quantize(np.ones((32, 3)), "mxfp8_e4m3", axis=0, block_size=16), accumulator=acc)
-        with pytest.raises(ValueError, match="blocked along K|axis"):
-            fpemu.gemm(a, mx.quantize(np.ones((32, 3)), "mxfp8_e4m3", axis=1), accumulator=acc)
-    with pytest.raises(TypeError, match="real numbers"):
-        fpemu.gemm(a, b, np.array([["x"]]))
-    with pytest.raises(ValueError, match=r"does not broadcast to the result shape \(\)"):
-        fpemu.dot(mx.quantize(np.ones(32), "mxfp4"), mx.quantize(np.ones(32), "mxfp4"), [1.0, 2.0])
-    with pytest.raises(ValueError, match="exact model only"):
-        fpemu.gemm(mx.quantize(np.ones((1, 32)), "mxint8"), mx.quantize(np.ones((32, 1)), "mxint8", axis=0),
-                  accumulator=fpemu.accumulator.BlockScaledFMA("m", instruction_k=32, frac_bits=30))
-    with pytest.raises(ValueError, match="instruction= picks a preset"):
-        fpemu.gemm(a, b, accumulator=get_accumulator("b200", "mxfp8_e4m3"), instruction="mxf8f6f4")
-
-
-def test_inputs_are_not_modified_and_workers_do_not_matter():
-    rng = np.random.default_rng(3)
-    a = mx.quantize(rng.standard_normal((70, 96)), "mxfp8_e4m3")
-    b = mx.quantize(rng.standard_normal((96, 9)), "mxfp8_e5m2", axis=0)
-    c = rng.standard_normal((70, 9)).astype(np.float32)
-    before = [x.copy() for x in (a.codes, a.scales, b.codes, b.scales, c)]
-    for acc in PRESETS:
-        r1 = fpemu.gemm(a, b, c, accumulator=acc, workers=1)
-        assert same(r1, fpemu.gemm(a, b, c, accumulator=acc, workers=3))
-    for x, y in zip(before, (a.codes, a.scales, b.codes, b.scales, c)):
-        assert np.array_equal(x, y)
 
 
 # ---- the exact preset is the old mx.matmul ----------------------------------------------------
@@ -196,29 +116,6 @@ def test_mxf4nvf4_with_infinite_c_is_ieee(fmt, block, scale, acc):
         assert got[0, 0] == c and np.isnan(got[1, 0])
 
 
-# ---- NVFP4's per-tensor scales as cuBLASLt's alpha --------------------------------------------
-@pytest.mark.parametrize("amax_a, amax_b", [(1.0, 1.0), (3.0, 1000.0), (2688.0, 2688.0), (1e-30, 7.0), (3e38, 3e38)])
-def test_cublaslt_alpha_is_te_arithmetic(amax_a, amax_b):
-    qa = mx.quantize(np.ones((1, 16)), "nvfp4", global_amax=amax_a)
-    qb = mx.quantize(np.ones((16, 1)), "nvfp4", axis=0, global_amax=amax_b)
-    fa, fb = float(np.float32(amax_a)), float(np.float32(amax_b))
-    factor = to_f32(Fraction(1, 6 * 6 * 448 * 448))
-    want = f32_mul(f32_mul(f32_mul(1.0, fa), fb), factor)
-    assert same(cublaslt_alpha(qa, qb), want)
-
-
-def test_nvfp4_alpha_applied_to_the_accumulator():
-    rng = np.random.default_rng(8)
-    a = mx.quantize(rng.standard_normal((3, 64)), "nvfp4", global_amax=5.0)
-    b = mx.quantize(rng.standard_normal((64, 2)), "nvfp4", axis=0, global_amax=7.0)
-    one_a, one_b = arrays("nvfp4", "nvfp4", a.codes, b.codes, a.scales, b.scales, 16)  # alpha 1
-    alpha = float(cublaslt_alpha(a, b))
-    for acc in ("b200", "mmasim-blackwell"):
-        base = oracle(one_a, one_b, None, acc)
-        want = np.array([[f32_mul(float(x), alpha) for x in row] for row in base], np.float32)
-        assert same(fpemu.gemm(a, b, accumulator=acc), want), acc
-
-
 # ---- random codes against the oracle -----------------------------------------------------------
 FUSED_PAIRS = [("mxfp8_e4m3", "mxfp8_e4m3", None), ("mxfp8_e5m2", "mxfp8_e4m3", None),
                ("mxfp6_e3m2", "mxfp6_e2m3", None), ("mxfp4", "mxfp8_e5m2", None),
@@ -258,27 +155,18 @@ def test_presets_equal_the_oracle_on_random_codes(problem, acc):
     assert same(got, oracle(a, b, c, acc, inst))
 
 
-def test_matmul_and_dot_return_torch_tensors_when_asked():
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(3)
-    A = mx.quantize(rng.normal(size=(3, 64)), "mxfp8_e4m3")
-    B = mx.quantize(rng.normal(size=(64, 2)), "mxfp8_e4m3", axis=0)
-    want = fpemu.gemm(A, B, accumulator="b200")
-    got = fpemu.gemm(A, B, accumulator="b200", returns="torch")
-    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
-    assert np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
-    assert np.array_equal(fpemu.gemm(A, B, accumulator="b200", returns="torch").numpy(), want)
-    x, y = mx.quantize([1.0, 2.0, 3.0], "mxfp4"), mx.quantize([4.0, -1.0, 0.5], "mxfp4")
-    d = fpemu.dot(x, y, returns="torch")
-    assert isinstance(d, torch.Tensor) and d.shape == () and float(d) == 3.5
-    assert isinstance(fpemu.dot(x, y), np.float32)
-
-
-def test_gemm_and_mx_matmul_share_the_exact_default():
+def test_the_default_of_both_kinds_is_their_exact_model():
+    """No accumulator= means "exact": for block arrays the OCP blockwise model (tests/mma_oracle.py's
+    Fraction oracle), for plain arrays the exact sum rounded once (a Fraction sum rounded by
+    hand). (It replaces a test that compared fpemu.gemm with fpemu.mx.matmul, which forwarded
+    to it.)"""
     rng = np.random.default_rng(4)
     A, B = rng.normal(size=(4, 40)), rng.normal(size=(40, 3))
-    assert np.array_equal(fpemu.gemm(A, B, inputs="bf16"), fpemu.gemm(A, B, inputs="bf16", accumulator="exact"))
     qa, qb = mx.quantize(A, "mxfp8_e4m3"), mx.quantize(B, "mxfp8_e4m3", axis=0)
-    assert np.array_equal(fpemu.gemm(qa, qb), fpemu.gemm(qa, qb, accumulator="exact"))
+    assert same(fpemu.gemm(qa, qb), oracle(qa, qb, None, "exact"))
+    a16, b16 = fpemu.quantize(A, "bf16").astype(np.float64), fpemu.quantize(B, "bf16").astype(np.float64)
+    want = [[to_f32(sum(Fraction(x) * Fraction(y) for x, y in zip(a16[i], b16[:, j]))) for j in range(3)]
+            for i in range(4)]  # fmt: skip
+    assert same(fpemu.gemm(A, B, inputs="bf16"), want)  # the exact sum rounded once (RNE), by hand
     with pytest.raises(TypeError, match="c must be an array of real numbers, got booleans"):
         fpemu.gemm(qa, qb, np.ones((4, 3), bool))

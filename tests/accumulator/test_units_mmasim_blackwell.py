@@ -5,7 +5,7 @@ and rounds to nearest, because the real B200 dumps (../shared/hwdata) say so. Sh
 the Accumulator description expresses MMA-Sim's model exactly (a variant of the preset equals
 MMA-Sim bit for bit on the five distributions), the preset differs from it, and on the dumps
 the preset wins. MMA-Sim cannot run FP6/FP4 operands (e2m1 crashes, e3m2/e2m3 are TODO), so
-those are checked against Fractions in tests/test_accumulator_reference_amd.py.
+those are checked against Fractions in tests/accumulator/test_kernels_reference_amd.py.
 """
 
 from __future__ import annotations
@@ -15,20 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_accumulator_mmasim import DISTRIBUTIONS, as_dots, mmasim, operands, same_bits, to_torch
+from mmasim_helpers import DISTRIBUTIONS, PAIRS, as_dots, nv_ptx, operands, same_bits, to_torch
 
 from fpemu.accumulator import dot, get_accumulator
 
-HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
-PAIRS = [("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2"), ("e5m2", "e4m3")]
-
-
-def nv_ptx():
-    """MMA-Sim's NVIDIA simulator (or skip)."""
-    mmasim()
-    import mmasim.simulator.nv_ptx as module
-
-    return module
+HWDATA = Path(__file__).resolve().parents[2].parent / "shared" / "hwdata"
 
 
 def mmasim_variant(fmts) -> object:

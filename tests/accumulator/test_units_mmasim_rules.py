@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_accumulator_mmasim import patched_amd, same_bits, to_torch
+from mmasim_helpers import patched_amd, same_bits, to_torch
 
 from fpemu.accumulator import dot, get_accumulator
 

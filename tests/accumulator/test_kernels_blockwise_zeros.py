@@ -1,5 +1,5 @@
-"""Regressions: the sign of a zero result of the exact block-scaled model
-(``fpemu.gemm(..., accumulator="exact")`` and ``fpemu.mx.dot``) follows IEEE 754 at each
+"""The sign of a zero result of the exact block-scaled model (fpemu/accumulator/kernels/
+blockwise.py; ``fpemu.gemm``/``fpemu.dot`` with ``accumulator="exact"``) follows IEEE 754 at each
 step of the model's arithmetic: every K-block's exact sum is rounded once to fp32, then the
 blocks are added to c in fp32, block 0 first (docs/mx.md). So:
 

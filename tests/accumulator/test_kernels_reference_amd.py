@@ -2,8 +2,8 @@
 arithmetic (``fractions.Fraction``), on hypothesis-drawn matrices.
 
 The references follow MMA-Sim's rules as written (simulator/amd.py, arithmetic.py), one
-element at a time, sharing no code with fpemu's kernels; tests/test_*mmasim*.py compares with
-MMA-Sim itself. Here K runs over several groups and past them (a short last group: fpemu pads
+element at a time, sharing no code with fpemu's kernels; tests/accumulator/test_units_mmasim*.py
+compare with MMA-Sim itself. Here K runs over several groups and past them (a short last group: fpemu pads
 it with zeros, as a kernel does), which MMA-Sim's fixed-K instructions never show.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_accumulator_reference import (
+from .test_kernels_reference import (
     SETTINGS,
     SLOW,
     _each,

@@ -1,5 +1,6 @@
-"""Tests of exact block dot products (fpemu.mx.dot_products): matmul and dot against exact
-Fractions rounded to float32 by hand, long K-blocks, NVFP4 global scales, mismatches."""
+"""The exact block model (fpemu/accumulator/kernels/blockwise.py, ``accumulator="exact"`` of
+block arrays): gemm and dot against exact Fractions rounded to float32 by hand, long K-blocks,
+NVFP4 global scales, mismatches (the sign of zero: test_kernels_blockwise_zeros.py)."""
 
 from __future__ import annotations
 
