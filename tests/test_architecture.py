@@ -226,7 +226,7 @@ ROOT = TESTS.parent
 
 def module_under_test(test_name: str, modules: set[str] | None = None) -> str | None:
     """The module a test file is named after: the longest run of its name's leading words
-    that is an fpemu module or package (``test_codec_top_half`` -> ``codec.top_half``), or
+    that is an fpemu module or package (``test_codec_dispatch`` -> ``codec.dispatch``), or
     a file of benchmarks/ or scripts/; a cross-cutting suite names itself; None otherwise."""
     if modules is None:
         modules = set(MODULES) | {f"{d}.{p.stem}" for d in ("benchmarks", "scripts") for p in (ROOT / d).glob("*.py")}
@@ -242,7 +242,7 @@ def module_under_test(test_name: str, modules: set[str] | None = None) -> str | 
 def test_test_files_are_named_after_the_module_they_test():
     unnamed = [p.name for p in sorted(TESTS.glob("test_*.py")) if module_under_test(p.stem) is None]
     assert not unnamed, f"name these after the module they test (tests/test_<package>_<module>...): {unnamed}"
-    assert module_under_test("test_codec_top_half") == "codec.top_half"
+    assert module_under_test("test_codec_dispatch") == "codec.dispatch"
     assert module_under_test("test_mx_mma_mmasim") == "mx.mma"
     assert module_under_test("test_benchmarks_compare") == "benchmarks.compare"
     assert module_under_test("test_mmasim_rules") is None and module_under_test("test_golden_layouts") is None

@@ -22,7 +22,8 @@ from test_codec_random_formats import formats
 
 from fpemu import encode, get_format
 from fpemu.codec.options import Conversion
-from fpemu.codec.small_inputs import MIN_ELEMENTS, takes_table
+from fpemu.codec import encode_path
+from fpemu.codec.dispatch import MIN_TABLE_ELEMENTS as MIN_ELEMENTS
 
 DTYPES = (np.float16, np.int8, np.uint8, np.int16, np.uint16)
 FORMATS = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "bf16", "fp16", "tf32", "fp32", "e2m1", "e3m2", "e2m3",
@@ -42,7 +43,7 @@ def _all_patterns(dtype, seed: int = 0) -> np.ndarray:
 def _in_slices(x: np.ndarray, fmt, **options) -> np.ndarray:
     """encode of x in slices each too small for the table: the paths the table replaces."""
     size = max(MIN_ELEMENTS // 4, 1) if x.dtype.itemsize == 2 else 256
-    assert not takes_table(x.dtype, Conversion(), size)
+    assert encode_path(fmt, None, x.dtype, size) != "input_table"
     return np.concatenate([encode(x[i:i + size], fmt, **options) for i in range(0, x.size, size)])
 
 
@@ -57,7 +58,7 @@ def test_every_pattern_gives_the_codes_of_the_paths_it_replaces(dtype, name):
     for rounding in ROUNDINGS:
         for overflow in (None, "saturate"):
             options = {"rounding": rounding, "overflow": overflow, **_nan_option(fmt)}
-            assert takes_table(x.dtype, Conversion.of(None, **options).resolved(fmt), x.size)
+            assert encode_path(fmt, options, x.dtype, x.size) == "input_table"
             got, want = encode(x, fmt, **options), _in_slices(x, fmt, **options)
             bad = np.flatnonzero(got != want)
             assert not bad.size, (f"{name} from {x.dtype} {options}: {bad.size} codes differ, "
@@ -86,7 +87,7 @@ def test_random_formats_match_the_exact_reference(fmt, dtype, rounding, overflow
     distinct = np.unique(_all_patterns(dtype, seed)[:48])
     x = np.random.default_rng(seed).permutation(np.tile(distinct, MIN_ELEMENTS // distinct.size + 1))
     got = encode(x, fmt, **options)
-    assert takes_table(x.dtype, Conversion.of(None, **options).resolved(fmt), x.size)
+    assert encode_path(fmt, options, x.dtype, x.size) == "input_table"
     for value in distinct:
         want = ref_encode(float(value) if dtype == np.float16 else int(value), fmt, **options)
         codes = set(got[(x == value) | (np.isnan(x) & math.isnan(value)) if dtype == np.float16
@@ -106,7 +107,7 @@ def test_nan_raise_still_raises_for_float16(name):
 
 
 def test_stochastic_rounding_does_not_take_the_table():
-    assert not takes_table(np.dtype(np.float16), Conversion("stochastic"), 1 << 20)
+    assert encode_path("e4m3", Conversion("stochastic"), np.float16, 1 << 20) == "generic"
     x = np.full(MIN_ELEMENTS, 1.3, np.float16)
     codes = encode(x, "e4m3", rounding="stochastic", rng=3)
     assert set(codes.tolist()) == {0x3A, 0x3B}  # both neighbours of 1.3 drawn

@@ -11,8 +11,11 @@ import pytest
 
 import fpemu
 from fpemu.codec.options import Conversion
-from fpemu.codec.paths import _arithmetic_plan, _encode_table, _table_lookup
-from fpemu.codec.top_half import _PIECE, _SAMPLE, encode_top_half, top_half_plan
+from fpemu.codec.chunks import TOP_HALF_CHUNK as _PIECE
+from fpemu.codec.fast.fp32_table import encode_table as _encode_table
+from fpemu.codec.fast.fp32_table import table_lookup as _table_lookup
+from fpemu.codec.fast.top_half import _SAMPLE, encode_top_half, top_half_plan
+from fpemu.codec.fast.top_half import arithmetic_plan as _arithmetic_plan
 from fpemu.formats import get_format
 
 ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero")
@@ -42,7 +45,7 @@ def test_a_wrong_plan_fails_the_check(name, field, change, monkeypatch):
     old = getattr(good, field)
     new = (not old) if change == "flip" else old * change if isinstance(change, float) else old + change
     bad = dataclasses.replace(good, **{field: new})
-    monkeypatch.setattr("fpemu.codec.top_half._candidate", lambda f, o: bad)
+    monkeypatch.setattr("fpemu.codec.fast.top_half._candidate", lambda f, o: bad)
     assert top_half_plan(fmt, opts, _encode_table(fmt, opts)) is None
 
 

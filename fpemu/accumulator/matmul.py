@@ -8,10 +8,8 @@ import math
 
 import numpy as np
 
-from ..codec import quantize
-from ..codec.dask_arrays import is_dask
+from ..codec import check_returns, deliver_values, is_dask, quantize
 from ..codec.operands import accumulator_operand, real_array
-from ..codec.returns import check_returns, deliver_values
 from ..parallel import run_each
 from .block_gemm import block_gemm, is_block_gemm
 from .dask_gemm import dask_dot, dask_gemm

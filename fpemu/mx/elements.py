@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import Conversion, decode, encode
-from ..codec.encoder import encode_keyed
+from ..codec import Conversion, decode, encode, encode_array
 from ..formats import Format
 from .formats import BlockFormat
 
@@ -86,7 +85,7 @@ def encode_elements(
     if key is None:
         return encode(y, fmt, conversion=conversion)
     # Stochastic: the bits of each element follow its position in the input (see inputs.py).
-    return encode_keyed(y, fmt, conversion, key=key, positions=positions)
+    return encode_array(y, fmt, conversion, key=key, positions=positions)
 
 
 def nan_fill(bf: BlockFormat) -> int:

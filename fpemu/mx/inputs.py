@@ -7,9 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
-from ..codec import ROUNDING_MODES, integers_to_float64
-from ..codec.options import STOCHASTIC_WITH_BITS
-from ..codec.rounding import sr_key
+from ..codec import ROUNDING_MODES, STOCHASTIC_WITH_BITS, integers_to_float64, sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
 #: random bits (P3109 stochastic A/B/C, gfloat's odd one) and the E8M0-only one.

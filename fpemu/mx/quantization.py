@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
-from ..codec.dask_arrays import is_dask
-from ..codec.option_names import check_random
+from ..codec import check_random, is_dask
 from .array import BlockArray
 from .mx_array import MXArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits

@@ -84,7 +84,7 @@ def cast_vectors(
     >>> v["meta"]["sr_bits"], v["random_bits"].dtype, bool((v["random_bits"] < 8).all())
     (3, dtype('uint32'), True)
     """
-    from ..codec.options import STOCHASTIC_WITH_BITS
+    from ..codec import STOCHASTIC_WITH_BITS
 
     f = get_format(fmt)
     if kind not in VECTOR_KINDS:

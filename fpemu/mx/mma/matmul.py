@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ...codec import check_returns, deliver_values
 from ...codec.operands import accumulator_operand
-from ...codec.returns import check_returns, deliver_values
 from ...parallel import run_each
 from ..array import BlockArray
 from ..dot_products import check_matmul, exact_dot_rows, exact_matmul

@@ -21,7 +21,17 @@ operations, which NumPy runs many lanes at a time: about twice as fast as a gath
 Which formats and options the arithmetic serves is not argued but checked: before first use,
 :func:`top_half_plan` runs it over all 2**17 (top half, sticky) patterns, which are all the
 inputs it can tell apart, and compares with the table; one differing code and the table is
-used instead.
+used instead (the dispatch, :func:`fpemu.codec.encode_path`, then names ``fp32_table``).
+
+Few specials or many is a step inside this one path, decided chunk by chunk from the chunk's
+first 4096 elements: listing the specials, or the subnormal range by float arithmetic, or
+the table for the whole chunk. Every way gives the same codes (the check above runs both
+ways over all patterns), so the choice changes the speed, never a code.
+
+MX's elements (values divided by their block's power-of-two scale) ride on the same
+arithmetic without forming the quotients: :func:`encode_top_half_scaled` takes each block's
+exponent off in the rounding's own addition (the public entry is
+:func:`fpemu.codec.encode_scaled_blocks`).
 """
 
 from __future__ import annotations
@@ -31,19 +41,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats import Format
-from .inputs import chunk_size
-from .options import Conversion
-from .scratch import scratch as reused
+from functools import lru_cache
 
-# Elements a piece: its temporaries stay in the CPU cache (L3 at least), and each of its
-# twenty NumPy calls (1-2 us each, whatever the size) is spread over enough elements: with
-# the fused sticky bit, 2**18 ran 1.05-1.12x faster than 2**17 for e4m3/e5m2/MXFP8 and as
-# fast as 2**19 (4M float32 values, 6 alternating rounds on this 2-core VM)
-_PIECE = 1 << 18
+from ...formats import Format
+from ..chunks import TOP_HALF_CHUNK, chunk_size
+from ..chunks import scratch as reused
+from ..options import Conversion
+from .fp32_table import encode_table, refuse_nan_after, refuse_nan_before
 
 # Elements whose specials are counted first, to choose between listing them (few) and the
-# bulk paths (many): a full count costs as much as listing them where they are few.
+# bulk ways (many): a full count costs as much as listing them where they are few. (A step
+# inside this path, per chunk: every way gives the same codes, which top_half_plan checks.)
 _SAMPLE = 4096
 
 _INCREMENT = {"nearest_even": lambda d: (1 << (d - 1)) - 1, "nearest_away": lambda d: 1 << (d - 1),
@@ -92,7 +100,7 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     """Codes of the float32 patterns ``u`` (a piece) into ``out``. ``mode``: "auto" picks per
     piece; "sparse" looks every special up in the table; "subnormal" does the subnormal range
     by arithmetic first (the check runs both, so that it sees every sum). With ``scaled``,
-    the codes of u's values divided by their blocks' powers of two (:func:`encode_scaled_blocks`)."""
+    the codes of u's values divided by their blocks' powers of two (:func:`encode_top_half_scaled`)."""
     top, a, b, ones, special, small, f, keep = (s[: u.size] for s in scratch)
     if plan.even:
         np.copyto(b, u, casting="unsafe")  # the low halves (the plain copy takes u from memory)
@@ -186,7 +194,7 @@ def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "
                      out: np.ndarray | None = None) -> np.ndarray:
     """Codes (uint8) of a flat uint32 array of float32 patterns (into out, if given)."""
     out = np.empty(u.size, dtype=np.uint8) if out is None else out
-    step = chunk_size(_PIECE)  # larger in a parallel worker thread
+    step = chunk_size(TOP_HALF_CHUNK)  # larger in a parallel worker thread
     size = min(step, u.size)
     scratch = _scratch(size)
     with np.errstate(invalid="ignore"):  # signalling NaNs in the float arithmetic: the table decides them
@@ -208,7 +216,7 @@ class _Scaled:
 
 
 def scaled_blocks_hold(plan: _Plan, exponents: np.ndarray, top_exponents: np.ndarray) -> bool:
-    """Whether :func:`encode_scaled_blocks` is exact for blocks with these scale exponents e
+    """Whether :func:`encode_top_half_scaled` is exact for blocks with these scale exponents e
     (x / 2**e) and these float32 exponent fields of their amax (all finite).
 
     Taking e off the exponent field is the division wherever the quotient is a float32
@@ -226,7 +234,7 @@ def scaled_blocks_hold(plan: _Plan, exponents: np.ndarray, top_exponents: np.nda
             and 0 <= plan.rebias and (lowest >> plan.drop) > plan.largest)
 
 
-def encode_scaled_blocks(u: np.ndarray, plan: _Plan, table: np.ndarray, exponents: np.ndarray, block: int,
+def encode_top_half_scaled(u: np.ndarray, plan: _Plan, table: np.ndarray, exponents: np.ndarray, block: int,
                          divided: Callable[[slice, np.ndarray | None], np.ndarray], out: np.ndarray) -> np.ndarray:
     """Codes (uint8, into out) of the float32 patterns u (flat, blocks of ``block``) each
     divided by 2**e, e its block's entry of ``exponents``, without computing the quotients:
@@ -234,7 +242,7 @@ def encode_scaled_blocks(u: np.ndarray, plan: _Plan, table: np.ndarray, exponent
     gives the quotients of u[piece] at the positions where (None: all), for the few elements
     the arithmetic leaves to the table. Exact where :func:`scaled_blocks_hold`."""
     offsets = ((plan.offset - (exponents.astype(np.int64) << 7)) & 0xFFFF).astype(np.uint16)
-    step = chunk_size(_PIECE) // block * block
+    step = chunk_size(TOP_HALF_CHUNK) // block * block
     scratch = _scratch(min(step, u.size))
     with np.errstate(invalid="ignore"):
         for start in range(0, u.size, step):
@@ -255,3 +263,23 @@ def top_half_plan(fmt: Format, opts: Conversion, table: np.ndarray) -> _Plan | N
     exact = all(np.array_equal(encode_top_half(patterns, plan, table, mode), table)
                 for mode in ("sparse", "subnormal"))
     return plan if exact else None
+
+
+@lru_cache(maxsize=64)
+def arithmetic_plan(fmt: Format, opts: Conversion) -> _Plan | None:
+    """The checked plan for float32 input into fmt under opts (:func:`top_half_plan`, against
+    the 17-bit table), or None where the arithmetic does not serve them. Cached: the check runs
+    once per format and conversion."""
+    return top_half_plan(fmt, opts, encode_table(fmt, opts))
+
+
+def encode_float32_top_half(x: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray | None = None) -> np.ndarray:
+    """Codes of a float32 array by the top-half arithmetic (into out, if given and of the
+    format's code dtype), for fmt and opts whose :func:`arithmetic_plan` exists."""
+    refuse_nan_before(x, fmt, opts)
+    table = encode_table(fmt, opts)
+    flat_out = None if out is None or out.dtype != table.dtype else out.reshape(-1)
+    codes = encode_top_half(np.asarray(x, order="C").reshape(-1).view(np.uint32), arithmetic_plan(fmt, opts), table,
+                            out=flat_out)
+    refuse_nan_after(codes, fmt, opts)
+    return codes.reshape(x.shape)

@@ -3,8 +3,8 @@
 Encoding splits each float64 into sign, exponent and a 53-bit integer significand, drops the
 bits below the format's quantum with integer arithmetic, rounds, applies the overflow rule to
 the rounded magnitude, then places the sign and the special codes. Decoding builds each value
-from the format's definition. Every fast path of the codec is either built from this kernel
-(tables) or tested against it.
+from the format's definition. Every fast path of the codec (:mod:`.fast`) is either built from this
+kernel (tables) or tested against it.
 
 >>> from ..formats import get_format
 >>> fmt = get_format("e2m1")
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format
-from .inputs import GENERIC_CHUNK, chunks
+from .chunks import GENERIC_CHUNK, chunks
 from .options import STOCHASTIC_WITH_BITS, Conversion, resolved_options  # noqa: F401  (resolved_options: the doctest)
 from .rounding import random_u64, round_increment, sr_increment, sr_key, stochastic_increment
 from .specials import nan_codes, place_sign, raise_nan, resolve_no_code, resolve_overflow
@@ -45,7 +45,7 @@ def encode_generic(source: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         count = int(np.count_nonzero(np.isnan(source)))
         if count:
             raise_nan(count, fmt)
-    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
+    stochastic = opts.stochastic
     if stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)
     flat = source.reshape(-1)

@@ -1,55 +1,29 @@
-"""Rounding to odd: truncate, and set the last bit when anything was dropped.
+"""float64 and float16 input made float32 for the float32 fast paths, without changing a code.
 
-The last bit then remembers ("sticks") that the value was inexact, so one later rounding to at
-least two bits fewer gives the same result as rounding the exact value once (Boldo and
-Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
-odd", IEEE TC 2008). fpemu uses it wherever a value must pass through float64 or float32 on
-its way to a narrower format: integers beyond 2**53 and float64 input to the float32 fast
-paths here (only where numpy's nearest float32 would not do: :func:`float64_to_float32_alike`);
-exact sums held in two parts in :mod:`fpemu.arith` (``round_to_odd_sum``).
+float16 widens exactly. float64 is narrowed to a float32 that every deterministic rounding
+into the format takes to the same code (:func:`float64_to_float32_alike`): numpy's nearest
+float32, unless that is one of the format's decision points (a value or a midpoint), where
+the float64 is rounded *to odd* instead. Rounding to odd (truncate, and set the last bit when
+anything was dropped: the last bit then remembers that the value was inexact) followed by a
+rounding to at least two bits fewer gives the same result as rounding the exact value once
+(Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
+rounding to odd", IEEE TC 2008); the formats these paths serve have at most 22 significant
+bits, two fewer than float32.
 
->>> integers_to_float64(np.array([2**53 + 1], dtype=np.int64)).tolist()  # odd: ...0 + sticky
-[9007199254740994.0]
+:func:`encode_through_float32` runs a float32 kernel so, chunk by chunk, while each narrowed
+chunk is in the cache: about one pass more than float32 input.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from ..formats import Format
-from .inputs import chunk_size, chunks
-from .scratch import scratch
-
-
-def integers_to_float64(arr: np.ndarray) -> np.ndarray:
-    """Integers as float64, rounded *to odd* from 2**53 up, so that no double rounding follows.
-
-    Rounding to odd at 53 bits and then again to at most 51 bits gives the same result as one
-    rounding of the integer (every format here has at most 24 bits of precision).
-    """
-    out = arr.astype(np.float64)
-    if arr.dtype.itemsize <= 4:  # every 32-bit integer is a float64
-        return out
-    big = np.abs(out) >= 2.0**53
-    if not big.any():
-        return out
-    ints = arr[big]
-    mag = ints.astype(np.uint64)
-    if arr.dtype.kind == "i":
-        mag = np.where(ints < 0, np.uint64(0) - mag, mag)  # two's complement: exact |v|
-    f = mag.astype(np.float64)  # round to nearest even
-    top = f >= 2.0**64  # only for uint64 inputs just below 2**64
-    back = np.where(top, 0.0, f).astype(np.uint64)
-    inexact = top | (back != mag)
-    # RNE gave the truncation t or t + 1 (as bit patterns); to odd is t | 1 when inexact.
-    bits = f.view(np.uint64).copy()
-    fix = inexact & ((bits & np.uint64(1)) == 0)
-    above = top | (back > mag)
-    bits[fix & above] -= np.uint64(1)
-    bits[fix & ~above] += np.uint64(1)
-    f = bits.view(np.float64)
-    out[big] = np.where(ints < 0, -f, f) if arr.dtype.kind == "i" else f
-    return out
+from ...formats import Format
+from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from ..generic_kernel import encode_generic
+from ..options import Conversion
 
 
 # float64 bits below float32's last significand bit (in float32's normal range)
@@ -59,7 +33,6 @@ _NOT_LOW29 = np.uint64(~((1 << 29) - 1) & ((1 << 64) - 1))
 # _DOUBLED_INF (Inf, NaN): where the bit-pattern narrowing below may be wrong
 _DOUBLED_MIN_NORMAL = 0x00800000 * 2
 _DOUBLED_INF = 0x7F800000 * 2
-_NARROW_CHUNK = 1 << 19  # (as the light chunks it feeds: codec.inputs.LIGHT_CHUNK)
 
 
 def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.ndarray:
@@ -79,7 +52,7 @@ def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.n
     """
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32)
-    size = chunk_size(_NARROW_CHUNK)
+    size = chunk_size(LIGHT_CHUNK)  # (as the light kernels it feeds)
     work = scratch("odd.work", min(size, flat.size), np.uint64)
     doubled = scratch("odd.doubled", work.size, np.uint32)
     found = []
@@ -169,7 +142,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32) if out is None else out
     mask = np.uint32((1 << zero_bits) - 1)
-    size = chunk_size(_NARROW_CHUNK)
+    size = chunk_size(LIGHT_CHUNK)
     low = scratch("alike.low", min(size, flat.size), np.uint32)
     flag, inexact = scratch("alike.flag", low.size, bool), scratch("alike.inexact", low.size, bool)
     # Where one chunk of random data holds a decision point or more (bf16: one pattern in
@@ -226,8 +199,30 @@ def decision_zero_bits(fmt: Format) -> int:
     format of at most 22 significant bits whose range lies within float32's: 22 - M in
     float32's normal range, ``emin - M - 1`` + 149 in its subnormal range.
 
-    >>> from ..formats import get_format
+    >>> from ...formats import get_format
     >>> decision_zero_bits(get_format("bf16")), decision_zero_bits(get_format("e4m3"))
     (15, 19)
     """
     return min(22 - fmt.mantissa_bits, fmt.emin - fmt.mantissa_bits + 148)
+
+
+def encode_through_float32(x: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray | None,
+                           encode32: Callable[[np.ndarray, Format, Conversion, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Codes of float16 or float64 input by a float32 kernel, ``encode32(x32, fmt, opts,
+    out)``: each chunk made float32 (float16 widened, exactly; float64 narrowed to values
+    that round alike, :func:`as_float32_alike`), then encoded while it is still in the cache;
+    values beyond float32's range are decided by the generic kernel. For formats of at most 22
+    significant bits whose range lies within float32's."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    codes = out.reshape(-1) if out is not None and out.dtype == fmt.code_dtype else np.empty(flat.size, fmt.code_dtype)
+    for part in chunks(flat.size, chunk_size(LIGHT_CHUNK)):
+        specials: list = []
+        narrow = as_float32_alike(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
+        got = encode32(narrow, fmt, opts, codes[part])
+        if not np.may_share_memory(got, codes):  # (a kernel that writes a new array)
+            codes[part] = got
+        where = specials[0] if specials else ()
+        huge = where[np.abs(flat[part][where]) >= 2.0**128] if len(where) else ()
+        if len(huge):  # no float32 holds them: the generic kernel decides them
+            codes[part][huge] = encode_generic(flat[part][huge], fmt, opts).astype(codes.dtype)
+    return codes.reshape(x.shape)

@@ -1,9 +1,10 @@
-"""The bit path: float32-prefix formats (bf16, tf32: float32's own sign and exponent and the
-top of its significand) under round-to-nearest-even, by integer rounding of the float32 bit
-pattern: adding half an ulp less one plus the kept last bit, then dropping the low bits.
+"""The prefix path: float32-prefix formats (bf16, tf32: float32's own sign and exponent and
+the top of its significand) under round-to-nearest-even, by integer rounding of the float32
+bit pattern: adding half an ulp less one plus the kept last bit, then dropping the low bits.
+float16 and float64 input is made float32 chunk by chunk first (:mod:`.float32_alike`).
 
 >>> import numpy as np
->>> from ..formats import get_format
+>>> from ...formats import get_format
 >>> [hex(c) for c in encode_prefix_rne(np.float32([1 + 2**-8, 1 + 3 * 2**-8, np.nan]), get_format("bf16"))]
 ['0x3f80', '0x3f82', '0x7fc0']
 """
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import Format
-from .inputs import LIGHT_CHUNK, chunk_size, chunks
-from .odd import as_float32_alike
-from .scratch import scratch
+from ...formats import Format
+from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from .float32_alike import as_float32_alike
 
 
 # Input dtypes of the prefix path: float32, and those it narrows to float32 so that one

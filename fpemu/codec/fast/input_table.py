@@ -1,4 +1,5 @@
-"""Inputs of at most 16 bits (float16, int8, uint8, int16, uint16): one gather from a table.
+"""The input table: inputs of at most 16 bits (float16, int8, uint8, int16, uint16) by one
+gather from a table of the codes of all their bit patterns.
 
 Such an input has at most 2**16 distinct bit patterns, so every deterministic rounding of it
 into any format is a function of the pattern alone. The table of that function is built once
@@ -6,8 +7,9 @@ per (input dtype, format, conversion) by encoding every pattern through the ordi
 paths, so it holds their codes by construction; a large input then costs one gather
 (:func:`lookup`), instead of a widening pass into float32 followed by the float32 kernel.
 
->>> from ..formats import get_format
->>> from .encoder import encode
+>>> from ...formats import get_format
+>>> from ..encoder import encode
+>>> from ..options import Conversion
 >>> table = input_table(np.dtype(np.float16), get_format("e4m3"), Conversion("nearest_even", "saturate", "sign"),
 ...                     lambda v, f, o: encode(v, f, conversion=o))
 >>> [hex(int(table[np.float16(v).view(np.uint16)])) for v in (1.0625, 1.1875, 1e4)]  # two ties, one overflow
@@ -21,24 +23,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..formats import Format
-from .inputs import chunks
-from .options import STOCHASTIC_WITH_BITS, Conversion
-
-#: Below this many elements the table is not worth building (2**16 encodes): the ordinary
-#: path is taken. Either way the codes are the same.
-MIN_ELEMENTS = 1 << 15
-#: The table entry of a NaN that the conversion refuses, in formats of fewer than 8 bits.
-NAN_SENTINEL = 0xFF
-
-
-def takes_table(dtype: np.dtype, opts: Conversion, size: int) -> bool:
-    """Whether an input of dtype and size goes through :func:`input_table` under opts."""
-    return (
-        dtype.itemsize <= 2 and dtype.kind in "fiu" and dtype.isnative
-        and opts.rounding != "stochastic" and opts.rounding not in STOCHASTIC_WITH_BITS
-        and size >= (MIN_ELEMENTS if dtype.itemsize == 2 else 1 << 10)
-    )
+from ...formats import Format
+from ..chunks import chunks
+from ..options import Conversion
+from .fp32_table import NAN_SENTINEL
 
 
 @lru_cache(maxsize=32)
