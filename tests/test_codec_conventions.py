@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fpemu
-from fpemu import decode, encode, get_format, like
+from fpemu import decode, encode, get_format, like, resolve_convention
 from reference import ML_DTYPES_TYPES, oracle_type, ref_encode
 
 
@@ -93,7 +93,7 @@ def test_ml_dtypes_releases_without_rules_are_refused_by_name():
         like("ml_dtypes-0.5.0", "e8m0")
     with pytest.raises(ValueError, match="no rules for ml_dtypes 0.4; known releases: 0.5, 0.6, 0.7"):
         like("ml_dtypes-0.4", "bf16")
-    with pytest.raises(ValueError, match="cannot read the release"):
+    with pytest.raises(ValueError, match="unknown convention 'ml_dtypes-new'; did you mean ml_dtypes"):
         like("ml_dtypes-new", "bf16")
     with pytest.raises(ValueError, match="specification"):
         like("p3109-4", "binary8p3se")
@@ -274,11 +274,8 @@ def test_p3109_conformance_rounding():
 
 
 def _every_convention_name() -> list[str]:
-    names = []
-    for name, (library, series) in fpemu.codec.conventions.CONVENTIONS.items():
-        names.append(name)
-        names += [f"{name}-{s}" for s in series if library is not None]
-    return names
+    """Every name like() takes: each convention with element rules, plain and with each release."""
+    return fpemu.codec.names_with("elements")
 
 
 @pytest.mark.parametrize("convention", _every_convention_name())
@@ -304,3 +301,53 @@ def test_like_never_returns_options_that_encode_refuses(convention):
             assert values.shape == x.shape
             taken += 1
     assert taken > 0
+
+
+# ---- one table for like() and mx.quantize(convention=) ------------------------------------------
+def test_one_spelling_is_accepted_by_like_and_mx_quantize_alike():
+    """transformer_engine-2.13 names one library release for its element casts and its MX
+    blocks; the other spelling is refused by both, naming the right one."""
+    from fpemu import mx
+
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    assert like("transformer_engine-2.13", "e4m3") == {"overflow": "saturate"}
+    q = mx.quantize(x, "mxfp8_e4m3", convention="transformer_engine-2.13")
+    assert q.scale_rounding == "rceil"
+    for wrong in ("transformer-engine-2.13", "Transformer-Engine-2.13"):
+        with pytest.raises(ValueError, match="did you mean transformer_engine-2.13"):
+            like(wrong, "e4m3")
+        with pytest.raises(ValueError, match="did you mean transformer_engine-2.13"):
+            mx.quantize(x, "mxfp8_e4m3", convention=wrong)
+
+
+def test_a_plain_name_resolves_alike_for_elements_and_blocks(monkeypatch):
+    """One resolution of a plain library name: the installed release, else the newest rules,
+    among the releases that have rules for what is asked."""
+    from fpemu import mx
+    from fpemu.codec import conventions
+
+    # (2.12's element casts were not read: before 2.13 the oldest element rules known apply)
+    for version, blocks in (("2.10.1", "2.12"), ("2.13.0", "2.13"), ("2.18.0", "2.13"), (None, "2.13")):
+        monkeypatch.setattr(conventions, "installed_version", lambda lib, v=version: v)
+        assert resolve_convention("transformer_engine", "mx") == f"transformer_engine-{blocks}"
+        assert resolve_convention("transformer_engine") == "transformer_engine-2.13"
+    monkeypatch.setattr(conventions, "installed_version", lambda lib: "0.18.0")
+    x = np.random.default_rng(1).standard_normal((4, 64)).astype(np.float32)
+    a, b = mx.quantize(x, "mxfp4", convention="torchao"), mx.quantize(x, "mxfp4", convention="torchao-0.18")
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales)
+    assert mx.quantize(x, "nvfp4", convention="torchao").variant == "torchao"
+
+
+def test_each_part_is_refused_where_a_release_has_no_rules_for_it():
+    from fpemu import mx
+
+    with pytest.raises(ValueError, match="'torchao' has no element conversion rules in fpemu"):
+        like("torchao", "e4m3")
+    with pytest.raises(ValueError, match="'ml_dtypes-0.7' has no MX block rules"):
+        mx.quantize(np.ones(32), "mxfp8_e4m3", convention="ml_dtypes-0.7")
+    with pytest.raises(ValueError, match="'torchao_triton' has no NVFP4 rules"):
+        mx.quantize(np.ones(32), "nvfp4", convention="torchao_triton")
+    # every name the table lists for a part is one that part accepts
+    for part in ("elements", "mx", "nvfp4"):
+        for name in fpemu.codec.names_with(part):
+            assert resolve_convention(name, part).startswith(name.partition("-")[0])

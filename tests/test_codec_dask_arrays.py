@@ -95,7 +95,7 @@ MX_CASES = [
     ("mxfp4", {"rounding": "stochastic", "rng": 5}, (100, 64)),
     ("mxfp6_e2m3", {"axis": 0, "scale_rounding": "rceil"}, (96, 45)),
     ("mxint8", {"rounding": "nearest_away"}, (257, 32)),
-    ("mxfp8_e5m2", {"convention": "transformer-engine-2.12"}, (50, 64)),
+    ("mxfp8_e5m2", {"convention": "transformer_engine-2.12"}, (50, 64)),
     ("nvfp4", {}, (64, 48)),
     ("nvfp4", {"variant": "torchao", "rounding": "stochastic", "rng": 1, "axis": 0}, (32, 37)),
     ("nvfp4", {"block_size": (16, 16), "global_amax": 300.0}, (48, 32)),

@@ -175,13 +175,13 @@ def test_torchao_eager_on_random_blocks(fmt, mode):
 
 
 def test_torchao_triton_on_random_blocks():
-    check("mxfp8_e4m3", "torchao-0.18-triton", None, lambda b: triton(b, "mxfp8_e4m3"), seed=17)
+    check("mxfp8_e4m3", "torchao_triton-0.18", None, lambda b: triton(b, "mxfp8_e4m3"), seed=17)
 
 
 @pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp8_e5m2"])
 @pytest.mark.parametrize("version", [12, 13])
 def test_transformer_engine_on_random_blocks(fmt, version):
-    check(fmt, f"transformer-engine-2.{version}", None, lambda b: transformer_engine(b, fmt, version),
+    check(fmt, f"transformer_engine-2.{version}", None, lambda b: transformer_engine(b, fmt, version),
           seed=version * 7 + len(fmt))
 
 

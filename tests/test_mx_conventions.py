@@ -30,10 +30,10 @@ def q(values, fmt="mxfp8_e4m3", **kw):
 def test_zero_scale_code_te_2_12_and_torchao_rceil_leave_the_block_unscaled():
     assert q(TINY) == (0x00, [0x70], [2.0**-120])  # the spec: 2**-120 / 2**-127 = 128
     assert q(TINY, scale_rounding="rceil") == (0x00, [0x70], [2.0**-120])
-    assert q(TINY, convention="transformer-engine-2.13") == (0x00, [0x70], [2.0**-120])
-    for conv, sr in [("transformer-engine-2.12", None), ("torchao-0.18", "rceil"), ("torchao-0.18-triton", None)]:
+    assert q(TINY, convention="transformer_engine-2.13") == (0x00, [0x70], [2.0**-120])
+    for conv, sr in [("transformer_engine-2.12", None), ("torchao-0.18", "rceil"), ("torchao_triton-0.18", None)]:
         assert q(TINY, convention=conv, scale_rounding=sr) == (0x00, [0x00], [0.0])
-    assert q([-(2.0**-120)], convention="transformer-engine-2.12")[1] == [0x80]  # -0
+    assert q([-(2.0**-120)], convention="transformer_engine-2.12")[1] == [0x80]  # -0
 
 
 def test_torchao_floor_scales_an_inf_block_by_inf_exponent():
@@ -58,24 +58,24 @@ def test_torchao_floor_divides_a_zero_code_block_by_2_to_the_minus_126():
 def test_torchao_eager_rceil_log2_rounds_to_the_power_below():
     assert q(NEAR, convention="torchao-0.18", scale_rounding="rceil") == (0x89, [0x7E, 0x01], [458752.0, 2.0])
     assert q(NEAR, scale_rounding="rceil") == (0x8A, [0x76, 0x00], [458752.0, 0.0])
-    assert q(NEAR, convention="torchao-0.18-triton") == (0x8A, [0x76, 0x00], [458752.0, 0.0])
-    assert q(NEAR, convention="transformer-engine-2.12") == (0x8A, [0x76, 0x00], [458752.0, 0.0])
+    assert q(NEAR, convention="torchao_triton-0.18") == (0x8A, [0x76, 0x00], [458752.0, 0.0])
+    assert q(NEAR, convention="transformer_engine-2.12") == (0x8A, [0x76, 0x00], [458752.0, 0.0])
 
 
 def test_transformer_engine_skips_nan_and_2_12_zeroes_a_0xfe_block():
-    scale, codes, values = q([np.nan, 1.0, -2.0], convention="transformer-engine-2.13")
+    scale, codes, values = q([np.nan, 1.0, -2.0], convention="transformer_engine-2.13")
     assert (scale, codes, values[1:]) == (0x78, [0x7F, 0x70, 0xF8], [1.0, -2.0])
     assert q([np.nan, 1.0])[0] == 0xFF
-    assert q([-np.inf, 1.0, -1.0], convention="transformer-engine-2.13")[:2] == (0xFE, [0xFE, 0x00, 0x80])
-    assert q([-np.inf, 1.0, -1.0], convention="transformer-engine-2.12")[:2] == (0xFE, [0x7F, 0x00, 0x80])
+    assert q([-np.inf, 1.0, -1.0], convention="transformer_engine-2.13")[:2] == (0xFE, [0xFE, 0x00, 0x80])
+    assert q([-np.inf, 1.0, -1.0], convention="transformer_engine-2.12")[:2] == (0xFE, [0x7F, 0x00, 0x80])
     assert q([-np.inf, 1.0], inf="saturate")[:2] == (0xFE, [0xFE, 0x00])  # = TE 2.13 without NaN
 
 
 def test_an_all_zero_block_is_scale_0_everywhere():
     """docs/mx.md: "all zeros: 0x00 (everyone agrees)"; the models of each library give 0 too."""
     for conv, sr in [(None, None), (None, "rceil"), ("torchao-0.18", "floor"), ("torchao-0.18", "ceil"),
-                     ("torchao-0.18", "even"), ("torchao-0.18", "rceil"), ("torchao-0.18-triton", None),
-                     ("transformer-engine-2.12", None), ("transformer-engine-2.13", None)]:
+                     ("torchao-0.18", "even"), ("torchao-0.18", "rceil"), ("torchao_triton-0.18", None),
+                     ("transformer_engine-2.12", None), ("transformer_engine-2.13", None)]:
         assert q([0.0, -0.0], convention=conv, scale_rounding=sr)[:2] == (0x00, [0x00, 0x80])
     from test_mx_convention_models import torchao_eager, transformer_engine, triton
 
@@ -121,16 +121,19 @@ def test_torchao_nvfp4_two_level_is_all_nan_on_degenerate_tensors():
 
 # ---- options ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, match", [
-    ({"convention": "torchao"}, "unknown convention"),
-    ({"convention": "transformer-engine-2.12", "scale_rounding": "floor"}, "offers scale_rounding 'rceil'"),
-    ({"convention": "torchao-0.18-triton", "scale_rounding": "floor"}, "offers scale_rounding"),
+    ({"convention": "transformer-engine-2.13"}, "did you mean transformer_engine-2.13"),  # one spelling
+    ({"convention": "torchao-0.18-triton"}, "did you mean torchao_triton"),
+    ({"convention": "ml_dtypes"}, "'ml_dtypes' has no MX block rules"),
+    ({"convention": "torchao-0.17"}, "no rules for torchao 0.17; known releases: 0.18"),
+    ({"convention": "transformer_engine-2.12", "scale_rounding": "floor"}, "offers scale_rounding 'rceil'"),
+    ({"convention": "torchao_triton-0.18", "scale_rounding": "floor"}, "offers scale_rounding"),
     ({"convention": "torchao-0.18", "inf": "nan"}, "leave inf= out"),
     ({"convention": "torchao-0.18", "rounding": "stochastic", "rng": 1}, "leave rounding= out"),
-    ({"convention": "transformer-engine-2.13", "fmt": "mxfp4"}, "quantizes mxfp8_e4m3, mxfp8_e5m2, not mxfp4"),
+    ({"convention": "transformer_engine-2.13", "fmt": "mxfp4"}, "quantizes mxfp8_e4m3, mxfp8_e5m2, not mxfp4"),
     ({"convention": "torchao-0.18", "fmt": "mxint8"}, "not mxint8"),
-    ({"convention": "torchao-0.18-triton", "fmt": "nvfp4"}, "has no NVFP4 rule"),
+    ({"convention": "torchao_triton-0.18", "fmt": "nvfp4"}, "has no NVFP4 rule"),
     ({"convention": "torchao-0.18", "variant": "te", "fmt": "nvfp4"}, "variant 'torchao', not variant='te'"),
-    ({"convention": "transformer-engine-2.13", "fmt": "nvfp4_ue5m3", "variant": "torchao"}, "not variant="),
+    ({"convention": "transformer_engine-2.13", "fmt": "nvfp4_ue5m3", "variant": "torchao"}, "not variant="),
     ({"scale_rounding": "round"}, "unknown scale_rounding"),
     ({"inf": "clip"}, "inf must be"),
 ])  # fmt: skip
@@ -145,7 +148,7 @@ def test_convention_names_nvfp4s_variant_too():
     """One keyword names a library for MX and NVFP4 alike: convention= gives the codes,
     scales and per-tensor scale of the variant it stands for."""
     x = np.random.default_rng(4).standard_normal((4, 64)).astype(np.float32)
-    for convention, variant in (("torchao-0.18", "torchao"), ("transformer-engine-2.13", "te")):
+    for convention, variant in (("torchao-0.18", "torchao"), ("transformer_engine-2.13", "te")):
         a, b = mx.quantize(x, "nvfp4", convention=convention), mx.quantize(x, "nvfp4", variant=variant)
         assert a.variant == variant and a.global_scale == b.global_scale
         assert np.array_equal(a.scales, b.scales) and np.array_equal(a.codes, b.codes)
@@ -164,7 +167,7 @@ def test_default_is_the_ocp_spec_and_unchanged():
         a, b = mx.quantize(x, "mxfp6_e3m2", scale_rounding=sr), mx.quantize(x, "mxfp6_e3m2", scale_rounding=sr, convention="ocp")
         assert np.array_equal(a.scales, b.scales) and np.array_equal(a.codes, b.codes) and a.scale_rounding == sr
     assert mx.quantize(x, "mxfp4").scale_rounding == "floor"
-    assert mx.quantize(x, "mxfp8_e4m3", convention="transformer-engine-2.12").scale_rounding == "rceil"
+    assert mx.quantize(x, "mxfp8_e4m3", convention="transformer_engine-2.12").scale_rounding == "rceil"
 
 
 def test_a_convention_takes_the_float32_values_of_wider_input():
@@ -172,7 +175,7 @@ def test_a_convention_takes_the_float32_values_of_wider_input():
     a = mx.quantize(x, "mxfp4", convention="torchao-0.18")
     b = mx.quantize(x.astype(np.float32), "mxfp4", convention="torchao-0.18")
     assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales)
-    ints = mx.quantize(np.arange(64), "mxfp8_e5m2", convention="transformer-engine-2.13")
+    ints = mx.quantize(np.arange(64), "mxfp8_e5m2", convention="transformer_engine-2.13")
     assert ints.scales.tolist() == [117, 118]  # 31 / 57344 and 63 / 57344 round up to 2**-10, 2**-9
     with pytest.raises(ValueError, match="computes in float32"):
         mx.quantize([1e39, 1.0], "mxfp4", convention="torchao-0.18")
@@ -184,7 +187,7 @@ def test_cli_convention(capsys):
     assert run_cli(["mx", "inf,1", "--convention", "torchao-0.18"]) == 0
     out = capsys.readouterr().out
     assert "scale 0xF7 = 2^120" in out and "codes:  7E 00" in out and "(floor)" in out
-    assert run_cli(["mx", "1e-36", "-c", "transformer-engine-2.12"]) == 0
+    assert run_cli(["mx", "1e-36", "-c", "transformer_engine-2.12"]) == 0
     assert "scale 0x00" in (out := capsys.readouterr().out) and "codes:  00" in out and "(rceil)" in out
 
 

@@ -37,7 +37,7 @@ import numpy as np  # noqa: F401  (the examples above)
 
 from .bit_views import foreign_codes, is_torch
 from .chunks import MX_CHUNK, scratch
-from .conventions import like, resolve_convention
+from .conventions import MXRule, convention_rules, like, names_with, resolve_convention
 from .dask_arrays import is_dask
 from .decoder import decode
 from .dispatch import PATHS, encode_path
@@ -67,7 +67,7 @@ __all__ = ["encode", "decode", "quantize", "explain", "Conversion", "like", "res
 #: libraries' arrays (testing), and the returns= option (the matrix units).
 FOR_PACKAGES = ("encode_array", "encode_scaled_blocks", "sr_key", "MX_CHUNK", "scratch", "is_dask", "check_random",
                 "is_stochastic", "STOCHASTIC", "STOCHASTIC_WITH_BITS", "NAN_POLICIES_WITH_NAN",
-                "NAN_POLICIES_WITHOUT_NAN", "OVERFLOW_ALIASES", "exact_number",
+                "NAN_POLICIES_WITHOUT_NAN", "OVERFLOW_ALIASES", "MXRule", "convention_rules", "names_with", "exact_number",
                 "exact_decimal", "decimal_text", "fraction_float", "explain_facts", "rounding_rules",
                 "next_step_above_max", "overflow_inclusive", "overflow_threshold", "overflow_words", "is_torch", "foreign_codes",
                 "check_returns", "deliver_values")

@@ -220,5 +220,6 @@ def resolved_options(
 
 
 # resolved_options, cached: every encode, quantize and path question resolves its conversion,
-# most of them the same few (a refused one raises, and is not cached).
-_resolved_once = lru_cache(maxsize=256)(resolved_options)
+# most of them the same few (a refused one raises, and is not cached). Typed, so that
+# sr_bits=4.0 or True, which the checks refuse, never meet the answer for 4.
+_resolved_once = lru_cache(maxsize=256, typed=True)(resolved_options)

@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import Conversion, encode_array, encode_scaled_blocks
+from ..codec import Conversion, MXRule, encode_array, encode_scaled_blocks
 from ..formats import Format
 from ..parallel import run_each
-from .conventions import MXRule
 from .elements import TINY_MATTERS, encode_elements, nan_fill, restore_underflow
 from .formats import BlockFormat
 from .inputs import stochastic_positions

@@ -63,13 +63,16 @@ def quantize(
             (a calibrated or delayed amax); refused for ``nvfp4_ue5m3``.
         workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
             the codes are the same for every number (stochastic rounding included).
-        convention: reproduce a library's rule, departures from the spec included. MX:
+        convention: reproduce a library's rule, departures from the spec included, spelled
+            as for :func:`fpemu.like` (one table: :mod:`fpemu.codec.conventions`). MX:
             ``"torchao-0.18"`` (eager ``to_mx``, any ``scale_rounding`` it offers),
-            ``"torchao-0.18-triton"``, ``"transformer-engine-2.12"`` (2.6 to 2.12) or
-            ``"transformer-engine-2.13"`` (2.13 and later); None or ``"ocp"``: the OCP MX
-            spec. A library computes in float32 with RNE elements: float64 and integer input
-            is rounded to float32 first, and ``inf``/``rounding`` are fixed (see docs/mx.md).
-            NVFP4: ``"transformer-engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
+            ``"torchao_triton-0.18"``, ``"transformer_engine-2.12"`` (2.6 to 2.12) or
+            ``"transformer_engine-2.13"`` (2.13 and later), or a plain ``"torchao"``,
+            ``"transformer_engine"`` for the installed release (the newest when absent);
+            None or ``"ocp"``: the OCP MX spec. A library computes in float32 with RNE
+            elements: float64 and integer input is rounded to float32 first, and
+            ``inf``/``rounding`` are fixed (see docs/mx.md). NVFP4:
+            ``"transformer_engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
             (``variant="torchao"``), so that one keyword names a library for every family.
 
     Returns:
