@@ -261,9 +261,20 @@ def module_under_test(test_name: str, modules: set[str] | None = None) -> str | 
     return next((t for t in CROSS_CUTTING_TESTS if name == t or name.startswith(t + "_")), None)
 
 
+def flat_test_name(path: Path) -> str:
+    """A test file's name as if it sat in tests/ itself: tests/codec/fast/test_top_half.py reads
+    test_codec_fast_top_half (the tree under tests/ mirrors fpemu's)."""
+    rel = path.relative_to(TESTS)
+    return "_".join(("test",) + rel.parent.parts + (rel.stem.removeprefix("test_"),))
+
+
 def test_test_files_are_named_after_the_module_they_test():
-    unnamed = [p.name for p in sorted(TESTS.glob("test_*.py")) if module_under_test(p.stem) is None]
-    assert not unnamed, f"name these after the module they test (tests/test_<package>_<module>...): {unnamed}"
+    unnamed = [str(p.relative_to(TESTS)) for p in sorted(TESTS.rglob("test_*.py"))
+               if module_under_test(flat_test_name(p)) is None]
+    assert not unnamed, ("name these after the module they test (tests/<package>/test_<module>.py, or "
+                         f"tests/test_<package>_<module>...): {unnamed}")
+    assert flat_test_name(TESTS / "codec" / "fast" / "test_top_half.py") == "test_codec_fast_top_half"
+    assert module_under_test("test_codec_fast_top_half") == "codec.fast.top_half"
     assert module_under_test("test_codec_dispatch") == "codec.dispatch"
     assert module_under_test("test_mx_mma_mmasim") == "mx.mma"
     assert module_under_test("test_benchmarks_compare") == "benchmarks.compare"

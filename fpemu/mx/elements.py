@@ -45,7 +45,7 @@ def _round_odd(v: np.ndarray) -> np.ndarray:
 
 
 #: A fixed-point element is an integer times 2**-int_shift: for these modes numpy's exact
-#: roundings to an integer give the codec's codes (tests/test_mx_exact.py, test_mx_int8.py).
+#: roundings to an integer give the codec's codes (tests/mx/test_mx_quantization.py, tests/mx/test_elements.py).
 #: Stochastic rounding stays with the codec, whose random bits ``rng`` seeds.
 _FIXED_POINT_ROUNDINGS = {
     "nearest_even": np.rint, "nearest_away": _round_half_away, "toward_zero": np.trunc,

@@ -2,7 +2,7 @@
 makes about torchao and TransformerEngine (issue 17).
 
 torchao is not installed here: each statement names torchao 0.18.0's source line and is
-checked against a model of it (tests/test_mx_convention_models.py checks the models on random
+checked against a model of it (tests/mx/test_conventions_models.py checks the models on random
 data). Where torch is installed, the one primitive torchao's eager RCEIL leans on (torch's
 float32 log2 and division on CPU) is run.
 """
@@ -77,7 +77,7 @@ def test_an_all_zero_block_is_scale_0_everywhere():
                      ("torchao-0.18", "even"), ("torchao-0.18", "rceil"), ("torchao_triton-0.18", None),
                      ("transformer_engine-2.12", None), ("transformer_engine-2.13", None)]:
         assert q([0.0, -0.0], convention=conv, scale_rounding=sr)[:2] == (0x00, [0x00, 0x80])
-    from test_mx_convention_models import torchao_eager, transformer_engine, triton
+    from .test_conventions_models import torchao_eager, transformer_engine, triton
 
     zeros = np.zeros(8, f32)
     assert {torchao_eager(zeros, "mxfp4", m)[0] for m in ("floor", "ceil", "even", "rceil")} == {0}
@@ -182,7 +182,7 @@ def test_a_convention_takes_the_float32_values_of_wider_input():
 
 
 def test_cli_convention(capsys):
-    from test_mx_cli import run_cli
+    from .test_cli import run_cli
 
     assert run_cli(["mx", "inf,1", "--convention", "torchao-0.18"]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import ref_encode
-from test_codec_random_formats import formats
+from random_formats import formats
 
 from fpemu import encode, get_format
 from fpemu.codec.options import Conversion

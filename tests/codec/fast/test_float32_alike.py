@@ -17,6 +17,7 @@ from fpemu.codec import encode_path, options
 from fpemu.codec import generic_kernel as kernel
 from fpemu.codec.fast.float32_alike import float64_to_float32_alike, _float64_to_float32_odd
 from reference import ml_dtypes_has, oracle_type, ref_encode
+from fpemu import encode
 
 FORMATS = ["e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "e8m0", "e4m3fnuz", "binary8p3", "bf16", "tf32"]
 MODES = ("rne", "rz", "ru", "rd", "rna", "odd")
@@ -191,3 +192,14 @@ def test_float64_on_a_grid_with_a_few_off_it(name):
         sat = options.resolved_options(fmt, mode, "saturate", nan)
         got = fpemu.encode(ints.astype(np.float64), fmt, rounding=mode, overflow="saturate", nan=nan, workers=1)
         assert np.array_equal(got, kernel.encode_generic(ints.astype(np.float64), fmt, sat).astype(got.dtype))
+
+
+# (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
+def test_float64_beyond_float32_on_the_table_path():
+    # Found by comparing with gfloat: float64 input goes through float32 (rounded to odd) on
+    # the table path, where 2^128 and beyond have no float32. A format whose largest value is
+    # (2 - 2^-M) 2^127 overflows there; under P3109's rule round-to-odd is not spared.
+    assert hex(int(encode(2.0**128, "binary11p3sf", rounding="odd", directed_overflow="p3109"))) == "0x400"
+    assert int(encode(2.0**128, "e8m0", rounding="toward_zero", directed_overflow="none")) == 0xFF
+    assert int(encode(2.0**128, "e8m0", rounding="toward_zero")) == 0xFE  # IEEE: spared
+    assert encode([1e300, -1e300, 3.0], "e4m3", overflow="saturate").tolist() == [0x7E, 0xFE, 0x44]

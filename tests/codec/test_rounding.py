@@ -30,6 +30,7 @@ from reference import (
     ref_decode,
     ref_encode,
 )
+from fpemu import mx
 
 MODES = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "odd"]
 ALIASES = {"rne": "nearest_even", "rna": "nearest_away", "rz": "toward_zero", "ru": "up", "rd": "down", "rto": "odd"}
@@ -396,3 +397,20 @@ def test_stochastic_rounds_first_then_applies_overflow():
     assert set(np.unique(fpemu.encode(x, e4m3, rounding="stochastic", rng=3, overflow="saturate")).tolist()) == {0x7E}
     y = np.full(20_000, 60000.0)  # between 57344 (max) and 61440
     assert set(np.unique(fpemu.encode(y, e5m2, rounding="stochastic", rng=3)).tolist()) == {0x7B, 0x7C}
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_rng_seed_takes_numpy_integers_but_not_bools():
+    x = np.linspace(1, 2, 64)
+    np.testing.assert_array_equal(fpemu.encode(x, "e4m3", rounding="sr", rng=np.int64(7)),
+                                  fpemu.encode(x, "e4m3", rounding="sr", rng=7))
+    with pytest.raises(TypeError, match="rng must be"):
+        fpemu.encode(x, "e4m3", rounding="sr", rng=True)
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_rng_still_seeds_every_stochastic_rounding():
+    x = np.linspace(1, 2, 32)
+    assert fpemu.encode(x, "e4m3", rounding="SR", rng=3).shape == (32,)
+    assert fpemu.encode(x, "e4m3", rounding="stochastic_b", sr_bits=8, rng=3).shape == (32,)
+    assert mx.quantize(x, "mxfp4", rounding="stochastic", rng=3).codes.shape == (32,)

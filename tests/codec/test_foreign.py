@@ -94,3 +94,49 @@ def test_helpers_refuse_what_has_no_equivalent():
         to_torch([1, 2, 3], "e2m1")
     with pytest.raises(ValueError, match="torch has no dtype for e3m2"):
         to_torch([1], "e3m2")
+
+
+def _message(call) -> str:
+    with pytest.raises(ValueError) as info:
+        call()
+    return str(info.value)
+
+
+# ---- codes out of range handed to to_ml_dtypes / to_torch ----
+BAD_CODES = [
+    (np.array([56, 300, -1]), "e4m3"),  # 300 wrapped to 0x2C, -1 to 0xFF
+    (np.array([-1, 56]), "e4m3"),
+    ([16], "e2m1"),  # read as -0
+    ([0x1FFFF], "bf16"),  # read as NaN
+    (np.array([1 << 16], np.int64), "fp16"),
+]
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+@pytest.mark.parametrize("codes, fmt", BAD_CODES)
+def test_to_ml_dtypes_refuses_codes_out_of_range_as_decode_does(codes, fmt):
+    pytest.importorskip("ml_dtypes")
+    expected = _message(lambda: fpemu.decode(codes, fmt))
+    assert _message(lambda: fpemu.to_ml_dtypes(codes, fmt)) == expected
+    assert "out of range" in expected
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+@pytest.mark.parametrize("codes, fmt", BAD_CODES)
+def test_to_torch_refuses_codes_out_of_range_as_decode_does(codes, fmt):
+    pytest.importorskip("torch")
+    expected = _message(lambda: fpemu.decode(codes, fmt))
+    assert _message(lambda: fpemu.to_torch(codes if fmt != "e2m1" else [16, 0], fmt)) == expected
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_exports_still_take_every_code_and_leave_the_input_alone():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    codes = np.arange(16, dtype=np.int64)
+    before = codes.copy()
+    out = fpemu.to_ml_dtypes(codes, "e2m1")
+    assert out.dtype == ml_dtypes.float4_e2m1fn
+    np.testing.assert_array_equal(out.astype(np.float64), fpemu.decode(codes, "e2m1"))
+    np.testing.assert_array_equal(codes, before)
+    full = np.arange(256, dtype=np.uint8)
+    np.testing.assert_array_equal(fpemu.to_ml_dtypes(full, "e4m3").view(np.uint8), full)

@@ -1,7 +1,7 @@
 """MX elements of float32 blocks encoded without computing the quotients
 (fpemu.codec.encode_scaled_blocks: each block's scale exponent comes off the exponent fields
 inside the top-half arithmetic's addition), against the exact quotients (Fractions, as in
-tests/test_mx_exact.py), with a spy that the arithmetic really ran:
+tests/mx/test_mx_quantization.py), with a spy that the arithmetic really ran:
 
 * hypothesis: blocks whose exponents cluster or spread over all of float32 (zeros,
   subnormals, ties, values near the element maxima), every element format, rounding and scale
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import fpemu
 import fpemu.mx.mx_quantization as mxq
 from fpemu import mx
-from test_mx_exact import check, wide_blocks
+from mx_helpers import check, wide_blocks
 
 ARITHMETIC = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2")
 ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero")

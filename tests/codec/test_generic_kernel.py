@@ -1,11 +1,9 @@
-"""Random user-defined formats, tested like the built-in ones against the exact reference.
+"""The generic kernel's promise, one kernel for every format: random user-defined formats,
+tested like the built-in ones against the exact reference.
 
-A hypothesis strategy draws any :class:`fpemu.Format` the dataclass accepts: 0 to 11 exponent
-bits (0: a fixed-point format, sign-magnitude or two's complement), 0 to 52 mantissa bits (at
-most 64 bits in all), any bias that keeps the values inside float64, signed or unsigned,
-every Inf/NaN placement (P3109's Inf below the NaN too), subnormals on or off, a wider
-container now and then. For each one the codec is compared with ``tests/reference.py`` (exact
-``Fraction`` arithmetic built from the Format fields only):
+A hypothesis strategy (tests/random_formats.py) draws any :class:`fpemu.Format` the dataclass
+accepts. For each one the codec is compared with ``tests/reference.py`` (exact ``Fraction``
+arithmetic built from the Format fields only):
 
 * decode of every code (a dense sample of every binade for wide formats), float64 and float32;
 * encode, in every rounding mode (P3109's stochastic A/B/C with random bits, ml_dtypes' E8M0
@@ -27,11 +25,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fpemu import Format, decode, encode, quantize
-from fpemu.codec import OVERFLOW_MODES
+from random_formats import formats, overflow_options, ref_options
 from reference import magnitude_value, max_magnitude_code, ref_decode, ref_encode
 
 MODES = ("rne", "rna", "rz", "ru", "rd", "odd")
@@ -41,34 +39,8 @@ def _modes(fmt: Format) -> tuple[str, ...]:
     """The deterministic rounding modes the format admits (ml_dtypes' E8M0 rule: no mantissa
     bits, no zero)."""
     return MODES + (("ml_dtypes_e8m0",) if fmt.mantissa_bits == 0 and not fmt.subnormals else ())
-# (inf, nan) placements that Format accepts (IEEE Inf and NaN come together).
-SPECIALS = [("none", "none"), ("ieee", "ieee"), ("none", "top"), ("top", "none"),
-            ("top", "neg_zero"), ("none", "neg_zero"), ("below_nan", "top")]  # fmt: skip
-
 DEFAULT = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 SLOW = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-@st.composite
-def formats(draw) -> Format:
-    """Any Format the dataclass accepts (refused combinations are drawn again)."""
-    exponent_bits = draw(st.integers(1, 8) | st.integers(9, 11) | st.just(0))
-    mantissa_bits = draw(st.integers(0, 23) | st.integers(24, 52))
-    signed = draw(st.booleans())
-    subnormals = draw(st.booleans())
-    inf, nan = draw(st.sampled_from(SPECIALS))
-    twos_complement = draw(st.booleans()) if exponent_bits == 0 else False
-    standard = (1 << max(exponent_bits - 1, 0)) - 1
-    bias = draw(st.integers(-4, 4).map(lambda d: standard + d)
-                | st.integers(-(1 << exponent_bits), (1 << exponent_bits) + 64))
-    bits = int(signed) + exponent_bits + mantissa_bits
-    container = draw(st.sampled_from([None, None, None] + [b for b in (8, 16, 32, 64) if b > bits]))
-    try:
-        return Format("random", exponent_bits, mantissa_bits, bias, signed=signed, inf=inf,
-                      nan=nan, subnormals=subnormals, container_bits=container,
-                      twos_complement=twos_complement)
-    except ValueError:
-        assume(False)
 
 
 # ---- values to encode ---------------------------------------------------------------------
@@ -150,26 +122,6 @@ def _values_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return same | (np.isnan(got) & np.isnan(want))
 
 
-def _overflow_options(fmt: Format) -> list[dict]:
-    """Every overflow rule the format admits, as encode's keyword arguments (the reference
-    takes ``directed`` for ``directed_overflow``)."""
-    allowed: list[dict] = [{"overflow": o} for o in (None, "saturate", "saturate_propagate", "sat_none",
-                                                     "ml_dtypes_saturate")]
-    for target, present in (("inf", fmt.inf != "none"), ("nan", fmt.nan != "none")):
-        if present:
-            allowed += [{"overflow": target, "directed_overflow": d} for d in (None, "p3109", "none")]
-    assert {a["overflow"] for a in allowed} - {None} <= set(OVERFLOW_MODES)
-    return allowed
-
-
-def _ref_options(options: dict) -> dict:
-    """encode's options as the reference's keyword arguments."""
-    out = {k: v for k, v in options.items() if k != "directed_overflow"}
-    if options.get("directed_overflow"):
-        out["directed"] = options["directed_overflow"]
-    return out
-
-
 def _nan_options(fmt: Format) -> list[str | None]:
     if fmt.nan == "none":  # the default, "raise", is checked on its own
         return ["zero", "max"] + (["ml_dtypes"] if fmt.signed else [])
@@ -216,14 +168,14 @@ def check_encode(fmt: Format, values: list[float]) -> None:
     """encode in every mode and option equals the reference, float64 and float32 input."""
     signed_values = values + [-v for v in values]
     f32 = [v for v in signed_values if _is_float32(v)]
-    overflows = _overflow_options(fmt)
+    overflows = overflow_options(fmt)
     edge = [v for v in signed_values if abs(v) >= fmt.max / 2 or math.isinf(v)]
     for mode in _modes(fmt):
         for overflow in overflows:
             # Every value under the default overflow; the overflow region under the others.
             vals = signed_values if overflow["overflow"] is None else edge
             opts = dict(rounding=mode, nan="zero" if fmt.nan == "none" else None, **overflow)
-            want = _reference_codes(vals, fmt, **_ref_options(opts))
+            want = _reference_codes(vals, fmt, **ref_options(opts))
             _same_code(encode(np.array(vals), fmt, **opts), want, vals, f"float64 {mode} {overflow}")
             v32 = [v for v in vals if v in f32]
             want32 = [w for v, w in zip(vals, want) if v in f32]
@@ -251,12 +203,12 @@ def check_unrepresentable(fmt: Format) -> None:
     bad = ([-1.0, -fmt.max] if not fmt.signed else []) + ([0.0, -0.0] if not fmt.subnormals else [])
     if not bad:
         return
-    for overflow in _overflow_options(fmt):
+    for overflow in overflow_options(fmt):
         for mode in _modes(fmt):
             for nan in ([None, "zero"] if fmt.nan == "none" else [None]):
                 opts = dict(rounding=mode, nan=nan, **overflow)
                 try:
-                    want = [ref_encode(v, fmt, **_ref_options(opts)) for v in bad]
+                    want = [ref_encode(v, fmt, **ref_options(opts)) for v in bad]
                 except ValueError:
                     with pytest.raises(ValueError, match="no code|has no NaN"):
                         encode(bad, fmt, **opts)
@@ -384,3 +336,13 @@ REGRESSIONS = {
 @pytest.mark.parametrize("name", REGRESSIONS)
 def test_regression_formats_match_reference(name):
     check_all(REGRESSIONS[name], seed=0)
+
+
+# (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
+def test_one_bit_exponent_format_has_only_subnormal_values():
+    # IEEE Inf/NaN take exponent field 1, so the finite values are k/8, k = 0..127.
+    fmt = Format("x", 1, 7, -3)
+    assert fmt.max == 15.875 and fmt.min_subnormal == 0.125 and fmt.min_normal == float("inf")
+    got = quantize(np.float32([0.55, 0.5625, 15.9, 16.0]), fmt)
+    assert got.tolist() == [0.5, 0.5, 15.875, float("inf")]  # 0.5625 is a tie: even k = 4
+    assert got.dtype == np.float32

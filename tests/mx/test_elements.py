@@ -154,7 +154,7 @@ def int8_codes(y: np.ndarray, rounding: str) -> np.ndarray:
 def test_every_rounding_equals_the_codec_over_many_chunks(rounding, dtype):
     """600k values (three 256Ki-element chunks) of ties, non-ties, tiny values beside huge ones
     and zeros: the codes are ``fpemu.encode(clip(V/X, +-127/64), "int8")`` of the exact quotient
-    (stochastic: one of the codes of 'down' and 'up', both taken; tests/test_mx_exact.py holds
+    (stochastic: one of the codes of 'down' and 'up', both taken; tests/mx/test_mx_quantization.py holds
     it to the codec's own random bits)."""
     rng = np.random.default_rng(2)
     x = rng.integers(-300, 301, 600_000) / 128 * np.exp2(rng.integers(-60, 60, 600_000))

@@ -13,6 +13,7 @@ import pytest
 import fpemu
 from fpemu.codec import encode_path, options
 from fpemu.codec import generic_kernel as kernel
+from fpemu import Format, encode, quantize
 
 F32 = np.float32
 
@@ -105,3 +106,15 @@ def test_quantize_fast_paths_equal_generic_kernel(fmt, dtype):
                 uint = np.uint64 if got.dtype == np.float64 else np.uint32
                 same = (got.view(uint) == want.view(uint)) | (np.isnan(got) & np.isnan(want))
                 assert same.all(), (fmt.name, rounding, overflow, nan, x[~same][:3])
+
+
+# (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
+def test_directed_rounding_when_the_smallest_subnormal_is_two():
+    # emin = 1 - (-3) = 4, three mantissa bits: the quantum of the subnormals is 2^(4-3) = 2.
+    fmt = Format("b", 1, 3, -3, inf="none", nan="none")
+    assert fmt.min_subnormal == 2.0
+    for x in (np.array([5e-324]), np.array([5e-324], np.float64)):
+        assert quantize(x, fmt, rounding="up").tolist() == [2.0]
+        assert quantize(-x, fmt, rounding="down").tolist() == [-2.0]
+        assert quantize(x, fmt, rounding="down").tolist() == [0.0]
+    assert encode([5e-324], fmt, rounding="up").tolist() == [1]

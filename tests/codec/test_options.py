@@ -25,6 +25,7 @@ from fpemu import (
 )
 from fpemu.formats import p3109
 from fpemu.vectors import cast_vectors
+from fpemu import mx
 
 
 def same_codes(got, want, x, what):
@@ -308,3 +309,63 @@ def test_signed_p3109_with_p_equal_k_is_refused_with_the_section(k):
         get_format(f"binary{k}p{k}se")
     u = p3109(k, k, signed=False, domain="finite")  # unsigned P = K is P3109's
     assert (u.exponent_bits, u.mantissa_bits, u.bias) == (1, k - 1, 1)
+
+
+def _message(call) -> str:
+    with pytest.raises(ValueError) as info:
+        call()
+    return str(info.value)
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_sr_bits_takes_numpy_integers():
+    x = [1.3, 1.3]
+    kw = dict(rounding="stochastic_a", random_bits=[2, 14])
+    want = fpemu.encode(x, "e4m3", sr_bits=4, **kw)
+    np.testing.assert_array_equal(fpemu.encode(x, "e4m3", sr_bits=np.int64(4), **kw), want)
+    np.testing.assert_array_equal(fpemu.quantize(x, "e4m3", sr_bits=np.uint8(4), **kw),
+                                  fpemu.decode(want, "e4m3"))
+    for bad in (True, 4.0, np.bool_(True)):
+        with pytest.raises(ValueError, match="needs sr_bits"):
+            fpemu.encode(x, "e4m3", sr_bits=bad, **kw)
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_codec_options_ignore_case():
+    x = [0.1, 1000.0, -1e9, float("nan")]
+    want = fpemu.encode(x, "e4m3", rounding="rne", overflow="saturate", nan="sign")
+    got = fpemu.encode(x, "e4m3", rounding="RNE", overflow="Saturate", nan="SIGN")
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fpemu.encode(x, "e4m3", overflow=" SAT_FINITE "), want)
+    np.testing.assert_array_equal(
+        fpemu.encode([1e6], "fp16", rounding="rz", overflow="Inf", directed_overflow="None"),
+        fpemu.encode([1e6], "fp16", rounding="rz", overflow="inf", directed_overflow="none"))
+    np.testing.assert_array_equal(fpemu.quantize(x, "e4m3", overflow="SATURATE", nan="Sign"),
+                                  fpemu.quantize(x, "e4m3", overflow="saturate"))
+    assert isinstance(fpemu.encode([1.0], "e4m3", returns="NumPy"), np.ndarray)
+    np.testing.assert_array_equal(fpemu.decode([1], "e4m3", returns="NUMPY"), fpemu.decode([1], "e4m3"))
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+@pytest.mark.parametrize("call", [
+    lambda: fpemu.encode([1.3], "e4m3", rng=0),
+    lambda: fpemu.encode([1.3], "e4m3", rounding="rz", rng=np.random.default_rng(0)),
+    lambda: fpemu.quantize(np.float32([1.3]), "bf16", rng=0),  # the float32 fast path
+    lambda: fpemu.quantize([1.3], "e4m3", rounding="up", rng=0),  # the float64 fast path
+    lambda: mx.quantize([1.3] * 32, "mxfp4", rng=0),
+    lambda: mx.quantize([1.3] * 32, "nvfp4", rounding="rne", rng=1),
+    lambda: fpemu.scaled_cast([1.3], "e4m3", rng=0),
+], ids=["encode", "encode-rz-generator", "quantize-f32", "quantize-f64", "mx", "nvfp4", "scaled_cast"])
+def test_rng_is_refused_where_the_rounding_draws_nothing(call):
+    message = _message(call)
+    assert "rng" in message and ("nearest_even" in message or "toward_zero" in message or "up" in message)
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_rng_with_given_random_bits_is_refused_as_random_bits_without_them_are():
+    with pytest.raises(ValueError, match="random_bits apply to"):
+        fpemu.encode([1.3], "e4m3", random_bits=[1])
+    with pytest.raises(ValueError, match="rng"):
+        fpemu.encode([1.3], "e4m3", rounding="stochastic_a", sr_bits=4, random_bits=[1], rng=0)
+    with pytest.raises(ValueError, match="random_bits apply to"):
+        fpemu.quantize(np.float32([1.3]), "bf16", random_bits=[1])

@@ -1,6 +1,6 @@
 """All 2^32 float32 bit patterns, RNE, against ml_dtypes (e4m3, e5m2, bf16) and numpy (fp16).
 
-Marked ``slow`` (deselected by default): run with ``pytest -m slow tests/test_codec_sweep_slow.py``.
+Marked ``slow`` (deselected by default): run with ``pytest -m slow tests/codec/test_encoder_all_float32.py``.
 The sweep goes in chunks of 2^24 patterns so memory stays small; NaN codes are compared by
 NaN-ness (ml_dtypes keeps the sign, numpy keeps fp16 payloads; SPEC section 2).
 Measured on the 2-core dev box under load: e4m3 108 s, e5m2 198 s, bf16 103 s, fp16 1247 s

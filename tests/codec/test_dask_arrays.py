@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fpemu
+from fpemu import mx
 
 da = pytest.importorskip("dask.array")
 
@@ -126,3 +127,14 @@ def test_mx_quantize_says_how_to_rechunk():
         fpemu.mx.quantize(x, "nvfp4", block_size=(16, 16))
     with pytest.raises(ValueError, match="unknown element rounding"):  # options checked at once
         fpemu.mx.quantize(x.rechunk((64, 64)), "mxfp4", rounding="sideways")
+
+
+# (a regression of argument handling: it failed on the code before its fix, deac082)
+def test_rng_is_refused_for_dask_arrays_too():
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(np.linspace(1, 2, 64), chunks=32)
+    with pytest.raises(ValueError, match="rng"):
+        mx.quantize(x, "mxfp4", rng=0)
+    with pytest.raises(ValueError, match="rng"):
+        fpemu.encode(x, "e4m3", rng=0)
+    assert mx.quantize(x, "mxfp4").compute().codes.shape == (64,)

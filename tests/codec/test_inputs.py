@@ -16,6 +16,7 @@ import pytest
 
 import fpemu
 from fpemu.formats import Format, format_names, get_format
+from fpemu import encode, quantize
 
 ERRORS = (ValueError, TypeError)
 MODES = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "odd", "stochastic"]
@@ -80,7 +81,7 @@ def test_object_input_that_is_no_number_is_refused(bad):
 @pytest.mark.parametrize("good", [np.array([1.0, 2.0], dtype=object), [1.0, "2"], "1.0", np.array(["1.0", "2"])],
                          ids=["object-floats", "list-mixed-str", "str", "str-array"])
 def test_object_and_string_input_is_exact_input(good):
-    """Numbers in object arrays and decimal strings are exact input (tests/test_codec_exact_kernel.py)."""
+    """Numbers in object arrays and decimal strings are exact input (tests/codec/test_exact_kernel.py)."""
     want = fpemu.encode(np.array([1.0, 2.0])[:np.size(good)], "bf16")
     np.testing.assert_array_equal(np.ravel(fpemu.encode(good, "bf16")), want)
 
@@ -255,3 +256,27 @@ def test_quantize_of_representable_float32_does_not_return_the_input_object():
     np.testing.assert_array_equal(q, x)
     q[0] = 7.0
     assert x[0] == 1.0
+
+
+# (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">f2", "<f8"])
+def test_big_endian_input(dtype):
+    x = np.array([0.3, -1000.0, 2.0**-10], dtype=dtype)
+    native = x.astype(x.dtype.newbyteorder("="))
+    assert encode(x, "e4m3").tolist() == encode(native, "e4m3").tolist() == [0x2A, 0xFF, 0x00]
+    q = quantize(x, "e4m3", overflow="saturate")
+    assert q.dtype.isnative and q.tolist() == [0.3125, -448.0, 0.0]
+    assert encode(np.array([3, -2], ">i4"), "e4m3").tolist() == [0x44, 0xC0]
+
+
+# (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
+def test_inputs_are_never_modified_in_any_rounding():
+    x = np.array([0.3, np.nan, -5e-324, 1e300], np.float64)
+    y = np.array([0.3, np.nan, -1e-45, 3e38], np.float32)
+    before, before32 = x.copy(), y.copy()
+    for rounding in ("rne", "rz", "up", "odd", "sr"):
+        seed = 1 if rounding == "sr" else None  # rng is refused for the other roundings
+        encode(x, "e4m3", rounding=rounding, rng=seed)
+        quantize(y, "fp16", rounding=rounding, rng=seed)
+        quantize(x, "bf16", rounding=rounding, rng=seed)
+    assert x.tobytes() == before.tobytes() and y.tobytes() == before32.tobytes()

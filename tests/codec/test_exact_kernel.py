@@ -18,7 +18,7 @@ from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
 import fpemu
-import test_codec_random_formats as rf
+import random_formats as rf
 from fpemu import Format, get_format
 from fpemu.codec.rounding import random_u64, sr_key
 from reference import magnitude_value, max_magnitude_code, ref_decode, ref_encode
@@ -70,9 +70,9 @@ def test_ties_and_their_neighbours_round_once(name, mode):
     fmt = USER if name == "user" else get_format(name)
     values = probes(fmt, np.random.default_rng(len(name)))
     options = dict(nan="zero") if not fmt.has_nan else {}  # (no negatives' NaN raises)
-    for ovf in rf._overflow_options(fmt):
+    for ovf in rf.overflow_options(fmt):
         kw = ovf | options
-        expected = want(values, fmt, rounding=mode, **rf._ref_options(kw))
+        expected = want(values, fmt, rounding=mode, **rf.ref_options(kw))
         got = fpemu.encode(np.array(values, dtype=object), fmt, rounding=mode, **kw)
         bad = [(str(v), hex(g), hex(w)) for v, g, w in zip(values, got.tolist(), expected) if g != w]
         assert not bad, f"{name} {mode} {kw}: {len(bad)} differ, e.g. {bad[:3]}"
@@ -143,7 +143,7 @@ def test_huge_python_ints_round_once():
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 def test_random_formats_against_the_reference(fmt, data):
     mode = data.draw(st.sampled_from(MODES))
-    kw = data.draw(st.sampled_from(rf._overflow_options(fmt)))
+    kw = data.draw(st.sampled_from(rf.overflow_options(fmt)))
     kw = kw | ({"nan": "zero"} if not fmt.has_nan else {})
     top = max_magnitude_code(fmt)
     k = data.draw(st.integers(0, top))
@@ -153,7 +153,7 @@ def test_random_formats_against_the_reference(fmt, data):
     v = lo + (hi - lo) * t
     values = [v, -v]
     got = fpemu.encode(np.array(values, dtype=object), fmt, rounding=mode, **kw).tolist()
-    assert got == want(values, fmt, rounding=mode, **rf._ref_options(kw)), (fmt, mode, kw, v)
+    assert got == want(values, fmt, rounding=mode, **rf.ref_options(kw)), (fmt, mode, kw, v)
 
 
 @pytest.mark.parametrize("name", ["e4m3", "fp16", "fp64"])
