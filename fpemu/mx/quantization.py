@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
-from ..codec import check_random, is_dask
+from ..codec import check_random, is_dask, is_stochastic
 from .array import BlockArray
 from .mx_array import MXArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
@@ -141,7 +141,7 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     """quantize of a Dask array: the options checked now on one element of its dtype, the
     tensor amax (NVFP4) taken over the whole array, then every chunk where it lies."""
     axes, block = normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
-    stochastic = canonical_rounding(options["rounding"]) == "stochastic"
+    stochastic = is_stochastic(canonical_rounding(options["rounding"]))
     dry_rng = 0 if stochastic else options["rng"]  # (a Generator's draw is the chunks' to take)
     dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": dry_rng}, workers=1)
     if bf.tensor_scale and options["global_amax"] is None:
