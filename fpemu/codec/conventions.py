@@ -52,7 +52,7 @@ from .encoder import encode  # noqa: F401  (the examples above)
 from .library_versions import installed_version, parse_version, pick_series
 from .options import Conversion
 
-__all__ = ["like", "resolve_convention", "convention_rules", "CONVENTIONS", "Rules", "MXRule", "MXBlocks"]
+__all__ = ["like", "resolve_convention", "convention_rules", "names_with", "CONVENTIONS", "Rules", "MXRule", "MXBlocks"]
 
 #: Releases that no rule set reproduces, with the reason (a plain name refuses them).
 UNSUPPORTED_RELEASES = {
@@ -289,6 +289,7 @@ class Rules:
     nvfp4: str | None = None
 
     def has(self, part: str) -> bool:
+        """Whether this release has rules for ``part`` (``elements``, ``mx`` or ``nvfp4``)."""
         return getattr(self, part) is not None
 
 
