@@ -5,15 +5,15 @@ ml_dtypes' whole casts and the floor of a NumPy kernel, in one run.
     python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5] [--dtype float64]
     python benchmarks/profile_codec.py --mx mxfp8_e4m3     (mx.quantize: its scale and element lines)
 
-The numpy module that the kernel modules see (fpemu.codec.top_half, .paths and .prefix) is
+The numpy module that the kernel modules see (fpemu.codec.fast.top_half, .fp32_table and .prefix_rne) is
 swapped for a proxy that times every call by name, on one worker. In-place operators
 (``a += b``) are ndarray methods, not numpy functions: they land in "the rest", with Python's
 own time between the calls. The report gives ns per element of input for each call, the
 kernel's time without the proxy, and the competitors' casts (``torch.set_num_threads(1)``):
 how far a kernel made of whole-array NumPy passes stands from a compiled cast, pass by pass.
 
-The line profile (``sys.settrace`` on the kernel functions of codec.top_half, .paths, .prefix
-and codec.odd) gives the ns per element of every line that ran, in-place operators
+The line profile (``sys.settrace`` on the kernel functions of codec.fast.top_half, .fp32_table,
+.prefix_rne and .float32_alike) gives the ns per element of every line that ran, in-place operators
 included: these are the passes that remain. The floor: the cheapest pass NumPy has, one
 integer narrowing copy of the input's bit patterns into a code array (``np.copyto`` of
 uint32 into uint8, in cache-sized chunks), times the passes the kernel makes; a compiled cast
@@ -36,8 +36,8 @@ import fpemu  # noqa: E402
 from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
 from bench_mx import torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
-from fpemu.codec import odd, paths, prefix, top_half  # noqa: E402
-from fpemu.mx import layout as mx_layout  # noqa: E402
+from fpemu.codec import chunks as codec_chunks  # noqa: E402
+from fpemu.codec.fast import float32_alike, fp32_table, prefix_rne, top_half  # noqa: E402
 from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
 try:
@@ -78,7 +78,7 @@ class TimedNumpy:
         return timed
 
 
-KERNEL_MODULES = (top_half, paths, prefix, odd)
+KERNEL_MODULES = (top_half, fp32_table, prefix_rne, float32_alike)
 MX_MODULES = (mx_quantization, mx_scales)  # (profiled with --mx)
 
 
@@ -117,10 +117,10 @@ def line_profile(fn) -> tuple[dict, int]:
 
 def floor_per_pass(n: int, repeat: int) -> float:
     """Seconds per element of NumPy's cheapest pass: uint32 patterns narrowed into uint8, in
-    chunks of top_half's piece (in cache), as the kernels walk their input."""
+    chunks of the top-half path's size (in cache), as the kernels walk their input."""
     u = np.arange(n, dtype=np.uint32)
     out = np.empty(n, np.uint8)
-    step = top_half._PIECE
+    step = codec_chunks.TOP_HALF_CHUNK
 
     def one_pass() -> None:
         for start in range(0, n, step):
@@ -227,7 +227,7 @@ def _mx_parts(x: np.ndarray, name: str, repeat: int, ns: float) -> None:
     if bf.is_int or bf.is_nvfp4 or x.dtype != np.float32:  # (E8M0 scales on float elements)
         return
     rows = x[: x.size // bf.block_size * bf.block_size].reshape(-1, bf.block_size)
-    step = max(1, mx_layout._CHUNK_ELEMENTS // bf.block_size)
+    step = max(1, codec_chunks.MX_CHUNK // bf.block_size)
     chunks = [rows[i: i + step] for i in range(0, rows.shape[0], step)]
 
     def scales() -> None:

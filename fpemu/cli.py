@@ -23,7 +23,7 @@ from typing import Callable, NoReturn, Sequence
 
 from . import codec
 from .arguments import option_name
-from .codec.option_names import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
+from .codec import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
 from .errors import RunError
 from .outputs import json_number
 from .version import __version__
@@ -79,8 +79,7 @@ def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
     value - input and error / |input| (floats, "inf" past float64's range; None where not
     finite; ``error_exact``: the error's whole decimal, or p/q), the rules that fired (the
     explorer's page lists the same) and the explanation's lines."""
-    from .codec.exact import decimal_text, exact_decimal, fraction_float
-    from .codec.explainer import explain_facts
+    from .codec import decimal_text, exact_decimal, explain_facts, fraction_float
 
     facts = explain_facts(value, fmt, **options)
     exact, err, rel = facts["exact_input"], facts["error"], facts["relative_error"]

@@ -9,7 +9,7 @@ Each venv sees the packages of the interpreter that runs this script, a venv's i
 (numpy, pytest, hypothesis, torch, ...: a .pth file adds its site directories after the
 venv's own), and gets one release of the oracle on top, so what changes between runs is that
 library alone. The
-tests are the files of tests/ that use ml_dtypes or gfloat; they read the installed release
+tests are the files under tests/ that use ml_dtypes or gfloat; they read the installed release
 themselves (fpemu.like("ml_dtypes") follows it), so the same files must pass under each.
 CI runs this after the README's test command (.ci/run).
 """
@@ -37,8 +37,9 @@ _USES_ORACLE = re.compile(r"\b(ml_dtypes|gfloat)\b")
 
 
 def oracle_test_files() -> list[str]:
-    """The test files that use ml_dtypes or gfloat (helpers without tests left out)."""
-    files = sorted((ROOT / "tests").glob("test_*.py"))
+    """The test files that use ml_dtypes or gfloat, in tests/ and its package folders
+    (tests/codec/, tests/mx/, ...; helpers without tests left out)."""
+    files = sorted((ROOT / "tests").rglob("test_*.py"))
     return [str(f.relative_to(ROOT)) for f in files if _USES_ORACLE.search(f.read_text())]
 
 

@@ -20,7 +20,7 @@ from reference import ref_decode, ref_encode
 import fpemu
 from fpemu import get_format
 from fpemu.cli import main
-from fpemu.codec.exact import decimal_text
+from fpemu.codec import decimal_text
 from fpemu.teach import describe_block, describe_code, encode_number
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import quantize
-from ..codec.dask_arrays import is_dask
+from ..codec import is_dask
 from ..parallel import gathered, on_cluster
 from .kernels.exact import exact_sum
 from .kernels.operand import element_operand

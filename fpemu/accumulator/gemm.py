@@ -15,9 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import quantize
-from ..codec.dask_arrays import is_dask
-from ..codec.returns import check_returns, deliver_values
+from ..codec import check_returns, deliver_values, is_dask, quantize
 from ..formats import Format, get_format
 from ..mx.array import BlockArray
 from ..parallel import run_each

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import quantize
-from ..codec.foreign import as_numpy
+from ..codec import as_numpy, quantize
 from ..mx import BlockArray
 from ..mx.gemm_buffers import k_block
 

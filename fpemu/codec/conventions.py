@@ -1,8 +1,11 @@
-"""Other libraries' and instructions' conversion rules, as fpemu options.
+"""Other libraries' and instructions' rules, in one table: for each release of a library (or
+a specification), how it converts real numbers into a format (:func:`like`), how it scales MX
+blocks (``fpemu.mx.quantize(convention=...)``) and which NVFP4 arithmetic it follows.
 
-Libraries disagree on overflow, NaN codes and ties; fpemu offers each choice as an option
-and :func:`like` names the set that reproduces one of them (docs/formats.md, "Matching another
-library", says what each one does, which releases were checked and which test checks it):
+Libraries disagree on overflow, NaN codes, ties and scales; fpemu offers each choice as an
+option, and a convention names the set that reproduces one library (docs/formats.md and
+docs/mx.md, "Matching another library", say what each one does, which releases were checked
+and which test checks it):
 
 >>> like("gfloat", "e5m2")
 Conversion(nan='all_ones', directed_overflow='p3109')
@@ -13,12 +16,20 @@ Conversion(nan='all_ones', directed_overflow='p3109')
 >>> like("ptx_cvt_rs", "e2m1")
 Conversion(rounding='stochastic_a', overflow='saturate', nan='max', sr_bits=8)
 
-A library's rules are kept per release series: a plain name (``"ml_dtypes"``) follows the
-installed release, or the newest rules when the library is not installed, and
-``"ml_dtypes-0.6"`` names a release (:func:`resolve_convention` says which one a name means):
+One spelling per library and release: the library's import name (``ml_dtypes``,
+``transformer_engine``, ``torchao``; a variant of it after an underscore: ``gfloat_sat``,
+``torchao_triton``), then ``-`` and the release series (``ml_dtypes-0.6``,
+``transformer_engine-2.13``). A plain name follows the installed release, or the newest rules
+when the library is not installed (:func:`resolve_convention` says which one a name means,
+for element rules, MX rules or NVFP4's alike); a specification (``p3109``, ``ptx_cvt_rn``)
+has one rule set and no release. Any other spelling is refused, naming the closest:
 
 >>> like("ml_dtypes-0.6", "e8m0"), like("ml_dtypes-0.7", "e8m0")
 (Conversion(rounding='ml_dtypes_e8m0', via='fp32'), Conversion(rounding='nearest_away'))
+>>> resolve_convention("transformer-engine-2.13", "mx")
+Traceback (most recent call last):
+...
+ValueError: unknown convention 'transformer-engine-2.13'; did you mean transformer_engine-2.13, transformer_engine-2.12 or transformer_engine? choose one of transformer_engine, torchao, torchao_triton; a library's name takes a release too (transformer_engine-2.13)
 
 like() gives a :class:`~fpemu.Conversion`, which every converting function takes as
 ``conversion=``; it fixes only what the convention fixes, so a keyword adds the rest
@@ -29,17 +40,19 @@ those options, so ``encode(x, fmt, **like(...))`` works as when like() returned 
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np  # noqa: F401  (the examples above)
 
-from ..arguments import unknown_name
+from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
 from .encoder import encode  # noqa: F401  (the examples above)
 from .library_versions import installed_version, parse_version, pick_series
 from .options import Conversion
 
-__all__ = ["like", "resolve_convention", "CONVENTIONS"]
+__all__ = ["like", "resolve_convention", "convention_rules", "names_with", "CONVENTIONS", "Rules", "MXRule", "MXBlocks"]
 
 #: Releases that no rule set reproduces, with the reason (a plain name refuses them).
 UNSUPPORTED_RELEASES = {
@@ -197,30 +210,156 @@ def _p3109(fmt: Format) -> dict:
 
 _Rule = Callable[[Format], dict]
 
-#: Every convention :func:`like` knows: the library whose installed release picks the rules
-#: (None: a specification, one rule set) and the rules per release series, oldest first.
-CONVENTIONS: dict[str, tuple[str | None, dict[str, _Rule]]] = {
-    "ml_dtypes": ("ml_dtypes", {"0.5": _ml_dtypes_05, "0.6": _ml_dtypes_05, "0.7": _ml_dtypes_07}),
-    "ml_dtypes_saturate": ("ml_dtypes", {"0.6": _ml_dtypes_saturate}),
-    "ml_dtypes_truncate": ("ml_dtypes", {"0.6": _ml_dtypes_truncate}),
-    "gfloat": ("gfloat", {"0.5": _gfloat}),
-    "gfloat_sat": ("gfloat", {"0.5": _gfloat_sat}),
-    "gfloat_encode": ("gfloat", {"0.5": _gfloat_encode}),
-    "torch": ("torch", {"2.13": _torch}),
-    "microxcaling": ("microxcaling", {"1.1": _microxcaling}),
-    "transformer_engine": ("transformer_engine", {"2.13": _transformer_engine}),
-    "ptx_cvt_rn": (None, {"": _ptx_cvt_rn}),
-    "ptx_cvt_rs": (None, {"": _ptx_cvt_rs}),
-    "p3109": (None, {"": _p3109}),
-}
+
+# ---- MX blocks ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MXRule:
+    """How one library computes an MX block, beyond the block format (SPEC.md section 3 gives
+    the OCP MX v1.0 rule; ``fpemu.mx.quantize`` applies this one).
+
+    Attributes:
+        scale: the scale rule: ``floor``, ``ceil``, ``even``, ``rceil`` (see docs/mx.md), or
+            ``rceil_log2``: ``ceil(log2(fp32(amax / max_elem)))`` with log2 rounded to float32
+            (torchao's eager RCEIL, one code low just above a power of two).
+        inf: a block holding Inf (and no NaN): ``nan`` (scale 0xFF, the spec), ``saturate``
+            (0xFE, Inf elements at +-max) or ``exponent`` (the scale read off Inf's exponent
+            field, ``255 - emax_elem``, Inf elements at +-max: torchao's FLOOR/CEIL/EVEN).
+        nan: ``block`` (a NaN makes the block's scale 0xFF) or ``ignore`` (the amax skips
+            NaNs, as CUDA's fmaxf does, and each NaN element gets the positive NaN code 0x7F).
+        code0: the divisor of a block with scale code 0: ``exact`` (2**-127), ``one`` (1.0:
+            the elements are not scaled) or ``min_normal`` (2**-126).
+        code254: the divisor of a block with scale code 0xFE: ``exact`` (2**127) or ``zero``
+            (the reciprocal is 0, so every element becomes +-0 and Inf becomes NaN).
+    """
+
+    scale: str
+    inf: str
+    nan: str = "block"
+    code0: str = "exact"
+    code254: str = "exact"
+
+    @property
+    def is_spec(self) -> bool:
+        """Whether only the OCP options (scale rounding, Inf handling) are in play."""
+        return (self.nan, self.code0, self.code254) == ("block", "exact", "exact") and self.inf != "exponent"
 
 
-def resolve_convention(convention: str) -> str:
-    """The release-qualified name of a convention: a plain name follows the installed release
-    (the newest rules when the library is absent), a qualified one must name a known series.
+@dataclass(frozen=True)
+class MXBlocks:
+    """One library release's MX quantization: the block formats it offers, its default scale
+    rounding, its rule per scale rounding, and where the rules were read."""
 
-    >>> resolve_convention("ml_dtypes-0.6.0"), resolve_convention("p3109")
-    ('ml_dtypes-0.6', 'p3109')
+    formats: tuple[str, ...]
+    default: str
+    rules: dict[str, MXRule]
+    source: str
+
+
+_FP8 = ("mxfp8_e4m3", "mxfp8_e5m2")
+_TORCHAO_FORMATS = _FP8 + ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4")
+
+_TORCHAO_MX = MXBlocks(
+    _TORCHAO_FORMATS, "floor",
+    {"floor": MXRule("floor", "exponent", code0="min_normal"),
+     "ceil": MXRule("ceil", "exponent", code0="min_normal"),
+     "even": MXRule("even", "exponent", code0="min_normal"),
+     "rceil": MXRule("rceil_log2", "saturate", code0="one")},
+    "torchao 0.18.0 to_mx, eager (torchao/prototype/mx_formats/mx_tensor.py)")
+_TORCHAO_TRITON_MX = MXBlocks(
+    ("mxfp8_e4m3",), "rceil", {"rceil": MXRule("rceil", "saturate", code0="one")},
+    "torchao 0.18.0 triton_to_mxfp8_dim0/dim1, PTX path (torchao/prototype/mx_formats/kernels.py)")
+_TE_212_MX = MXBlocks(
+    _FP8, "rceil", {"rceil": MXRule("rceil", "saturate", nan="ignore", code0="one", code254="zero")},
+    "TransformerEngine 2.6-2.12 MXFP8 cast (common/util/ptx.cuh exp2f_rcp)")
+_TE_213_MX = MXBlocks(
+    _FP8, "rceil", {"rceil": MXRule("rceil", "saturate", nan="ignore")},
+    "TransformerEngine 2.13-2.18 MXFP8 cast (common/util/ptx.cuh exp2f_rcp)")
+
+
+# ---- the table ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rules:
+    """What fpemu reproduces of one release of a library (or of a specification): its
+    element conversion (:func:`like`; a function of the format), its MX block quantization,
+    and its NVFP4 arithmetic (``variant=`` of ``fpemu.mx.quantize``: ``te`` or ``torchao``).
+    None where fpemu has no rules for that part of it."""
+
+    elements: _Rule | None = None
+    mx: MXBlocks | None = None
+    nvfp4: str | None = None
+
+    def has(self, part: str) -> bool:
+        """Whether this release has rules for ``part`` (``elements``, ``mx`` or ``nvfp4``)."""
+        return getattr(self, part) is not None
+
+
+#: Every convention: the library whose installed release picks the rules (None: a
+#: specification, one rule set) and the rules per release series, oldest first.
+CONVENTIONS: dict[str, tuple[str | None, dict[str, Rules]]] = {
+    "ml_dtypes": ("ml_dtypes", {"0.5": Rules(_ml_dtypes_05), "0.6": Rules(_ml_dtypes_05), "0.7": Rules(_ml_dtypes_07)}),
+    "ml_dtypes_saturate": ("ml_dtypes", {"0.6": Rules(_ml_dtypes_saturate)}),
+    "ml_dtypes_truncate": ("ml_dtypes", {"0.6": Rules(_ml_dtypes_truncate)}),
+    "gfloat": ("gfloat", {"0.5": Rules(_gfloat)}),
+    "gfloat_sat": ("gfloat", {"0.5": Rules(_gfloat_sat)}),
+    "gfloat_encode": ("gfloat", {"0.5": Rules(_gfloat_encode)}),
+    "torch": ("torch", {"2.13": Rules(_torch)}),
+    "microxcaling": ("microxcaling", {"1.1": Rules(_microxcaling)}),
+    "transformer_engine": ("transformer_engine", {"2.12": Rules(mx=_TE_212_MX),
+                                                  "2.13": Rules(_transformer_engine, _TE_213_MX, "te")}),
+    "torchao": ("torchao", {"0.18": Rules(mx=_TORCHAO_MX, nvfp4="torchao")}),
+    "torchao_triton": ("torchao", {"0.18": Rules(mx=_TORCHAO_TRITON_MX)}),
+    "ptx_cvt_rn": (None, {"": Rules(_ptx_cvt_rn)}),
+    "ptx_cvt_rs": (None, {"": Rules(_ptx_cvt_rs)}),
+    "p3109": (None, {"": Rules(_p3109)}),
+}  # fmt: skip
+
+#: The parts of a convention, as resolve_convention's ``part`` names them, in words.
+PARTS = {"elements": "element conversion", "mx": "MX block", "nvfp4": "NVFP4"}
+
+_RELEASE = re.compile(r"\d+(\.\d+)*")
+
+
+def names_with(part: str) -> list[str]:
+    """The conventions that have rules for ``part`` ("elements", "mx", "nvfp4"), in the
+    table's order, plain and release-qualified.
+
+    >>> names_with("nvfp4")
+    ['transformer_engine', 'transformer_engine-2.13', 'torchao', 'torchao-0.18']
+    """
+    names = []
+    for name, (library, series) in CONVENTIONS.items():
+        releases = [s for s, rules in series.items() if rules.has(part)]
+        if releases:
+            names += [name] + ([f"{name}-{s}" for s in releases] if library is not None else [])
+    return names
+
+
+def _unknown(convention: str, part: str) -> ValueError:
+    """An unknown spelling: the closest known ones (plain or with a release), then every plain
+    name that has rules for ``part``."""
+    names = names_with(part)
+    plain = [n for n in names if "-" not in n]
+    library = next((n for n in plain if any(m.startswith(f"{n}-") for m in names)), None)
+    example = [n for n in names if n.startswith(f"{library}-")][-1] if library else "ml_dtypes-0.7"
+    return ValueError(unknown_name("convention", convention, plain, aliases={n: n for n in names if "-" in n},
+                                   note=f"; a library's name takes a release too ({example})"))
+
+
+def _lacking(convention: str, part: str) -> ValueError:
+    """A known convention without rules for ``part``: the ones that have them."""
+    plain = [n for n in names_with(part) if "-" not in n]
+    return ValueError(f"convention {convention!r} has no {PARTS[part]} rules in fpemu; those with "
+                      f"{PARTS[part]} rules: {', '.join(plain)}")
+
+
+def resolve_convention(convention: str, part: str = "elements") -> str:
+    """The release-qualified name of a convention that has rules for ``part`` (``elements``:
+    :func:`like`; ``mx``, ``nvfp4``: ``fpemu.mx.quantize(convention=...)``): a plain name
+    follows the installed release (the newest rules when the library is absent), among the
+    releases with such rules; a qualified one must name a known series.
+
+    >>> resolve_convention("ml_dtypes-0.6.0"), resolve_convention("p3109"), resolve_convention("torchao", "mx")
+    ('ml_dtypes-0.6', 'p3109', 'torchao-0.18')
     >>> resolve_convention("ml_dtypes-0.4")
     Traceback (most recent call last):
     ...
@@ -228,29 +367,47 @@ def resolve_convention(convention: str) -> str:
     """
     if not isinstance(convention, str):
         raise TypeError(f"convention must be a name, got {type(convention).__name__}")
-    name, _, release = convention.strip().lower().partition("-")
+    name, _, release = option_name(convention).partition("-")
     if name not in CONVENTIONS:
-        raise ValueError(unknown_name("convention", convention, CONVENTIONS,
-                                      note="; a library's name takes a release too (ml_dtypes-0.6)"))
+        raise _unknown(convention, part)
     library, series = CONVENTIONS[name]
+    having = [s for s, rules in series.items() if rules.has(part)]
     if library is None:
         if release:
             raise ValueError(f"convention {name!r} is a specification, with no releases to name")
+        if not having:
+            raise _lacking(name, part)
         return name
     if not release:
         version = installed_version(library)
         if (library, version) in UNSUPPORTED_RELEASES:
             raise ValueError(UNSUPPORTED_RELEASES[library, version])
-        return f"{name}-{pick_series(tuple(series), version)}"
-    try:
-        asked = parse_version(release)
-    except ValueError:
-        raise ValueError(f"cannot read the release in {convention!r}; known releases: {', '.join(series)}") from None
+        if not having:
+            raise _lacking(name, part)
+        return f"{name}-{pick_series(tuple(having), version)}"
+    if not _RELEASE.fullmatch(release):
+        raise _unknown(convention, part)
+    asked = parse_version(release)
     match = [s for s in series if parse_version(s) == asked[: len(parse_version(s))]]
     if not match or (library, release) in UNSUPPORTED_RELEASES:
         why = UNSUPPORTED_RELEASES.get((library, release), f"fpemu has no rules for {library} {release}")
         raise ValueError(f"{why}; known releases: {', '.join(series)}")
+    if not series[match[0]].has(part):
+        raise _lacking(f"{name}-{match[0]}", part)
     return f"{name}-{match[0]}"
+
+
+def convention_rules(convention: str, part: str = "elements") -> tuple[str, Rules]:
+    """(the release-qualified name, its :class:`Rules`) of a convention with rules for ``part``
+    (see :func:`resolve_convention`).
+
+    >>> name, rules = convention_rules("transformer_engine", "mx")
+    >>> name, rules.mx.default, rules.nvfp4
+    ('transformer_engine-2.13', 'rceil', 'te')
+    """
+    resolved = resolve_convention(convention, part)
+    name, _, release = resolved.partition("-")
+    return resolved, CONVENTIONS[name][1][release]
 
 
 def like(convention: str, fmt: str | Format) -> Conversion:
@@ -263,8 +420,7 @@ def like(convention: str, fmt: str | Format) -> Conversion:
     >>> like("numpy", "fp16")
     Traceback (most recent call last):
     ...
-    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, gfloat_encode, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.6)
+    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, gfloat_encode, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.7)
     """
-    resolved = resolve_convention(convention)
-    name, _, release = resolved.partition("-")
-    return Conversion(**CONVENTIONS[name][1][release](get_format(fmt)))
+    _, rules = convention_rules(convention, "elements")
+    return Conversion(**rules.elements(get_format(fmt)))

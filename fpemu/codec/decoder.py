@@ -11,11 +11,11 @@ from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .bit_views import foreign_codes, is_torch
 from .dask_arrays import blockwise, is_dask
-from .inputs import LIGHT_CHUNK, as_codes, chunk_size, chunks
-from .kernel import decode_generic, is_fp32_prefix
+from .chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from .fast.input_table import lookup
+from .generic_kernel import decode_generic, is_fp32_prefix
+from .inputs import as_codes
 from .returns import check_returns, deliver_values
-from .scratch import scratch
-from .small_inputs import lookup
 
 _FP64 = Format("fp64", 11, 52, 1023)
 

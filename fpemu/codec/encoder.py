@@ -1,14 +1,17 @@
-"""encode: real numbers to codes of any format, on every core for large arrays.
+"""encode: real numbers to codes of any format, on every core for large arrays; and
+:func:`encode_array`, the same work on a float array whose conversion is already resolved,
+for pipelines that encode many pieces (mx's blocks).
 
-The work goes in contiguous pieces to threads (:mod:`fpemu.parallel`); each piece takes the
-fastest exact path (:mod:`.paths`). Stochastic rounding's random bits depend on the seed and
-each element's position only, so the codes are the same for every number of workers.
+Each call asks :func:`.dispatch.encode_path` once which path its input takes, then runs it:
+exact input at once, the input table as one gather in pieces, every other path on float
+input in contiguous pieces on threads (:mod:`fpemu.parallel`). Stochastic rounding's random
+bits depend on the seed and each element's position only, so the codes are the same for
+every number of workers, and for a Dask array block by block.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -16,17 +19,16 @@ import numpy as np
 from ..formats import Format, get_format
 from ..parallel import run_pieces
 from .dask_arrays import blockwise, is_dask
-from .exact_kernel import encode_exact, exact_to_float32, exact_values
+from .dispatch import LIGHT_PATHS, encode_flat, encode_path, encode_patterns
+from .exact_kernel import encode_exact, exact_to_float32, outside_range
+from .fast.fp32_table import NAN_SENTINEL
+from .fast.input_table import input_table, lookup
 from .foreign import as_numpy
-from .inputs import as_real_array
-from .narrowing import check_via, narrow
-from .odd import integers_to_float64
+from .inputs import as_real_array, check_via, integers_as_floats, narrow
 from .option_names import check_random
-from .options import STOCHASTIC_WITH_BITS, Conversion
-from .paths import encode_flat, encode_path
+from .options import Conversion
 from .returns import check_returns, deliver_codes
 from .rounding import broadcast_random_bits, sr_key
-from .small_inputs import NAN_SENTINEL, input_table, lookup, takes_table
 from .specials import NanInputError, raise_nan
 
 
@@ -143,33 +145,36 @@ def encode(
     via = check_via(conv.via)
     returns, given = check_returns(returns, x), x
     x = as_numpy(x)  # torch tensors, DLPack objects
+    key = sr_key(rng) if opts.stochastic else None
     if is_dask(x):  # a Dask array in, a Dask array out: block by block, the same bits
-        return _encode_dask(x, fmt, opts, rng, random_bits, workers, via)
-    arr = as_real_array(x)
-    if arr.dtype.kind in "OU":  # exact input: rounded once from the exact rationals
-        if via is None:
-            codes = _outside_range(encode_exact(arr, fmt, opts, rng, 0, random_bits), arr, fmt, opts)
-            return deliver_codes(codes, fmt, returns, given)
-        arr = exact_to_float32(arr)
+        return blockwise(x, lambda xb, rb, where: _encode_numpy(as_real_array(xb), fmt, opts, via, key, where, rb,
+                                                                workers or 1), fmt.code_dtype, random_bits)
+    codes = _encode_numpy(as_real_array(x), fmt, opts, via, key, 0, random_bits, workers)
+    return deliver_codes(codes, fmt, returns, given)
+
+
+def _encode_numpy(arr: np.ndarray, fmt: Format, opts: Conversion, via: str | None, key: Any, index: Any,
+                  random_bits: Any, workers: int | None) -> np.ndarray:
+    """Codes of a real ndarray (the whole input, or a Dask block whose elements lie at the
+    positions ``index`` of the whole) by the path :func:`.dispatch.encode_path` names."""
+    if arr.dtype.kind in "OU" and via is not None:
+        arr = exact_to_float32(arr)  # once, from the exact value
     arr = narrow(arr, via)
-    table = input_table(arr.dtype, fmt, opts, _encode_patterns) if takes_table(arr.dtype, opts, arr.size) else None
-    if table is not None:  # float16, (u)int8/16: one gather
-        return deliver_codes(_encode_by_input_table(arr, fmt, opts, table, workers), fmt, returns, given)
+    path = encode_path(fmt, opts, arr.dtype, arr.size)
+    if path == "exact":  # rounded once from the exact rationals
+        return outside_range(encode_exact(arr, fmt, opts, key, index, random_bits), arr, fmt, opts)
+    if path == "input_table":  # float16, (u)int8/16: one gather
+        return _encode_by_input_table(arr, fmt, opts, workers)
     if arr.dtype.kind in "iu":
-        arr = _integers(arr, fmt, opts)
-    return deliver_codes(_encode_array(arr, fmt, opts, rng, random_bits, workers), fmt, returns, given)
+        arr = integers_as_floats(arr, fmt, opts.rounding)
+    return encode_array(arr, fmt, opts, key=key, positions=index, random_bits=random_bits, workers=workers,
+                        path=path)
 
 
-def _encode_patterns(values: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
-    """Codes of every pattern of a <= 16-bit dtype, the way encode takes them without the table."""
-    arr = _integers(values, fmt, opts) if values.dtype.kind in "iu" else values
-    return _encode_array(arr, fmt, opts, workers=1)
-
-
-def _encode_by_input_table(arr: np.ndarray, fmt: Format, opts: Conversion, table: np.ndarray,
-                           workers: int | None) -> np.ndarray:
+def _encode_by_input_table(arr: np.ndarray, fmt: Format, opts: Conversion, workers: int | None) -> np.ndarray:
     """Codes of a float16 or (u)int8/16 array through the table of all its patterns' codes
-    (:mod:`.small_inputs`), on ``workers`` threads."""
+    (:mod:`.fast.input_table`), on ``workers`` threads."""
+    table = input_table(arr.dtype, fmt, opts, encode_patterns)
     flat = np.ascontiguousarray(arr).reshape(-1).view(f"u{arr.dtype.itemsize}")
     refused = opts.nan == "raise" and arr.dtype.kind == "f"
     sentinel = refused and table[0x7E01] == NAN_SENTINEL  # (0x7E01: a float16 NaN)
@@ -184,112 +189,46 @@ def _encode_by_input_table(arr: np.ndarray, fmt: Format, opts: Conversion, table
     return out.reshape(arr.shape)
 
 
-def _encode_array(arr: np.ndarray, fmt: Format, opts: Conversion, rng: Any = None, random_bits: Any = None,
-                  workers: int | None = None, index: Any = 0, key: Any = None) -> np.ndarray:
-    """Codes of a float array, in pieces on ``workers`` threads. Stochastic rounding keys its
-    bits with ``key`` (else one drawn from rng) and each element's position: ``index`` + its
-    flat position, or ``index[...]`` where index is an array of positions shaped like arr (a
-    block of a larger array: mx's chunks, Dask's blocks)."""
-    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
-    if stochastic and key is None:
-        key = sr_key(rng)
-    if np.ndim(index):
-        index = np.ascontiguousarray(np.broadcast_to(index, arr.shape), dtype=np.uint64).reshape(-1)
-    bits = broadcast_random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
-    flat = np.ascontiguousarray(arr).reshape(-1)
-    out = np.empty(flat.size, dtype=fmt.code_dtype)
-
-    def piece(part: slice) -> None:
-        start = index[part] if np.ndim(index) else index + part.start
-        encode_flat(flat[part], fmt, opts, key, start, None if bits is None else bits[part], out=out[part])
-
-    # the fast paths on float32 cost a few ns an element: threads pay off only for millions
-    light = encode_path(fmt, opts, flat.dtype) != "generic" and flat.dtype.itemsize <= 4
-    try:
-        run_pieces(piece, flat.size, workers, light=light)
-    except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
-        raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
-    return _outside_range(out.reshape(arr.shape), arr, fmt, opts)
-
-
-def encode_keyed(arr: np.ndarray, fmt: Format, conversion: Conversion, *, key: Any = None,
-                 positions: Any = 0, workers: int | None = 1) -> np.ndarray:
-    """Codes of a float array whose stochastic rounding draws the bits of other positions:
-    element i takes those of ``positions[i]`` (or ``positions + i``) under ``key`` (from
-    :func:`.rounding.sr_key`), as in the whole array it is a piece of (mx's blocks).
+def encode_array(arr: np.ndarray, fmt: Format, conversion: Conversion, *, key: Any = None, positions: Any = 0,
+                 random_bits: Any = None, workers: int | None = 1, out: np.ndarray | None = None,
+                 path: str | None = None) -> np.ndarray:
+    """Codes of a float16/32/64 array, in pieces on ``workers`` threads, by the path
+    :func:`.dispatch.encode_path` names for its dtype (``path``: the one the caller asked
+    already), without :func:`encode`'s argument handling: for pipelines that encode many
+    pieces of a larger array (mx's blocks). ``conversion`` is resolved here (cheaply, when it
+    is already). Stochastic rounding gives element i the random bits of ``positions[i]`` (or
+    ``positions + i``) under ``key`` (:func:`.rounding.sr_key`), as in the whole array it is a
+    piece of; ``random_bits``: P3109's given bits. Into ``out`` (arr's shape, the format's code
+    dtype, C-contiguous) when given.
 
     >>> from .rounding import sr_key
     >>> x = np.full(6, 1.3)
     >>> whole = encode(x, "e4m3", rounding="sr", rng=7)
-    >>> part = encode_keyed(x[4:], get_format("e4m3"), Conversion(rounding="sr"), key=sr_key(7), positions=4)
+    >>> part = encode_array(x[4:], get_format("e4m3"), Conversion(rounding="sr"), key=sr_key(7), positions=4)
     >>> bool((part == whole[4:]).all())
     True
     """
-    return _encode_array(arr, fmt, Conversion.of(conversion).resolved(fmt), workers=workers, index=positions,
-                         key=key)
+    if out is not None and not (out.flags.c_contiguous and out.shape == arr.shape and out.dtype == fmt.code_dtype):
+        raise ValueError(f"out must be a C-contiguous {fmt.code_dtype} array of shape {arr.shape}")
+    opts = conversion.resolved(fmt)
+    if opts.stochastic and key is None:
+        key = sr_key(None)
+    if path is None:
+        path = encode_path(fmt, opts, arr.dtype)
+    if np.ndim(positions):
+        positions = np.ascontiguousarray(np.broadcast_to(positions, arr.shape), dtype=np.uint64).reshape(-1)
+    bits = broadcast_random_bits(random_bits, arr.shape, opts.sr_bits) if opts.sr_bits else None
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    codes = np.empty(flat.size, dtype=fmt.code_dtype) if out is None else out.reshape(-1)
 
+    def piece(part: slice) -> None:
+        start = positions[part] if np.ndim(positions) else positions + part.start
+        encode_flat(flat[part], fmt, opts, path, key, start, None if bits is None else bits[part], out=codes[part])
 
-def _outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
-    """Under ``directed_overflow="outside_range"``, the codes of finite values outside [lowest,
-    max] (before rounding) set to those of an overflow of their sign that no mode spares: the
-    kernel's codes for +-2**(emax + 1), which every mode rounds past max (gfloat's encode_float:
-    Inf, else NaN). In place; codes of the other values are the kernel's."""
-    if opts.directed_overflow != "outside_range" or not codes.size:
-        return codes
-    if arr.dtype.kind in "OU":
-        lowest, top = Fraction(fmt.lowest), Fraction(fmt.max)
-        values = exact_values(arr)
-        outside = np.array([isinstance(v, Fraction) and not lowest <= v <= top for v in values], bool)
-        negative = np.array([isinstance(v, Fraction) and v < 0 for v in values], bool)
-    else:
-        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN)
-            wide = np.asarray(arr, dtype=np.float64)  # (exact; comparing float16 with max would cast max)
-            outside = ((wide > fmt.max) | (wide < fmt.lowest)).reshape(-1)  # (NaN: neither)
-        negative = np.signbit(wide).reshape(-1)
-    if outside.any():
-        beyond = Fraction(2) ** (fmt.emax + 1)
-        plus, minus = encode_exact(np.array([beyond, -beyond], dtype=object), fmt,
-                                   opts.replace(directed_overflow="none"))
-        flat = codes.reshape(-1)
-        flat[outside] = np.where(negative[outside], minus, plus)
-    return codes
-
-
-def _encode_dask(x, fmt: Format, opts: Conversion, rng: Any, random_bits: Any, workers: int | None,
-                 via: str | None = None):
-    """encode of a Dask array, block by block; stochastic rounding keys each element's bits
-    with its position in the whole array, as in memory."""
-    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
-    key = sr_key(rng) if stochastic else None
-
-    def block(xb: np.ndarray, rb: np.ndarray | None, where: np.ndarray) -> np.ndarray:
-        arr = as_real_array(xb)
-        if arr.dtype.kind in "OU":
-            if via is None:
-                return _outside_range(encode_exact(arr, fmt, opts, key, where, rb), arr, fmt, opts)
-            arr = exact_to_float32(arr)
-        arr = narrow(arr, via)
-        if arr.dtype.kind in "iu":
-            arr = _integers(arr, fmt, opts)
-        return _encode_array(arr, fmt, opts, random_bits=rb, workers=workers or 1, index=where, key=key)
-
-    return blockwise(x, block, fmt.code_dtype, random_bits)
-
-
-def _integers(arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
-    """Integer input as floats that round once. Integers of at most 16 bits as float32 (every
-    one is a float32, exactly, so the codes are those of the same values as float64, and the
-    float32 paths are the fast ones, as for float16 input); wider ones as float64: rounded to
-    odd at 53 bits (exact for formats of up to 51 significant bits), or numpy's correctly
-    rounded cast for binary64 under RNE."""
-    if arr.dtype.itemsize <= 2:  # |v| < 2**16 <= 2**24: exact in float32
-        return arr.astype(np.float32)
-    if fmt.mantissa_bits < 51 or not arr.size:
-        return integers_to_float64(arr)
-    big = np.abs(arr.astype(np.float64)) >= 2.0**53
-    if not big.any():
-        return arr.astype(np.float64)
-    if fmt.mantissa_bits == 52 and opts.rounding == "nearest_even":
-        return arr.astype(np.float64)  # numpy rounds integers to float64 to nearest even
-    raise ValueError(f"integers of 2**53 or more into {fmt.name} ({fmt.mantissa_bits + 1} significant "
-                     f"bits) under {opts.rounding!r} would be rounded twice: convert them to float64 first")
+    # the fast paths on float32 cost a few ns an element: threads pay off only for millions
+    light = path in LIGHT_PATHS and flat.dtype.itemsize <= 4
+    try:
+        run_pieces(piece, flat.size, workers, light=light)
+    except NanInputError:  # a piece counted its own NaNs: say how many the whole input has
+        raise_nan(int(np.count_nonzero(np.isnan(flat))), fmt)
+    return codes.reshape(arr.shape) if out is None else out

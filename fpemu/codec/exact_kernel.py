@@ -2,7 +2,7 @@
 generic kernel's own rounding and special rules, fed from exact rationals.
 
 The generic kernel rounds a value that it sees as a truncated magnitude code plus the dropped
-fraction nu of one quantum (:func:`.kernel.round_code`). Here both come from the exact
+fraction nu of one quantum (:func:`.generic_kernel.round_code`). Here both come from the exact
 rational a = |x| with Python integers, element by element, so nothing passes through float64
 and the value is rounded once, by the kernel's code (:mod:`.rounding`, :mod:`.specials`):
 
@@ -41,21 +41,22 @@ input's exponent beyond that.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..formats import Format
-from .exact import exact_number
-from .kernel import chunk_random, finish_codes, round_code
-from .options import STOCHASTIC_WITH_BITS, Conversion
+from .exact_numbers import exact_number
+from .generic_kernel import chunk_random, encode_generic, finish_codes, round_code  # noqa: F401  (encode_generic: the doctest)
+from .options import Conversion
 from .rounding import broadcast_random_bits, sr_key
 
 _HUGE_EXPONENT, _TINY_EXPONENT = 1024, -1300
 
 
 def exact_values(arr: np.ndarray) -> list:
-    """The exact value (:func:`.exact.exact_number`) of every element of an object or string
+    """The exact value (:func:`.exact_numbers.exact_number`) of every element of an object or string
     array, in C order."""
     return [exact_number(v) for v in arr.reshape(-1).tolist()]
 
@@ -89,7 +90,7 @@ def encode_exact(arr: np.ndarray, fmt: Format, opts: Conversion, key: Any = None
     (else one drawn from the rng ``key``), as for float input."""
     values = exact_values(arr)
     n = len(values)
-    stochastic = opts.rounding == "stochastic" or opts.rounding in STOCHASTIC_WITH_BITS
+    stochastic = opts.stochastic
     width = 64 if opts.rounding == "stochastic" else 60  # see the module docstring
     ex = np.full(n, fmt.emin, dtype=np.int64)
     kept = np.zeros(n, dtype=np.int64)
@@ -128,3 +129,39 @@ def exact_to_float32(arr: np.ndarray) -> np.ndarray:
 
     fp32 = get_format("fp32")
     return encode_exact(arr, fp32, resolved_options(fp32, "nearest_even", "inf", None)).view(np.float32)
+
+
+def outside_range(codes: np.ndarray, arr: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
+    """Under ``directed_overflow="outside_range"``, the codes of finite values outside [lowest,
+    max] (before rounding) set to those of an overflow of their sign that no mode spares: the
+    kernel's codes for +-2**(emax + 1), which every mode rounds past max (gfloat's encode_float:
+    Inf, else NaN). In place (codes and arr of one size: any path's codes of the float or
+    exact input arr); codes of the other values are the path's.
+
+    >>> from ..formats import get_format
+    >>> from .options import resolved_options
+    >>> f = get_format("e4m3")
+    >>> opts = resolved_options(f, "toward_zero", None, None, None, "outside_range")
+    >>> x = np.array([449.0, 448.0, -500.0])
+    >>> outside_range(encode_generic(x, f, opts).astype(np.uint8), x, f, opts).tolist()  # 449: NaN
+    [127, 126, 255]
+    """
+    if opts.directed_overflow != "outside_range" or not codes.size:
+        return codes
+    if arr.dtype.kind in "OU":
+        lowest, top = Fraction(fmt.lowest), Fraction(fmt.max)
+        values = exact_values(arr)
+        outside = np.array([isinstance(v, Fraction) and not lowest <= v <= top for v in values], bool)
+        negative = np.array([isinstance(v, Fraction) and v < 0 for v in values], bool)
+    else:
+        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN)
+            wide = np.asarray(arr, dtype=np.float64)  # (exact; comparing float16 with max would cast max)
+            outside = ((wide > fmt.max) | (wide < fmt.lowest)).reshape(-1)  # (NaN: neither)
+        negative = np.signbit(wide).reshape(-1)
+    if outside.any():
+        beyond = Fraction(2) ** (fmt.emax + 1)
+        plus, minus = encode_exact(np.array([beyond, -beyond], dtype=object), fmt,
+                                   opts.replace(directed_overflow="none"))
+        flat = codes.reshape(-1)
+        flat[outside] = np.where(negative[outside], minus, plus)
+    return codes

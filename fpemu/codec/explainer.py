@@ -4,7 +4,7 @@ explorer's page report them, so the error means the same everywhere: value minus
 exactly, and the relative error divides it by ``|input|``).
 
 The input is taken exactly: a decimal string such as ``"0.1"`` is the decimal 0.1, not the
-float64 nearest it (:mod:`.exact`), and every number shown is exact: a value or an error as
+float64 nearest it (:mod:`.exact_numbers`), and every number shown is exact: a value or an error as
 its whole decimal (a rounded one is marked ``≈``). The rules that fired (a tie, an underflow,
 an overflow by the tie ...) are the ones the explorer's page lists (:mod:`.rules`).
 """
@@ -20,7 +20,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .decoder import decode
 from .encoder import encode
-from .exact import decimal_text, exact_decimal, exact_number, fraction_text, text_of
+from .exact_numbers import decimal_text, exact_decimal, exact_number, fraction_text, text_of
 from .options import Conversion
 from .rules import rounding_rules
 

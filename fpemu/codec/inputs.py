@@ -1,8 +1,16 @@
-"""Input arrays as the kernels want them: real floats in native byte order (integers rounded
-once, exactly), and cache-sized chunks to walk them in.
+"""Input arrays as the kernels take them: real floats in native byte order, codes checked
+against their format; integers as floats that round once (:func:`integers_as_floats`); and
+the ``via`` option, which narrows the input to float32 first, as libraries that convert
+through float32 do (and so round twice: :func:`narrow`).
 
 >>> as_real_array(np.array([1.5], ">f8")).dtype.isnative
 True
+>>> integers_to_float64(np.array([2**53 + 1], dtype=np.int64)).tolist()  # to odd: ...0 + sticky
+[9007199254740994.0]
+>>> narrow(np.array([1 + 2.0**-8 + 2.0**-30]), "fp32")  # the float32 nearest, then encoded
+array([1.0039062], dtype=float32)
+>>> check_via("FP32"), check_via(None)
+('fp32', None)
 """
 
 from __future__ import annotations
@@ -12,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
-from ..parallel import in_worker
 
 
 def as_codes(codes: Any, fmt: Format) -> np.ndarray:
@@ -62,37 +69,75 @@ def as_real_array(x: Any) -> np.ndarray:
                     "exact values as Fractions, Decimals or decimal strings)")
 
 
-# Elementwise kernels run over chunks of this many elements so that their temporaries stay
-# in the CPU cache: the arithmetic then costs little more than reading the input once.
-# (2**16 spread NumPy's per-call cost over too few elements: float16 and int16 input through
-# the lookup tables ran 1.07-1.13x faster at 2**18.)
-_CHUNK = 1 << 18
+def integers_as_floats(arr: np.ndarray, fmt: Format, rounding: str) -> np.ndarray:
+    """Integer input as floats that round once into fmt under ``rounding`` (canonical).
+    Integers of at most 16 bits as float32 (every one is a float32, exactly, so the codes are
+    those of the same values as float64, and the float32 paths are the fast ones, as for
+    float16 input); wider ones as float64: rounded to odd at 53 bits (exact for formats of up
+    to 51 significant bits), or numpy's correctly rounded cast for binary64 under RNE."""
+    if arr.dtype.itemsize <= 2:  # |v| < 2**16 <= 2**24: exact in float32
+        return arr.astype(np.float32)
+    if fmt.mantissa_bits < 51 or not arr.size:
+        return integers_to_float64(arr)
+    big = np.abs(arr.astype(np.float64)) >= 2.0**53
+    if not big.any():
+        return arr.astype(np.float64)
+    if fmt.mantissa_bits == 52 and rounding == "nearest_even":
+        return arr.astype(np.float64)  # numpy rounds integers to float64 to nearest even
+    raise ValueError(f"integers of 2**53 or more into {fmt.name} ({fmt.mantissa_bits + 1} significant "
+                     f"bits) under {rounding!r} would be rounded twice: convert them to float64 first")
 
 
-GENERIC_CHUNK = 1 << 14  # the generic kernel keeps a dozen 8-byte temporaries
+def integers_to_float64(arr: np.ndarray) -> np.ndarray:
+    """Integers as float64, rounded *to odd* from 2**53 up, so that no double rounding follows.
 
-# The light kernels (a table lookup, bf16/tf32 bit rounding, bf16 decode: a few same-type
-# passes) in chunks this long: each NumPy call costs 1-2 us whatever its size, and 2**19
-# elements spread that thin while the temporaries stay in the cache (L3 at least). 2**16
-# ran 0.77x as fast for bf16 encode, 0.72x for bf16 -> float64 decode (into a used array);
-# 2**18 0.89x for bf16 from float64, whose narrowing makes two dozen calls a chunk.
-LIGHT_CHUNK = 1 << 19
+    Rounding to odd (truncate, then set the last bit if anything was dropped) at 53 bits and
+    then again to at most 51 bits gives the same result as one rounding of the integer (Boldo
+    and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
+    rounding to odd", IEEE TC 2008; every format here has at most 24 bits of precision).
+    """
+    out = arr.astype(np.float64)
+    if arr.dtype.itemsize <= 4:  # every 32-bit integer is a float64
+        return out
+    big = np.abs(out) >= 2.0**53
+    if not big.any():
+        return out
+    ints = arr[big]
+    mag = ints.astype(np.uint64)
+    if arr.dtype.kind == "i":
+        mag = np.where(ints < 0, np.uint64(0) - mag, mag)  # two's complement: exact |v|
+    f = mag.astype(np.float64)  # round to nearest even
+    top = f >= 2.0**64  # only for uint64 inputs just below 2**64
+    back = np.where(top, 0.0, f).astype(np.uint64)
+    inexact = top | (back != mag)
+    # RNE gave the truncation t or t + 1 (as bit patterns); to odd is t | 1 when inexact.
+    bits = f.view(np.uint64).copy()
+    fix = inexact & ((bits & np.uint64(1)) == 0)
+    above = top | (back > mag)
+    bits[fix & above] -= np.uint64(1)
+    bits[fix & ~above] += np.uint64(1)
+    f = bits.view(np.float64)
+    out[big] = np.where(ints < 0, -f, f) if arr.dtype.kind == "i" else f
+    return out
 
 
-# The most elements a chunk of a parallel worker thread grows to: two threads' temporaries
-# of 2**20 elements no longer stay in the cache (e4m3 on 2 workers: 496 Melem/s, 957 at 2**19)
-_WORKER_CHUNK = 1 << 19
+#: The values of the ``via`` option (None: no narrowing).
+VIAS = ("fp32",)
 
 
-def chunk_size(base: int = _CHUNK) -> int:
-    """Elements per chunk: ``base``; in a parallel worker thread four times that, up to
-    2**19 (there the GIL's hand-over between threads, once per NumPy call, outweighs the
-    cache's gain, until two threads' temporaries outgrow the cache)."""
-    return max(base, min(base * 4, _WORKER_CHUNK)) if in_worker() else base
+def check_via(via: str | None) -> str | None:
+    """The canonical name of a ``via`` option (None: no narrowing), or a ValueError."""
+    if via is None:
+        return None
+    if not isinstance(via, str) or via.lower() not in VIAS:
+        raise ValueError(f"unknown via {via!r}; choose 'fp32' (convert to float32 first) or None")
+    return via.lower()
 
 
-def chunks(n: int, size: int | None = None):
-    """Slices covering range(n) in cache-sized pieces (default: :func:`chunk_size`)."""
-    size = chunk_size() if size is None else size
-    for start in range(0, n, size):
-        yield slice(start, min(start + size, n))
+def narrow(arr: np.ndarray, via: str | None) -> np.ndarray:
+    """arr as float32 by numpy's cast (round to nearest even, Inf beyond float32's range, NaN
+    payloads kept as C's cast keeps them) where ``via`` asks for it; float32 input unchanged."""
+    if via is None or arr.dtype == np.float32:
+        return arr
+    with np.errstate(over="ignore"):  # overflow to Inf is the cast's defined result
+        return arr.astype(np.float32)

@@ -26,6 +26,7 @@ DISTRIBUTIONS = {
     "gfloat": "gfloat",
     "torch": "torch",
     "transformer_engine": "transformer_engine",
+    "torchao": "torchao",
     "microxcaling": None,
 }
 

@@ -37,6 +37,16 @@ STOCHASTIC_WITH_BITS = ("stochastic_a", "stochastic_b", "stochastic_c", "stochas
 #: The roundings that draw random bits (from ``rng``, unless random_bits are given).
 STOCHASTIC = ("stochastic",) + STOCHASTIC_WITH_BITS
 
+
+def is_stochastic(rounding: str | None) -> bool:
+    """Whether a rounding mode (canonical name, as a resolved :class:`~fpemu.Conversion`
+    holds it) draws random bits: the one test of it.
+
+    >>> is_stochastic("stochastic_a"), is_stochastic("nearest_even")
+    (True, False)
+    """
+    return rounding in STOCHASTIC
+
 #: Overflow policies: what a finite value that rounds beyond the largest finite value (and an
 #: Inf input) becomes. ``sat_finite``/``sat_propagate`` are P3109's names of the first two;
 #: ``ovf_inf``, P3109 v3's name of SatNone.

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..arguments import option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
-from .narrowing import check_via
+from .inputs import check_via
 from .option_names import (  # noqa: F401  (the public names every caller reads from here)
     DIRECTED_OVERFLOW, NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES,
-    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, resolve_nan, resolve_overflow, resolve_rounding,
+    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, is_stochastic, resolve_nan, resolve_overflow, resolve_rounding,
 )
 
 
@@ -116,7 +117,17 @@ class Conversion(Mapping):
         """The record the kernels read: checked against ``fmt``, canonical names, the defaults
         filled in (``directed_overflow`` stays None for IEEE's rule: :attr:`directed` names it);
         ``via`` and ``random_bits`` are the caller's to apply, so they are not in it."""
-        return resolved_options(fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
+        fields = (fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
+        try:
+            return _resolved_once(*fields)
+        except TypeError:  # an unhashable field (sr_bits=[4]): checked, and refused, uncached
+            return resolved_options(*fields)
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether the rounding draws random bits (:func:`.option_names.is_stochastic`; read it
+        on a resolved record, whose rounding has its canonical name)."""
+        return is_stochastic(self.rounding)
 
     @property
     def directed(self) -> str:
@@ -206,3 +217,9 @@ def resolved_options(
         directed = directed_overflow
     bits = int(sr_bits) if rounding in STOCHASTIC_WITH_BITS else None  # NumPy integers: as int
     return Conversion(rounding, overflow, nan, bits, directed)
+
+
+# resolved_options, cached: every encode, quantize and path question resolves its conversion,
+# most of them the same few (a refused one raises, and is not cached). Typed, so that
+# sr_bits=4.0 or True, which the checks refuse, never meet the answer for 4.
+_resolved_once = lru_cache(maxsize=256, typed=True)(resolved_options)

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import Format, get_format
-from .exact import decimal_text, exact_decimal
+from .exact_numbers import decimal_text, exact_decimal
 from .quantizer import quantize
 
 __all__ = ["rounding_rules", "next_step_above_max", "overflow_threshold", "overflow_inclusive", "overflow_words"]

@@ -47,7 +47,7 @@ The package, one job per module; each imports only from the modules listed befor
 * ``layout``: block sizes and axes checked, block axes moved last, regions of equal tiles;
 * ``elements``: scaled values to element codes, and the value of every code;
 * ``mx_scales``: the MX E8M0 scale rules (floor, rceil, ceil, even; torchao's eager rceil);
-* ``conventions``: other libraries' MX rules by name (``convention=``: torchao, TransformerEngine);
+* ``conventions``: other libraries' MX and NVFP4 rules by name (``convention=``: torchao, TransformerEngine; the table is the codec's, beside their element rules);
 * ``nvfp4_scales``: NVFP4's per-tensor and block scales (TransformerEngine, torchao);
 * ``packing``: FP4/FP6 codes packed into bytes and back;
 * ``array``: :class:`BlockArray` (what every block array has) and :func:`dequantize`;

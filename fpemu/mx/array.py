@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import SpelledBy
-from ..codec.dask_arrays import is_dask
+from ..codec import is_dask
 from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
 from .elements import element_table

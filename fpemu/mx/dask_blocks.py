@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..codec.rounding import sr_key
+from ..codec import sr_key
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import Conversion, decode, encode
-from ..codec.encoder import encode_keyed
+from ..codec import Conversion, decode, encode, encode_array
 from ..formats import Format
 from .formats import BlockFormat
 
@@ -46,7 +45,7 @@ def _round_odd(v: np.ndarray) -> np.ndarray:
 
 
 #: A fixed-point element is an integer times 2**-int_shift: for these modes numpy's exact
-#: roundings to an integer give the codec's codes (tests/test_mx_exact.py, test_mx_int8.py).
+#: roundings to an integer give the codec's codes (tests/mx/test_mx_quantization.py, tests/mx/test_elements.py).
 #: Stochastic rounding stays with the codec, whose random bits ``rng`` seeds.
 _FIXED_POINT_ROUNDINGS = {
     "nearest_even": np.rint, "nearest_away": _round_half_away, "toward_zero": np.trunc,
@@ -86,7 +85,7 @@ def encode_elements(
     if key is None:
         return encode(y, fmt, conversion=conversion)
     # Stochastic: the bits of each element follow its position in the input (see inputs.py).
-    return encode_keyed(y, fmt, conversion, key=key, positions=positions)
+    return encode_array(y, fmt, conversion, key=key, positions=positions)
 
 
 def nan_fill(bf: BlockFormat) -> int:

@@ -7,9 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
-from ..codec import ROUNDING_MODES, integers_to_float64
-from ..codec.options import STOCHASTIC_WITH_BITS
-from ..codec.rounding import sr_key
+from ..codec import ROUNDING_MODES, STOCHASTIC_WITH_BITS, integers_to_float64, is_stochastic, sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
 #: random bits (P3109 stochastic A/B/C, gfloat's odd one) and the E8M0-only one.
@@ -29,7 +27,7 @@ def stochastic_positions(rounding: str, rng: Any, arr: np.ndarray) -> tuple[Any,
     position in the input (moved and cut into rows like the data), which with the key fixes its
     random bits, as ``fpemu.encode`` of the same values in input order would draw them. For
     other roundings: (None, None)."""
-    if rounding != "stochastic":
+    if not is_stochastic(rounding):
         return None, None
     given = getattr(rng, "positions", None)  # a Dask chunk's (dask_blocks.ChunkRandomness)
     if given is not None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import is_whole
+from ..codec import MX_CHUNK
 from .formats import BlockFormat
 
 #: Largest block size (each axis) accepted: far beyond any real format (32, 16, 16x16) while
@@ -160,15 +161,8 @@ def store_rows(out_m: np.ndarray, r: _Region, rows: np.ndarray, scratch: bool) -
         out_m[(Ellipsis,) + r.elems] = _rows_as_tiles(rows, lead + r.sizes, r.tile)
 
 
-#: Elements per chunk of the vectorised pipeline: 512 Ki float32 (2 MiB) keeps every
-#: intermediate array of a chunk in cache (L2 or L3); the passes then run 20-35% faster than
-#: over the whole array at once, and 4-6% faster than at 256 Ki, where NumPy's per-call cost
-#: weighs more (compare.py, mx.quantize). (A loop over chunks of many blocks, never over
-#: single blocks.)
-_CHUNK_ELEMENTS = 1 << 19
-
-
 def row_chunks(rows: int, block_elements: int) -> list[slice]:
-    """Slices of block rows, each about _CHUNK_ELEMENTS elements."""
-    step = max(1, _CHUNK_ELEMENTS // max(block_elements, 1))
+    """Slices of block rows, each about :data:`fpemu.codec.chunks.MX_CHUNK` elements (the
+    chunk sizes of the codec and the MX pipelines are all there, with their reasons)."""
+    step = max(1, MX_CHUNK // max(block_elements, 1))
     return [slice(i, min(i + step, rows)) for i in range(0, rows, step)] or [slice(0, 0)]

@@ -8,12 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..codec.options import Conversion, resolved_options
-from ..codec.paths import encode_flat, top_half_kernel
-from ..codec.top_half import encode_scaled_blocks, scaled_blocks_hold
+from ..codec import Conversion, MXRule, encode_array, encode_scaled_blocks
 from ..formats import Format
 from ..parallel import run_each
-from .conventions import MXRule
 from .elements import TINY_MATTERS, encode_elements, nan_fill, restore_underflow
 from .formats import BlockFormat
 from .inputs import stochastic_positions
@@ -71,56 +68,34 @@ _FEW_SPECIALS = 6
 def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, bf: BlockFormat,
                    rounding: str, key: Any, out: np.ndarray) -> bool:
     """Element codes of float32 rows divided by their scales, into out, without the
-    quotients: each block's scale exponent comes off the exponent fields inside the codec's
-    top-half arithmetic (:func:`fpemu.codec.top_half.encode_scaled_blocks`), where that is
-    exact for these blocks (no Inf or NaN among them, no extreme scales). False (nothing
-    written) where it is not, or the element format or rounding has no such arithmetic."""
-    if key is not None or rows.dtype != np.float32 or not (rows.flags.c_contiguous and out.flags.c_contiguous) \
-            or bf.element.emax - bf.element.emin < _FEW_SPECIALS or not amax.size or int(amax.max()) >= 0x7F800000:
+    quotients (:func:`fpemu.codec.encode_scaled_blocks`: the codec folds each block's scale
+    exponent into its top-half arithmetic), where the element format has the normal range for
+    that to pay and the rounding is deterministic; False (nothing written) where not, or where
+    the codec declines these blocks (the caller then divides and encodes)."""
+    if key is not None or bf.element.emax - bf.element.emin < _FEW_SPECIALS:
         return False
-    kernel = top_half_kernel(bf.element, _element_options(bf.element, rounding))
-    if kernel is None:
-        return False
-    plan, table = kernel
     exponents = scales.astype(np.int64) - 127
-    if not scaled_blocks_hold(plan, exponents, amax >> np.uint32(23)):
-        return False
-    flat, k = rows.reshape(-1), rows.shape[1]
-
-    def divided(piece: slice, where: np.ndarray | None) -> np.ndarray:
-        """The quotients, by 1/scale built for just these blocks (no NaN scale here): most
-        chunks never ask, so the reciprocals of all blocks are never built."""
-        first = piece.start // k
-        with np.errstate(over="ignore", invalid="ignore"):
-            if where is None:
-                inv = pow2_from_e8m0(scales[first: piece.stop // k], np.float32, negate=True)
-                return (rows[first: piece.stop // k] * inv[:, None]).reshape(-1)
-            return flat[piece][where] * pow2_from_e8m0(scales[first + where // k], np.float32, negate=True)
-
-    encode_scaled_blocks(flat.view(np.uint32), plan, table, exponents, k, divided, out.reshape(-1))
-    return True
+    return encode_scaled_blocks(rows, exponents, amax, bf.element, _element_options(bf.element, rounding), out)
 
 
 def _encode_into(y: np.ndarray, bf: BlockFormat, rounding: str, key: Any, positions: np.ndarray | None,
                  out: np.ndarray) -> None:
     """Element codes of the scaled rows y into out. Deterministic roundings into a floating
-    point element go straight to the codec's path for a flat array (what encode does for a
-    chunk this size, on one thread, without its argument checks), writing into out where it
-    is contiguous; the rest through :func:`.elements.encode_elements`."""
+    point element go straight to the codec's :func:`~fpemu.codec.encode_array` (encode's
+    paths for a chunk this size, on one thread, without its argument checks), writing into
+    out where it is contiguous; the rest through :func:`.elements.encode_elements`."""
     fmt = bf.element
-    flat_out = out.reshape(-1) if out.flags.c_contiguous else None
-    if key is not None or fmt.twos_complement or flat_out is None or not y.flags.c_contiguous:
+    if key is not None or fmt.twos_complement or not (out.flags.c_contiguous and y.flags.c_contiguous):
         out[...] = encode_elements(y, bf, rounding, key, positions)
         return
-    opts = _element_options(fmt, rounding)
-    encode_flat(y.reshape(-1), fmt, opts, None, 0, None, out=flat_out)
+    encode_array(y, fmt, _element_options(fmt, rounding), out=out)
 
 
 @lru_cache(maxsize=64)
 def _element_options(fmt: Format, rounding: str) -> Conversion:
     """The codec options of MX elements: saturating, NaN to 0 where the format has none (as
-    :func:`.elements.encode_elements` asks of encode)."""
-    return resolved_options(fmt, rounding, "saturate", None if fmt.has_nan else "zero")
+    :func:`.elements.encode_elements` asks of encode), resolved once."""
+    return Conversion(rounding, "saturate", None if fmt.has_nan else "zero").resolved(fmt)
 
 
 def quantize_mx(

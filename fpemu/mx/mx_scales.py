@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..arith import round_to_odd_sum
-from ..codec.scratch import scratch
+from ..codec import scratch
 from .formats import BlockFormat
 
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).

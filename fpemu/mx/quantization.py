@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
-from ..codec.dask_arrays import is_dask
-from ..codec.option_names import check_random
+from ..codec import check_random, is_dask, is_stochastic
 from .array import BlockArray
 from .mx_array import MXArray
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
@@ -64,13 +63,16 @@ def quantize(
             (a calibrated or delayed amax); refused for ``nvfp4_ue5m3``.
         workers: threads over chunks of blocks (default: ``FPEMU_WORKERS`` or the CPU count);
             the codes are the same for every number (stochastic rounding included).
-        convention: reproduce a library's rule, departures from the spec included. MX:
+        convention: reproduce a library's rule, departures from the spec included, spelled
+            as for :func:`fpemu.like` (one table: :mod:`fpemu.codec.conventions`). MX:
             ``"torchao-0.18"`` (eager ``to_mx``, any ``scale_rounding`` it offers),
-            ``"torchao-0.18-triton"``, ``"transformer-engine-2.12"`` (2.6 to 2.12) or
-            ``"transformer-engine-2.13"`` (2.13 and later); None or ``"ocp"``: the OCP MX
-            spec. A library computes in float32 with RNE elements: float64 and integer input
-            is rounded to float32 first, and ``inf``/``rounding`` are fixed (see docs/mx.md).
-            NVFP4: ``"transformer-engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
+            ``"torchao_triton-0.18"``, ``"transformer_engine-2.12"`` (2.6 to 2.12) or
+            ``"transformer_engine-2.13"`` (2.13 and later), or a plain ``"torchao"``,
+            ``"transformer_engine"`` for the installed release (the newest when absent);
+            None or ``"ocp"``: the OCP MX spec. A library computes in float32 with RNE
+            elements: float64 and integer input is rounded to float32 first, and
+            ``inf``/``rounding`` are fixed (see docs/mx.md). NVFP4:
+            ``"transformer_engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
             (``variant="torchao"``), so that one keyword names a library for every family.
 
     Returns:
@@ -139,7 +141,7 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     """quantize of a Dask array: the options checked now on one element of its dtype, the
     tensor amax (NVFP4) taken over the whole array, then every chunk where it lies."""
     axes, block = normalize_layout(x.ndim, options["axis"], options["block_size"], bf)
-    stochastic = canonical_rounding(options["rounding"]) == "stochastic"
+    stochastic = is_stochastic(canonical_rounding(options["rounding"]))
     dry_rng = 0 if stochastic else options["rng"]  # (a Generator's draw is the chunks' to take)
     dry = quantize(np.zeros((1,) * x.ndim, dtype=x.dtype), bf, **{**options, "rng": dry_rng}, workers=1)
     if bf.tensor_scale and options["global_amax"] is None:

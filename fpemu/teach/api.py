@@ -22,9 +22,10 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import decode, encode, quantize
-from ..codec.exact import decimal_text, exact_decimal, fraction_float
-from ..codec.explainer import explain_facts
-from ..codec.option_names import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS
+from ..codec import (
+    NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS, decimal_text, exact_decimal,
+    explain_facts, fraction_float,
+)
 from ..formats import FORMATS, Format, get_format
 from ..mx import get_block_format
 from ..mx.inputs import ELEMENT_ROUNDINGS

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import decode
-from ..codec.exact import decimal_text, exact_decimal
+from ..codec import decimal_text, exact_decimal
 from ..formats import Format, get_format
 from ..mx import BlockFormat, get_block_format, quantize
 from .rules import number_text, parse_exact

@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec.exact import exact_number, fraction_float
-from ..codec.rules import rounding_rules
+from ..codec import exact_number, fraction_float, rounding_rules
 from ..formats import get_format  # noqa: F401  (get_format: the doctests use it)
 
 __all__ = ["number_text", "parse_exact", "parse_number", "rounding_rules"]
@@ -37,7 +36,7 @@ def number_text(value: float) -> str:
 
 
 def parse_exact(text: Any) -> Fraction | float:
-    """A number typed on the page, exactly (:func:`fpemu.codec.exact.exact_number`): a decimal
+    """A number typed on the page, exactly (:func:`fpemu.codec.exact_numbers.exact_number`): a decimal
     (``0.1`` is one tenth, not the float64 nearest it), ``inf``, ``nan``, a hex float
     (``0x1.8p3``) or a fraction ``p/q``; a Fraction, or a float for zeros, Inf and NaN. JSON
     numbers are taken as the float64 they are.

@@ -16,12 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..codec import decode
-from ..codec.rules import (
-    next_step_above_max,
-    overflow_inclusive,
-    overflow_threshold,
-    overflow_words,
-)
+from ..codec import next_step_above_max, overflow_inclusive, overflow_threshold, overflow_words
 from ..formats import Format, get_format
 
 __all__ = ["MAX_LISTED_BITS", "all_codes", "finite_values", "value_classes", "overflow_threshold",

@@ -34,7 +34,7 @@ import numpy as np
 from ..accumulator import Accumulator, get_accumulator
 from ..arith import exponent, pow2
 from ..codec import quantize
-from ..codec.bit_views import is_torch
+from ..codec import is_torch
 from ..formats import Format, get_format
 from ..formats.registry import one_or_pair
 from .bound import bound

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import decode, encode, explain
-from ..codec.bit_views import foreign_codes, is_torch
+from ..codec import foreign_codes, is_torch
 from ..formats import Format, get_format
 
 __all__ = ["assert_bits_equal", "assert_ulp_close", "as_codes", "ulp_distance"]

@@ -48,9 +48,9 @@ def _refuse_large_header(args: argparse.Namespace, rows: int, per_row: int) -> N
 
 
 def _is_stochastic(rounding: str | None) -> bool:
-    from ..codec import ROUNDING_MODES
+    from ..codec import ROUNDING_MODES, is_stochastic
 
-    return isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower(), "").startswith("stochastic")
+    return isinstance(rounding, str) and is_stochastic(ROUNDING_MODES.get(rounding.lower()))
 
 
 def _vectors_from_args(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:

@@ -224,12 +224,12 @@ def verify_vectors(path: str | Path) -> tuple[int, int]:
 def verify(v: dict[str, Any]) -> tuple[int, int]:
     meta = v["meta"]
     if meta["type"] == "cast":
-        from ..codec import ROUNDING_MODES
+        from ..codec import ROUNDING_MODES, is_stochastic
 
         x = v["input_bits"].view(FLOAT[meta["source"]])
         opts = dict(overflow=meta["overflow"], nan=meta["nan"], directed_overflow=meta.get("directed_overflow"),
                     via=meta.get("via"))
-        stochastic = ROUNDING_MODES.get(str(meta["rounding"]).lower(), "").startswith("stochastic")
+        stochastic = is_stochastic(ROUNDING_MODES.get(str(meta["rounding"]).lower()))
         bits = dict(sr_bits=meta["sr_bits"], random_bits=v["random_bits"]) if "sr_bits" in meta else {}
         rng = meta["seed"] if stochastic and not bits else None
         same = encode(x, meta["format"], rounding=meta["rounding"], rng=rng, **bits, **opts) == v["code"]

@@ -84,7 +84,7 @@ def cast_vectors(
     >>> v["meta"]["sr_bits"], v["random_bits"].dtype, bool((v["random_bits"] < 8).all())
     (3, dtype('uint32'), True)
     """
-    from ..codec.options import STOCHASTIC_WITH_BITS
+    from ..codec import STOCHASTIC_WITH_BITS, is_stochastic
 
     f = get_format(fmt)
     if kind not in VECTOR_KINDS:
@@ -94,7 +94,7 @@ def cast_vectors(
     _check_seed(seed)
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan)
     canonical = conv.resolved(f).rounding  # bad options fail before any work
-    stochastic = canonical.startswith("stochastic")
+    stochastic = is_stochastic(canonical)
     given_bits = canonical in STOCHASTIC_WITH_BITS
     encode(np.zeros(1), f, conversion=conv.replace(random_bits=None))
     if kind == "exhaustive":

@@ -1,0 +1,95 @@
+"""How the kernels walk an array: in cache-sized chunks, through scratch arrays reused from
+call to call. Every chunk size of the codec and of the MX pipelines is here, with the
+measurement that chose it; none changes a result (each element's code depends on that
+element alone), only how fast it comes.
+
+A chunk's temporaries should stay in the CPU cache (the arithmetic then costs little more
+than reading the input once), while each NumPy call (1-2 us whatever its size) is spread
+over enough elements. In a parallel worker thread (:func:`fpemu.parallel.run_pieces`)
+chunks grow, since every NumPy call hands the GIL to the other thread and back.
+
+Allocated afresh for every call, each temporary of a chunk's size (a few hundred KiB) comes
+from the operating system as new pages, and the first write into each page costs a page
+fault: on a virtual machine more than the arithmetic itself (measured with
+benchmarks/profile_codec.py: the first pass into a fresh 512 KiB array ran at 2.8 ns an
+element, the same pass into a used one at 0.2). So the kernels take their temporaries from
+:func:`scratch`: one set per thread, so that parallel pieces never share one; a caller names
+its buffers so that nested kernels never share one either. Never return a scratch array to
+the user: it is overwritten by the next call.
+
+>>> [(s.start, s.stop) for s in chunks(10, 4)]
+[(0, 4), (4, 8), (8, 10)]
+>>> a = scratch("doctest", 4, np.uint8)
+>>> b = scratch("doctest", 3, np.uint8)
+>>> a.size, b.size, np.shares_memory(a, b)
+(4, 3, True)
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..parallel import in_worker
+
+#: The default chunk (the lookup of the input tables, quantize's float32 magic-number path):
+#: 2**16 spread NumPy's per-call cost over too few elements: float16 and int16 input through
+#: the lookup tables ran 1.07-1.13x faster at 2**18.
+CHUNK = 1 << 18
+
+#: The generic kernel keeps a dozen 8-byte temporaries an element.
+GENERIC_CHUNK = 1 << 14
+
+#: The light kernels (the 17-bit table lookup, bf16/tf32 bit rounding, the float64 -> float32
+#: narrowing that feeds them, bf16 decode: a few same-type passes): 2**19 elements spread
+#: NumPy's per-call cost thin while the temporaries stay in the cache (L3 at least). 2**16
+#: ran 0.77x as fast for bf16 encode, 0.72x for bf16 -> float64 decode (into a used array);
+#: 2**18 0.89x for bf16 from float64, whose narrowing makes two dozen calls a chunk.
+LIGHT_CHUNK = 1 << 19
+
+#: The top-half arithmetic (its twenty NumPy calls a chunk): with the fused sticky bit, 2**18
+#: ran 1.05-1.12x faster than 2**17 for e4m3/e5m2/MXFP8 and as fast as 2**19 (4M float32
+#: values, 6 alternating rounds on the 2-core VM).
+TOP_HALF_CHUNK = 1 << 18
+
+#: The most elements a chunk of a parallel worker thread grows to: two threads' temporaries
+#: of 2**20 elements no longer stay in the cache (e4m3 on 2 workers: 496 Melem/s, 957 at 2**19).
+WORKER_CHUNK = 1 << 19
+
+#: Elements per chunk of block rows in the MX pipelines (quantize, dequantize): 512 Ki
+#: float32 (2 MiB) keeps every intermediate array of a chunk in cache (L2 or L3); the passes
+#: then run 20-35% faster than over the whole array at once, and 4-6% faster than at 256 Ki,
+#: where NumPy's per-call cost weighs more (compare.py, mx.quantize). (A loop over chunks of
+#: many blocks, never over single blocks.)
+MX_CHUNK = 1 << 19
+
+
+def chunk_size(base: int = CHUNK) -> int:
+    """Elements per chunk: ``base``; in a parallel worker thread four times that, up to
+    :data:`WORKER_CHUNK` (there the GIL's hand-over between threads, once per NumPy call,
+    outweighs the cache's gain, until two threads' temporaries outgrow the cache)."""
+    return max(base, min(base * 4, WORKER_CHUNK)) if in_worker() else base
+
+
+def chunks(n: int, size: int | None = None):
+    """Slices covering range(n) in cache-sized pieces (default: :func:`chunk_size`)."""
+    size = chunk_size() if size is None else size
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+_LOCAL = threading.local()
+
+
+def scratch(name: str, size: int, dtype) -> np.ndarray:
+    """An uninitialised array of ``size`` elements of ``dtype``: this thread's buffer called
+    ``name``, grown when too small."""
+    pool = getattr(_LOCAL, "pool", None)
+    if pool is None:
+        pool = _LOCAL.pool = {}
+    key = (name, np.dtype(dtype))
+    buffer = pool.get(key)
+    if buffer is None or buffer.size < size:
+        buffer = pool[key] = np.empty(max(size, 1), dtype=dtype)
+    return buffer[:size]

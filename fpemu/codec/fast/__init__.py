@@ -1,0 +1,21 @@
+"""The codec's speed-only paths: each gives the generic kernel's codes (or values) bit for bit
+on the inputs the dispatch (:func:`fpemu.codec.encode_path`) sends it, and is tested against
+the generic kernel over them (tests/codec/fast/). None decides where it applies: the dispatch
+does, in one place.
+
+* :mod:`.input_table`: float16 and (u)int8/16 input by one gather from a table of every bit
+  pattern's code (``input_table``).
+* :mod:`.fp32_table`: float32 into formats of at most 6 mantissa bits by one gather from the
+  17-bit table of (top 16 bits, sticky bit) patterns (``fp32_table``).
+* :mod:`.top_half`: the same function by uint16 arithmetic on the top half of each pattern,
+  where an exhaustive check against the table passes (``top_half``); also MX's elements
+  divided by their block's power of two, without the division.
+* :mod:`.float32_alike`: float64 (and float16) input made float32 so that it rounds to the
+  same codes, for the three float32 paths above and below.
+* :mod:`.prefix_rne`: bf16/tf32 under round-to-nearest-even by integer rounding of the
+  float32 bit pattern (``prefix_rne``).
+* :mod:`.numpy_cast`: fp16/fp32/fp64 under round-to-nearest-even by numpy's own correctly
+  rounded cast (``numpy_cast``).
+* :mod:`.float_arithmetic`: quantize's values by float32 addition of a magic number
+  (``magic_number``) and by float64 scaling to integers (``quantum_scaling``).
+"""
