@@ -176,8 +176,7 @@ def test_the_checks_can_fail():
 
 
 def codec_module_imports(graph: dict[str, set[str]]) -> list[str]:
-    """Each import of a module inside fpemu/codec by a module outside it ("importer -> module"),
-    """
+    """Each import of a module inside fpemu/codec by a module outside it ("importer -> module")."""
     return sorted(f"{dotted(name)} -> {dotted(t)}" for name, targets in graph.items() if component(name) != "codec"
                   for t in targets if t.startswith("codec."))
 
