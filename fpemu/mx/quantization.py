@@ -12,6 +12,7 @@ from ..codec.dask_arrays import is_dask
 from ..codec.option_names import check_random
 from .array import BlockArray
 from .mx_array import MXArray
+from .nvfp4_array import NVFP4Array
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule, nvfp4_variant
 from .formats import BlockFormat, get_block_format
@@ -150,6 +151,7 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     amax = options["global_amax"]
     if isinstance(amax, MeasuredAmax):
         amax = amax.bits.view(np.float32)
-    return BlockArray(codes=codes, scales=scales, format=bf, axis=dry.axis, block_size=dry.block_size,
-                      global_amax=None if amax is None else np.float32(amax),
-                      variant=dry.variant, scale_rounding=dry.scale_rounding)
+    if not bf.is_nvfp4:
+        return MXArray(codes, scales, bf, dry.axis, dry.block_size, scale_rounding=dry.scale_rounding)
+    return NVFP4Array(codes, scales, bf, dry.axis, dry.block_size,
+                      global_amax=None if amax is None else np.float32(amax), variant=dry.variant)
