@@ -3,6 +3,8 @@ part in range or refused with a clear error (issue 9, item 4)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -25,8 +27,6 @@ def test_blockarray_from_parts_is_checked():
 @pytest.mark.parametrize("fmt", sorted(mx.BLOCK_FORMATS))
 def test_each_family_has_its_own_fields(fmt):
     """An array is built by its family's class; each holds only its own fields (issue 24)."""
-    import dataclasses
-
     x = np.linspace(-5.0, 7.0, 64).reshape(2, 32)
     q = mx.quantize(x, fmt)
     family = mx.NVFP4Array if fmt.startswith("nvfp4") else mx.MXArray
@@ -130,3 +130,34 @@ def test_blockarray_tensor_fields():
     assert q.dequantize().tolist() == [0.5 * 1.0] * 4  # code 1 = 0.5, scale 0x38 = 1.0
     t = mx.NVFP4Array(codes, s, "nvfp4", 0, 16, global_scale=0.25, variant="torchao")
     assert t.dequantize().tolist() == [0.125] * 4
+
+
+# ---- issue 42, item 8: codes and scales cannot be written ------------------------------------------
+@pytest.mark.parametrize("fmt", sorted(mx.BLOCK_FORMATS))
+def test_codes_and_scales_are_read_only(fmt):
+    """Writing a code out of range (then dequantize raised IndexError) cannot happen: the
+    arrays of every block array, quantized, sliced or built from parts, are read-only."""
+    q = mx.quantize(np.linspace(-5.0, 7.0, 64).reshape(2, 32), fmt)
+    row = q.with_layout(q.codes[:1], q.scales[:1])
+    own = {f.name: getattr(q, f.name) for f in dataclasses.fields(q)}
+    again = type(q)(**{**own, "codes": q.codes.copy(), "scales": q.scales.copy()})
+    for a in (q, row, again):
+        for part in (a.codes, a.scales):
+            with pytest.raises(ValueError, match="read-only"):
+                part[(0,) * part.ndim] = 99
+
+
+def test_the_callers_arrays_stay_writable_and_unchanged():
+    codes, scales = np.arange(32, dtype=np.uint8) % 16, np.full(1, 127, np.uint8)
+    q = mx.MXArray(codes, scales, "mxfp4", 0, 32)
+    assert codes.flags.writeable and scales.flags.writeable
+    codes[0] = 15  # the caller's array is theirs: the block array holds a copy
+    assert q.codes[0] == 0 and q.dequantize()[0] == 0.0
+    fixed = codes.copy()
+    fixed.flags.writeable = False
+    assert mx.MXArray(fixed, scales, "mxfp4", 0, 32).codes is fixed  # read-only: taken as it is
+
+
+def test_out_of_range_codes_are_refused_by_name_on_the_way_in():
+    with pytest.raises(ValueError, match="BlockArray.codes: code 99 is out of range for mxfp4 elements"):
+        mx.MXArray(np.array([99] + [0] * 31), np.full(1, 127, np.uint8), "mxfp4", 0, 32)

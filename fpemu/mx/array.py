@@ -49,13 +49,21 @@ class BlockArray:
     Built by the family's class (``MXArray(codes, scales, format, axis, block_size,
     scale_rounding=None)``, ``NVFP4Array(codes, scales, format, axis, block_size,
     global_scale=None, global_amax=None, variant=None)``). Every part is checked, so an array
-    rebuilt by hand fails here rather than wrapping a code around or crashing later:
+    rebuilt by hand fails here rather than wrapping a code around or crashing later. The
+    codes and scales are read-only (a writable array given is copied: the caller's stays
+    writable, and no code can be written that the checks did not see; a read-only one is
+    taken as it is):
 
     >>> from fpemu.mx import MXArray
     >>> MXArray(np.zeros(4, np.uint8), np.full(1, 256), "mxfp4", 0, 32)
     Traceback (most recent call last):
     ...
     ValueError: BlockArray.scales: code 256 is out of range for E8M0 scales (0..255)
+    >>> q = MXArray(np.zeros(32, np.uint8), np.full(1, 127, np.uint8), "mxfp4", 0, 32)
+    >>> q.codes[0] = 99
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
     """
 
     codes: np.ndarray
@@ -145,7 +153,7 @@ class BlockArray:
         import dask
 
         codes, scales = dask.compute(self.codes, self.scales)
-        return self.with_layout(codes, scales)
+        return self.with_layout(read_only(codes), read_only(scales))
 
     def pack(self) -> np.ndarray:
         """The element codes densely packed along the last axis (see :func:`pack_codes`).
@@ -185,7 +193,17 @@ def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
             bad = lo if lo < lowest else hi
             raise ValueError(f"BlockArray.{what}: code {bad} is out of range for {name} "
                              f"({lowest}..{limit - 1})")
-    return arr.astype(np.uint8, copy=False)
+    out = arr.astype(np.uint8, copy=False)
+    if out is arr and out.flags.writeable:  # the caller's own array: they keep it writable
+        out = out.copy()
+    return read_only(out)
+
+
+def read_only(arr: np.ndarray) -> np.ndarray:
+    """``arr`` marked read-only, for an array its maker hands over to a block array (nobody
+    else holds it), which then takes it without a copy."""
+    arr.flags.writeable = False
+    return arr
 
 
 def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:

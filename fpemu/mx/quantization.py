@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import option_name
 from ..codec.dask_arrays import is_dask
 from ..codec.option_names import check_random
-from .array import BlockArray
+from .array import BlockArray, read_only
 from .mx_array import MXArray
 from .nvfp4_array import NVFP4Array
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
@@ -113,8 +113,8 @@ def quantize(
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
         codes, scales = quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
     return MXArray(
-        codes=codes,
-        scales=scales,
+        codes=read_only(codes),
+        scales=read_only(scales),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
