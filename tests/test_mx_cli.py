@@ -3,6 +3,7 @@ errors, huge block sizes, no warning printed (issue 9, items 5-7)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -161,3 +162,16 @@ def test_mx_json_holds_every_block(capsys):
     assert main(["mx", "100,-37,5", "-f", "nvfp4", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["variant"] == "te" and r["global_amax"] == 100.0 and r["blocks"][0]["codes"] == [7, 12, 1]
+
+
+def test_an_error_is_value_minus_input_as_show_says_it(capsys):
+    """One sign for "error" everywhere (issue 42, item 4): 500 saturates to 448 in e4m3, an
+    error of -52 in ``fpemu show`` and in ``fpemu mx`` (text and JSON) alike."""
+    assert main(["show", "500", "-f", "e4m3", "-o", "saturate", "--no-color"]) == 0
+    assert "error     -52 " in capsys.readouterr().out
+    assert main(["mx", "500,0.1", "-f", "mxfp8_e4m3"]) == 0
+    out = capsys.readouterr().out
+    assert "errors: -52 0.001562" in out and "max |error| 52," in out
+    assert main(["mx", "500,0.1", "-f", "mxfp8_e4m3", "--json"]) == 0
+    errors = json.loads(capsys.readouterr().out)["blocks"][0]["errors"]
+    assert errors[0] == -52.0 and errors[1] == 0.1015625 - 0.1
