@@ -7,6 +7,8 @@ number is, how an option's name is spelled, and how an unknown name is refused.
   case: :func:`option_name`, on the command line too (``type=option_name``).
 * An unknown name is refused with its closest matches, not with every name known:
   :func:`unknown_name`.
+* A whole-number option of the command line is checked by its parser, so that the error names
+  the flag (``--steps``), not the Python parameter behind it: :func:`whole_number`.
 * A flat record of keywords (an older one-class spelling of models that are now one class
   per kind) is read by one rule: :func:`record_fields` names every argument, and
   :func:`split_record` keeps a class's own fields and names the others that say something
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record", "FieldsRecord", "SpelledBy"]
+__all__ = ["is_whole", "option_name", "unknown_name", "whole_number", "record_fields", "split_record", "FieldsRecord",
+           "SpelledBy"]
 
 
 def is_whole(value: Any) -> bool:
@@ -48,10 +51,10 @@ def option_name(value: Any) -> Any:
 
 def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None = None, *,
                  aliases: Mapping[str, str] | None = None, note: str = "") -> str:
-    """The message refusing an unknown ``what``: the closest of the ``known`` names and their
-    ``aliases`` (alias -> name; one spelling of each name), if any is close; then where the
-    others are listed (``where``) or, for a short list (``where`` None), every known name;
-    ``note`` is appended.
+    """The message refusing an unknown ``what``: the closest of the ``known`` names, if any is
+    close (an alias that is close, alias -> name in ``aliases``, suggests the name it stands
+    for: the spelling the list shows); then where the others are listed (``where``) or, for a
+    short list (``where`` None), every known name; ``note`` is appended.
 
     >>> unknown_name("format", "e4m4", ["e4m3", "e3m4", "fp16"], "`fpemu formats`")
     "unknown format 'e4m4'; did you mean e4m3 or e3m4? `fpemu formats` lists the rest"
@@ -59,14 +62,13 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     "unknown format 'zz'; `fpemu formats` lists them all"
     >>> unknown_name("variant", "torcha0", ["te", "torchao"])
     "unknown variant 'torcha0'; did you mean torchao? choose one of te, torchao"
+    >>> unknown_name("block format", "e4m3", ["mxfp8_e4m3", "mxfp4"], aliases={"mxfp8e4m3": "mxfp8_e4m3"})
+    "unknown block format 'e4m3'; did you mean mxfp8_e4m3? choose one of mxfp8_e4m3, mxfp4"
     """
     known, aliases = list(known), dict(aliases or {})
     key = option_name(name) if isinstance(name, str) else str(name)
     matches = difflib.get_close_matches(key, known + list(aliases), n=4, cutoff=0.6)
-    closest: dict[str, str] = {}
-    for match in matches:  # the closest spelling of each name
-        closest.setdefault(aliases.get(match, match), match)
-    close = list(closest.values())
+    close = list(dict.fromkeys(aliases.get(match, match) for match in matches))  # each name once, as listed
     guess = ""
     if close:
         names = f"{', '.join(close[:-1])} or {close[-1]}" if len(close) > 1 else close[0]
@@ -76,6 +78,33 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     else:
         tail = f"{where} lists {'the rest' if close else 'them all'}"
     return f"unknown {what} {name!r}; {guess}{tail}{note}"
+
+
+def whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type=`` for a whole number in ``lo .. hi`` (no upper bound: None); the
+    parser's error names the flag (``argument --steps: must be ...``).
+
+    >>> whole_number(1, 10)("7")
+    7
+    >>> whole_number(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number >= 1, got '0'
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            import argparse  # (only here: ``import fpemu`` loads no command line)
+
+            bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}, got {text!r}")
+        return value
+
+    return parse
 
 
 def record_fields(what: str, defaults: Mapping[str, Any], args: tuple, fields: dict) -> dict:

@@ -22,8 +22,9 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from . import codec
-from .arguments import option_name
-from .codec.option_names import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
+from .arguments import option_name, whole_number
+from .codec.option_names import (NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES,
+                                 STOCHASTIC, STOCHASTIC_WITH_BITS)
 from .errors import RunError
 from .outputs import json_number
 from .version import __version__
@@ -60,10 +61,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     the float64 nearest it first), with the error value - input and error / |input| and the
     rules that fired (tie, underflow, overflow ...: :func:`fpemu.explain`, as the page)."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
+    _check_random_flags(args.rounding, args.seed, args.sr_bits)
     options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan, sr_bits=args.sr_bits)
     if args.seed is not None:
-        if args.seed < 0:
-            raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
         options["rng"] = args.seed
     text = codec.explain(args.value, args.format, color=color and not args.json, **options)
     if args.json:
@@ -71,6 +71,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def _check_random_flags(rounding: str, seed: int | None, sr_bits: int | None) -> None:
+    """--seed and --sr-bits where -r uses them, in range: the library's own checks name its
+    parameters (rng, sr_bits); the command line names its flags."""
+    rounding = codec.ROUNDING_MODES[rounding]
+    if seed is not None and rounding not in STOCHASTIC:
+        raise ValueError(f"--seed applies to the stochastic roundings (-r {', '.join(STOCHASTIC)}), not -r {rounding}")
+    if sr_bits is not None and rounding not in STOCHASTIC_WITH_BITS:
+        raise ValueError(f"--sr-bits applies to -r {', '.join(STOCHASTIC_WITH_BITS)}, not -r {rounding}")
+    if rounding in STOCHASTIC_WITH_BITS and sr_bits is None:
+        raise ValueError(f"-r {rounding} needs --sr-bits N, the number of random bits per value (1..32)")
 
 
 def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
@@ -107,6 +119,33 @@ def cmd_table(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def cmd_accumulators(args: argparse.Namespace) -> int:
+    """List the matrix-unit (accumulator) names that --accumulator and fpemu.gemm take."""
+    from .accumulator import accumulator_names
+    from .mx import block_accumulator_names
+
+    dense, block = accumulator_names(), block_accumulator_names()
+    if args.json:
+        print(json.dumps({"dense": dense, "block_scaled": block}, indent=1))
+        return 0
+    print("dense, plain operands (a GPU also takes /FAMILY, e.g. h100/e4m3):")
+    print(_wrapped(dense))
+    print("block-scaled (MX and NVFP4 operands):")
+    print(_wrapped(block))
+    return 0
+
+
+def _wrapped(names: list[str], width: int = 78) -> str:
+    """Names separated by spaces, in lines of at most ``width`` characters, indented by two."""
+    lines, line = [], ""
+    for name in names:
+        if line and len(line) + 1 + len(name) > width - 2:
+            lines.append(line)
+            line = ""
+        line = f"{line} {name}" if line else name
+    return "\n".join("  " + text for text in [*lines, line])
 
 
 # ---- errors and the parser ---------------------------------------------------------------------
@@ -153,13 +192,17 @@ def build_parser() -> ArgumentParser:
                    help=f"overflow rule: {', '.join(_OVERFLOWS)} (default: the format's)")
     p.add_argument("--nan", default=None, choices=_NANS, type=option_name, metavar="NAN",
                    help=f"the code of NaN results: {', '.join(_NANS)} (default: sign, or raise without NaN)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=whole_number(0), default=None,
                    help="seed of stochastic rounding (-r stochastic...): the same seed, the same result")
-    p.add_argument("--sr-bits", type=int, default=None, metavar="N",
+    p.add_argument("--sr-bits", type=whole_number(1, 32), default=None, metavar="N",
                    help="random bits per value (1..32) that stochastic_a, _b, _c and _odd need")
     p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("accumulators", help="the matrix-unit names --accumulator takes (dense and block-scaled)")
+    p.add_argument("--json", action="store_true", help="print the names as JSON")
+    p.set_defaults(func=cmd_accumulators)
 
     p = sub.add_parser("table", help="every code of a format of at most 8 bits")
     p.add_argument("format", help="format name, e.g. e2m1")

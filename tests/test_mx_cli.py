@@ -138,7 +138,7 @@ def test_cli_huge_block_size(capsys):
     for bad in ("0", "-4", "3000000000"):
         code, _, err = cli(capsys, "1,2,3", "-b", bad)
         assert code == 2
-        one_line_error(err, "block size must be an integer from 1 to 2**31")
+        one_line_error(err, "argument --block-size/-b: must be a whole number in 1..2147483648")
 
 
 def test_cli_huge_value_prints_no_warning(capfd):

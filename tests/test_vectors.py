@@ -128,3 +128,16 @@ def test_vectors_json_says_what_was_written(tmp_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert r["path"] == str(out) and r["cases"] == r["identical"] == 300
     assert r["meta"]["format"] == "e5m2" and r["meta"]["kind"] == "random" and r["meta"]["type"] == "cast"
+
+
+def test_the_summary_line_says_what_a_default_is(capsys, tmp_path):
+    """Not ``overflow=None, nan=None`` (issue 42, item 9): the format's default, said so; a
+    field that does not apply (an MX file's global_scale) is left out."""
+    from fpemu.cli import main
+
+    assert main(["vectors", "e4m3", "--out", str(tmp_path / "v.npz"), "-q"]) == 0
+    line = capsys.readouterr().out
+    assert "overflow=the format's default, nan=the format's default" in line and "None" not in line
+    assert main(["vectors", "mxfp4", "--out", str(tmp_path / "b.npz"), "-q"]) == 0
+    line = capsys.readouterr().out
+    assert "scale_rounding=floor" in line and "None" not in line and "global_scale" not in line

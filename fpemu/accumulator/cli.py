@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..arguments import option_name
+from ..arguments import option_name, whole_number
 from ..parallel import dask_scheduler
 from ..progress import progress
 from .error import gemm_error
@@ -40,11 +40,11 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("gemm-error", help="relative error of an emulated GEMM vs the exact product")
     p.add_argument("--inputs", default="e4m3", help="input format, or two for A,B: e4m3,e5m2 (default e4m3)")
     p.add_argument("--accumulator", default="h100", help="accumulator model (default h100)")
-    p.add_argument("--k", type=int, default=4096, help="inner dimension K (default 4096)")
-    p.add_argument("--m", type=int, default=64, help="rows of A (default 64)")
-    p.add_argument("--n", type=int, default=64, help="columns of B (default 64)")
-    p.add_argument("--promote", type=int, default=None, help="promote to an fp32 accumulator every N products")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--k", type=whole_number(1), default=4096, help="inner dimension K (default 4096)")
+    p.add_argument("--m", type=whole_number(1), default=64, help="rows of A (default 64)")
+    p.add_argument("--n", type=whole_number(1), default=64, help="columns of B (default 64)")
+    p.add_argument("--promote", type=whole_number(1), default=None, help="promote to an fp32 accumulator every N products")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="random seed (default 0)")
     p.add_argument("--distribution", default="uniform", type=option_name, choices=("uniform", "normal"),
                    help="input distribution")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -86,7 +86,7 @@ def get_accumulator(
     picked = picked or (option_name(instruction) if instruction is not None else "")
     arch = GPUS.get(key, key)
     if arch not in ARCHITECTURES or not families(arch, block_scaled=False):
-        where = "fpemu.accumulator.accumulator_names()"
+        where = "`fpemu accumulators`"
         raise ValueError(unknown_name("accumulator", name, accumulator_names(), where))
     fams = families(arch, block_scaled=False)
     fa, fb = input_formats(inputs)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import option_name
+from ..arguments import option_name, whole_number
 from .conventions import CONVENTION_NAMES
 from .description import describe, describe_json
 from .formats import BLOCK_FORMATS, get_block_format
@@ -114,9 +114,14 @@ def _load_npy(path: Path) -> np.ndarray:
 
 def cmd_mx(args: argparse.Namespace) -> int:
     """``fpemu mx``: quantize values into a block format and explain each block."""
-    if args.variant is not None and not get_block_format(args.format).is_nvfp4:  # not dropped: refused
+    nvfp4 = get_block_format(args.format).is_nvfp4
+    if args.variant is not None and not nvfp4:  # not dropped: refused
         raise ValueError(f"--variant applies to NVFP4's arithmetic, not to {args.format} "
                          "(MX formats have --scale-rounding, --inf and --convention)")
+    mx_only = [flag for flag, value in (("--scale-rounding", args.scale_rounding), ("--inf", args.inf)) if value]
+    if nvfp4 and mx_only:
+        raise ValueError(f"{' and '.join(mx_only)} {'apply' if len(mx_only) > 1 else 'applies'} to MX formats, "
+                         f"not to {args.format} (NVFP4 has --variant and --convention)")
     x = _read_values(args.values)
     q = quantize(
         x,
@@ -142,7 +147,7 @@ def register_cli(subparsers: Any) -> None:
         help="a .npy or text file, or numbers such as '7,3,1,0.4' (flattened to 1-D)",
     )
     p.add_argument("--format", "-f", default="mxfp8_e4m3", help=f"one of {', '.join(BLOCK_FORMATS)}")
-    p.add_argument("--block-size", "-b", type=int, default=None,
+    p.add_argument("--block-size", "-b", type=whole_number(1, 2**31), default=None,
                    help="elements per block (1 .. 2**31; default: the format's)")
     p.add_argument("--scale-rounding", "-s", default=None, type=option_name, choices=SCALE_ROUNDINGS,
                    help="MX scale rule (default floor, the OCP rule, or the convention's own)")
