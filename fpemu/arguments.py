@@ -7,6 +7,7 @@ number is, how an option's name is spelled, and how an unknown name is refused.
   case: :func:`option_name`, on the command line too (``type=option_name``).
 * An unknown name is refused with its closest matches, not with every name known:
   :func:`unknown_name`.
+* A nested list whose rows differ in length is refused by name: :func:`as_array`.
 * A whole-number option of the command line is checked by its parser, so that the error names
   the flag (``--steps``), not the Python parameter behind it: :func:`whole_number`.
 * A flat record of keywords (an older one-class spelling of models that are now one class
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name", "whole_number", "record_fields", "split_record", "FieldsRecord",
+__all__ = ["is_whole", "option_name", "unknown_name", "as_array", "whole_number", "record_fields", "split_record", "FieldsRecord",
            "SpelledBy"]
 
 
@@ -78,6 +79,24 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     else:
         tail = f"{where} lists {'the rest' if close else 'them all'}"
     return f"unknown {what} {name!r}; {guess}{tail}{note}"
+
+
+def as_array(x: Any, what: str) -> np.ndarray:
+    """``np.asarray(x)``; a ragged nested list (rows of different lengths), which NumPy
+    refuses in its own words, is refused naming ``what``.
+
+    >>> as_array([[1.0, 2.0], [3.0]], "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: x is a ragged list (its rows differ in length): pass a rectangular array of numbers
+    """
+    try:
+        return np.asarray(x)
+    except ValueError as exc:
+        if "inhomogeneous" not in str(exc) and "sequence" not in str(exc):
+            raise
+        raise ValueError(f"{what} is a ragged list (its rows differ in length): pass a rectangular array "
+                         "of numbers") from None
 
 
 def whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:

@@ -2,12 +2,18 @@
 
 Each subcommand is a small function ``cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. The command line never shows a traceback: every error is one line
-``fpemu: error: ...`` on stderr, and the exit status says what kind it was:
+``fpemu: error: ...`` on stderr, and the exit status says what kind it was (:data:`EXIT_RULE`,
+``fpemu --help`` and docs/cli.md say the same):
 
-* 2, a usage error: an unknown option or a bad value (argparse's errors, and the
-  ``ValueError``/``TypeError`` with which the library refuses bad arguments);
-* 1, a failed run: a file that cannot be read or written (``OSError``), a :class:`RunError`
-  raised by a command, or an unexpected internal error (``FPEMU_TRACEBACK=1`` shows it whole).
+* 2, a usage error: no command, an unknown option or a bad value (argparse's errors, and the
+  ``ValueError``/``TypeError`` with which the library refuses bad arguments: a file whose
+  contents are not what the command reads among them), a path given that does not exist or
+  is the wrong kind (:data:`fpemu.errors.MISSING_PATH`);
+* 1, a failed run: a file that exists but cannot be read or written (any other ``OSError``),
+  an optional package that is not installed (``ImportError``), a :class:`RunError` raised by
+  a command (a check that fails, a port in use), or an unexpected internal error
+  (``FPEMU_TRACEBACK=1`` shows it whole);
+* 130, interrupted (Ctrl-C).
 
 Negative numbers are values, not options: ``fpemu show -3e-5 -f e4m3`` works.
 """
@@ -25,7 +31,7 @@ from . import codec
 from .arguments import option_name, whole_number
 from .codec.option_names import (NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES,
                                  STOCHASTIC, STOCHASTIC_WITH_BITS)
-from .errors import RunError
+from .errors import MISSING_PATH, RunError
 from .outputs import json_number
 from .version import __version__
 
@@ -121,33 +127,6 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_accumulators(args: argparse.Namespace) -> int:
-    """List the matrix-unit (accumulator) names that --accumulator and fpemu.gemm take."""
-    from .accumulator import accumulator_names
-    from .mx import block_accumulator_names
-
-    dense, block = accumulator_names(), block_accumulator_names()
-    if args.json:
-        print(json.dumps({"dense": dense, "block_scaled": block}, indent=1))
-        return 0
-    print("dense, plain operands (a GPU also takes /FAMILY, e.g. h100/e4m3):")
-    print(_wrapped(dense))
-    print("block-scaled (MX and NVFP4 operands):")
-    print(_wrapped(block))
-    return 0
-
-
-def _wrapped(names: list[str], width: int = 78) -> str:
-    """Names separated by spaces, in lines of at most ``width`` characters, indented by two."""
-    lines, line = [], ""
-    for name in names:
-        if line and len(line) + 1 + len(name) > width - 2:
-            lines.append(line)
-            line = ""
-        line = f"{line} {name}" if line else name
-    return "\n".join("  " + text for text in [*lines, line])
-
-
 # ---- errors and the parser ---------------------------------------------------------------------
 # A token that starts like a negative number ("-3e-5", "-.5", "-inf", "-nan", "-0x1p3", "-1/3",
 # "-3,1") is a value: no option of fpemu starts with a digit, a dot, "inf" or "nan".
@@ -168,10 +147,19 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._parse_optional(arg_string)
 
 
+#: The exit statuses, as ``fpemu --help`` ends.
+EXIT_RULE = ("exit status: 0 done; 2 a usage error (no command, a bad option or value, a file or directory given "
+             "that does not exist, is the wrong kind or is not what the command reads); 1 a failed run (a file "
+             "that cannot be read or written, a missing optional package, a port in use, a check that fails); "
+             "130 interrupted. Every error is one line on stderr.")
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="fpemu",
         description="Bit-exact emulation of the floating-point formats machine learning runs on.",
+        epilog=f"An error is value - input everywhere (show, mx, the explorer). {EXIT_RULE} "
+               "The documentation: fpemu docs.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -200,10 +188,6 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("accumulators", help="the matrix-unit names --accumulator takes (dense and block-scaled)")
-    p.add_argument("--json", action="store_true", help="print the names as JSON")
-    p.set_defaults(func=cmd_accumulators)
-
     p = sub.add_parser("table", help="every code of a format of at most 8 bits")
     p.add_argument("format", help="format name, e.g. e2m1")
     p.add_argument("--json", action="store_true", help="print the codes as JSON")
@@ -226,13 +210,14 @@ def _register_feature_commands() -> None:
     from .crosscheck.cli import register_cli as crosscheck_commands
     from .fit.cli import register_cli as fit_commands
     from .mx.cli import register_cli as mx_commands
+    from .pages import register_cli as docs_commands
     from .probe.cli import register_cli as probe_commands
     from .teach.cli import register_cli as teach_commands
     from .train.cli import register_cli as train_commands
     from .vectors.cli import register_cli as vectors_commands
 
     for register in (mx_commands, accumulator_commands, train_commands, crosscheck_commands, fit_commands,
-                     probe_commands, vectors_commands, teach_commands):
+                     probe_commands, vectors_commands, teach_commands, docs_commands):
         if register not in _EXTRA_COMMANDS:
             _EXTRA_COMMANDS.append(register)
 
@@ -261,17 +246,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{where}unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) or a usage error, already printed on one line
         return int(exc.code or 0)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    if not getattr(args, "func", None):  # no command: a usage error, the help on stderr
+        parser.print_help(sys.stderr)
+        return 2
     return run_command(args)
 
 
 def run_command(args: argparse.Namespace, prog: str = "fpemu") -> int:
     """Run a parsed command (``args.func``) and turn what it raises into one line
-    ``PROG: error: ...`` and an exit status: 2 for bad input (ValueError, TypeError), 1 for a
-    run that cannot finish (RunError, OSError, an unexpected error), 130 for Ctrl-C. Shared by
-    every command line of the repository (``research.fp8_fp16`` too)."""
+    ``PROG: error: ...`` and an exit status: 2 for bad input (ValueError, TypeError, a path
+    that does not exist or is the wrong kind), 1 for a run that cannot finish (RunError, any
+    other OSError, a missing optional package, an unexpected error), 130 for Ctrl-C. Shared
+    by every command line of the repository (``research.fp8_fp16`` too)."""
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
@@ -280,8 +266,12 @@ def run_command(args: argparse.Namespace, prog: str = "fpemu") -> int:
         return _fail(str(exc), 1, prog)
     except BrokenPipeError:
         return 0
+    except MISSING_PATH as exc:
+        return _fail(_os_error_text(exc), 2, prog)
     except OSError as exc:
         return _fail(_os_error_text(exc), 1, prog)
+    except ImportError as exc:  # an optional package (torch, matplotlib ...): its message says which
+        return _fail(str(exc), 1, prog)
     except KeyboardInterrupt:
         return _fail("interrupted", 130, prog)
     except Exception as exc:  # a bug: still one line, with the way to see the whole story

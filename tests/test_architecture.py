@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fpemu"
 # The layers, bottom up (docs/architecture.md): a component may import its own layer's modules
 # and any layer below, never one above.
 LAYERS = [
-    {"version", "errors", "arguments", "outputs", "parallel", "progress"},
+    {"version", "errors", "arguments", "outputs", "parallel", "progress", "pages"},
     {"formats"},
     {"arith", "isa"},
     {"codec"},

@@ -91,9 +91,13 @@ def test_unknown_format_is_a_one_line_usage_error(capsys, tmp_path, command):
     assert "fp9" in err and not out.exists()
 
 
-def test_no_command_prints_help(capsys):
+def test_no_command_is_a_usage_error_with_the_help_on_stderr(capsys):
+    """``fpemu`` alone (issue 42, item 6): the help, on stderr, and status 2 as any usage error."""
     status, out, err = run(capsys)
-    assert status == 0 and "COMMAND" in out and not err
+    assert status == 2 and "COMMAND" in err and not out
+    assert "exit status: 0 done; 2 a usage error" in " ".join(err.split())  # the rule, where a user looks first
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and "COMMAND" in out
 
 
 def test_unknown_command(capsys):
@@ -221,3 +225,53 @@ def test_accumulators_lists_the_names_the_errors_point_to(capsys):
     assert "h100" in listed and "mmasim-blackwell" in listed and max(map(len, out.splitlines())) <= 80
     status, out, _ = run(capsys, "accumulators", "--json")
     assert status == 0 and json.loads(out) == {"dense": accumulator_names(), "block_scaled": block_accumulator_names()}
+
+
+# ---- issue 42, item 6: one exit-code rule (2 usage, 1 a failed run) ---------------------------------
+def missing_path_commands(tmp_path) -> list[list[str]]:
+    gone = tmp_path / "no" / "such"
+    commands = [["verify", str(tmp_path / "missing.npz")], ["verify", str(tmp_path)],
+                ["vectors", "e4m3", "--out", str(gone / "x.npz")], ["fit", str(tmp_path / "missing_e4m3.npz")],
+                ["mx", str(tmp_path / "missing.npy")], ["train", "--json-file", str(gone / "x.json")],
+                ["crosscheck", "--backend", "numpy", "--n", "1", "--json-file", str(gone / "x.json")]]
+    try:
+        import matplotlib  # noqa: F401  (plot checks matplotlib before its output path)
+
+        commands += [["plot", "e4m3", "--out", str(gone / "x.png")], ["train", "--plot", str(gone / "dir")]]
+    except ImportError:
+        pass
+    return commands
+
+
+def test_a_path_that_does_not_exist_is_a_usage_error(capsys, tmp_path):
+    """A file or directory given on the command line that is not there, or is the wrong kind
+    (a directory for a file), is what was typed being wrong: status 2, as any bad value."""
+    for argv in missing_path_commands(tmp_path):
+        status, _, err = run(capsys, *argv)
+        line = assert_one_line_error(status, err, 2)
+        assert str(tmp_path) in line, (argv, line)
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_missing_optional_package_is_a_failed_run(capsys):
+    from argparse import Namespace
+
+    from fpemu.cli import run_command
+    from fpemu.errors import optional_module
+
+    status = run_command(Namespace(func=lambda args: optional_module("no_such_package", "fpemu example")))
+    line = assert_one_line_error(status, capsys.readouterr().err, 1)
+    assert line == "fpemu: error: fpemu example needs no_such_package, which is not installed: pip install no_such_package"
+
+
+def test_the_rule_is_written_where_users_read_it():
+    """One rule, in one place (fpemu.cli.EXIT_RULE): fpemu --help ends with it and docs/cli.md
+    states it."""
+    from pathlib import Path
+
+    from fpemu.cli import EXIT_RULE
+
+    help_text = " ".join(build_parser().format_help().split())
+    assert EXIT_RULE in help_text
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    assert EXIT_RULE in " ".join(page.split())

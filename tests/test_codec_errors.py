@@ -255,3 +255,14 @@ def test_quantize_of_representable_float32_does_not_return_the_input_object():
     np.testing.assert_array_equal(q, x)
     q[0] = 7.0
     assert x[0] == 1.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: fpemu.encode(x, "e4m3"), lambda x: fpemu.quantize(x, "e4m3"), lambda x: fpemu.decode(x, "e4m3"),
+    lambda x: fpemu.mx.quantize(x, "mxfp4"), lambda x: fpemu.scaled_cast(x, "e4m3"),
+])  # fmt: skip
+def test_a_ragged_list_is_refused_in_fpemus_words(call):
+    """Not numpy's "inhomogeneous shape after 1 dimensions" (issue 42, item 9)."""
+    with pytest.raises(ValueError, match=r"^(x|codes) is a ragged list \(its rows differ in length\): pass a "
+                                         r"rectangular array of numbers$"):
+        call([[1, 2], [3]])

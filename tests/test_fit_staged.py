@@ -277,7 +277,7 @@ def test_fit_cli_space(capsys, tmp_path):
     assert "not searchable" in capsys.readouterr().err
     assert research_cli.main(["fit", paths[0], "--space", "block"]) == 2
     assert f"--space block is the library's search: fpemu fit {paths[0]}" in capsys.readouterr().err
-    assert research_cli.main(["fit", str(tmp_path / "absent_e4m3.npz")]) == 1
+    assert research_cli.main(["fit", str(tmp_path / "absent_e4m3.npz")]) == 2  # a missing file: usage
     assert research_cli.main(["fit", paths[0], "--top", "0"]) == 2
     assert research_cli.main(["fit"]) == 2  # a dump is required
     err = capsys.readouterr().err

@@ -69,9 +69,9 @@ def test_cli_complex_npy_is_refused_like_the_api(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("make, status, text", [
-    (lambda p: None, 1, "No such file or directory"),
-    (lambda p: p.mkdir(), 1, "Is a directory"),
-    (lambda p: p.write_bytes(b"\x93NUMPY"), 1, "not a valid .npy file"),
+    (lambda p: None, 2, "No such file or directory"),  # a path that is not there: usage (2)
+    (lambda p: p.mkdir(), 2, "Is a directory"),
+    (lambda p: p.write_bytes(b"\x93NUMPY"), 2, "not a valid .npy file"),
     (lambda p: np.save(p, np.array(["a", "b"])), 2, "cannot quantize"),
     (lambda p: np.save(p, np.array([1, "a"], dtype=object), allow_pickle=True), 2, "Python objects"),
     (lambda p: np.save(p, np.zeros(0)), 2, "no values"),
@@ -90,7 +90,7 @@ def test_cli_truncated_npy(capsys, tmp_path):
     f = tmp_path / "cut.npy"
     f.write_bytes(good.read_bytes()[:-7])
     code, out, err = cli(capsys, str(f))
-    assert code == 1 and not out
+    assert code == 2 and not out  # not the kind of file mx reads: the file given is wrong (usage)
     one_line_error(err, str(f), "not a valid .npy file")
 
 
@@ -108,7 +108,7 @@ def test_cli_text_files(capsys, tmp_path):
     assert code == 2
     one_line_error(err, str(f))
     code, _, err = cli(capsys, str(tmp_path / "missing.txt"))
-    assert code == 1
+    assert code == 2
     one_line_error(err, "missing.txt", "No such file")
 
 

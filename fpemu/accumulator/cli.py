@@ -1,5 +1,5 @@
-"""The ``fpemu gemm-error`` command (registered by :mod:`fpemu.cli` through
-:func:`register_cli`)."""
+"""The ``fpemu gemm-error`` and ``fpemu accumulators`` commands (registered by :mod:`fpemu.cli`
+through :func:`register_cli`)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,35 @@ def cmd_gemm_error(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_accumulators(args: argparse.Namespace) -> int:
+    """List the matrix-unit (accumulator) names that --accumulator and fpemu.gemm take."""
+    from ..mx import block_accumulator_names
+    from .lookup import accumulator_names
+
+    dense, block = accumulator_names(), block_accumulator_names()
+    if args.json:
+        print(json.dumps({"dense": dense, "block_scaled": block}, indent=1))
+        return 0
+    print("dense, plain operands (a GPU also takes /FAMILY, e.g. h100/e4m3):")
+    print(_wrapped(dense))
+    print("block-scaled (MX and NVFP4 operands):")
+    print(_wrapped(block))
+    return 0
+
+
+def _wrapped(names: list[str], width: int = 78) -> str:
+    """Names separated by spaces, in lines of at most ``width`` characters, indented by two."""
+    lines, line = [], ""
+    for name in names:
+        if line and len(line) + 1 + len(name) > width - 2:
+            lines.append(line)
+            line = ""
+        line = f"{line} {name}" if line else name
+    return "\n".join("  " + text for text in [*lines, line])
+
+
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``fpemu gemm-error``."""
+    """Add ``fpemu gemm-error`` and ``fpemu accumulators``."""
     p = subparsers.add_parser("gemm-error", help="relative error of an emulated GEMM vs the exact product")
     p.add_argument("--inputs", default="e4m3", help="input format, or two for A,B: e4m3,e5m2 (default e4m3)")
     p.add_argument("--accumulator", default="h100", help="accumulator model (default h100)")
@@ -52,3 +79,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="run the emulated GEMM on a Dask scheduler (tcp://host:8786; needs fpemu[dask])")
     p.set_defaults(func=cmd_gemm_error)
+
+    p = subparsers.add_parser("accumulators", help="the matrix-unit names --accumulator takes (dense and block-scaled)")
+    p.add_argument("--json", action="store_true", help="print the names as JSON")
+    p.set_defaults(func=cmd_accumulators)

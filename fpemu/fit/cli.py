@@ -11,18 +11,9 @@ from ..arguments import option_name
 from ..formats import get_format
 from ..outputs import json_number
 from ..progress import progress
-from .dumps import DumpError, load_dump
+from .dumps import load_dump
 from .reporting import report
 from .search import fit
-
-
-def _load(path: str, inputs: str | None):
-    from ..errors import RunError
-
-    try:
-        return load_dump(path, inputs)
-    except DumpError as exc:
-        raise RunError(str(exc)) from None
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -34,7 +25,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         get_format(args.inputs)  # an unknown name is a usage error, before the file is read
     paths = args.dump if isinstance(args.dump, list) else [args.dump]
     unfit, records = [], []
-    dumps = [_load(path, args.inputs) for path in paths]
+    dumps = [load_dump(path, args.inputs) for path in paths]  # DumpError, a ValueError: usage (2)
     for path, dump in zip(paths, dumps):
         if args.out and args.out not in dump.d:
             raise ValueError(f"{path} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import option_name
+from ..arguments import as_array, option_name
 from ..codec.dask_arrays import is_dask
 from ..codec.option_names import check_random
 from .array import BlockArray, read_only
@@ -92,7 +92,7 @@ def quantize(
         options = dict(axis=axis, block_size=block_size, scale_rounding=scale_rounding, rounding=rounding,
                        rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
         return _quantize_dask(x, bf, options)
-    raw = np.asarray(x)
+    raw = as_array(x, "x")
     arr = as_float_array(raw)
     if arr.ndim == 0:
         raise ValueError("quantize needs an array of at least one dimension")

@@ -5,7 +5,9 @@ values is refused), the checks of its output paths before training, the table or
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -160,7 +162,7 @@ def _inapplicable(args: argparse.Namespace) -> str | None:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail now, naming the path, if --json-file or --plot could not be written after training."""
-    from ..errors import RunError
+    from ..errors import RunError, path_error
 
     if args.plot:
         try:
@@ -178,8 +180,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         try:
             check(path)
         except OSError as exc:
-            where = exc.filename if exc.filename is not None else path
-            raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
+            raise path_error(option, path, exc) from None
 
 
 # Names that look like an image file, not a directory of them.
@@ -187,11 +188,16 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pdf", ".svg", ".svgz", ".eps", ".p
 
 
 def _check_plot_directory(path: str) -> None:
-    """The --plot directory: an existing one, or a new one in an existing directory (as any
-    output file: :func:`fpemu.outputs.check_output_path`); never a tree of missing parents."""
-    if not Path(path).exists():
-        check_output_path(path)
-    plot_directory(path)
+    """The --plot directory: an existing one, or a new one in an existing, writable directory
+    (as any output file: :func:`fpemu.outputs.check_output_path`; never a tree of missing
+    parents). A new one is made only when the plots are written: a run stopped before (Ctrl-C)
+    leaves no empty directory behind."""
+    if Path(path).exists():
+        plot_directory(path)
+        return
+    parent = check_output_path(path).parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "its directory is not writable", str(path))
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -212,7 +218,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="loss scaling of a single run (default: dynamic for fp16, else none)")
     p.add_argument("--steps", type=whole_number(1, MAX_STEPS), default=None,
                    help=f"training steps (default {DEFAULT_STEPS} for mlp, {CLI_GPT_STEPS} for gpt; "
-                   "docs/training.md's transformer runs take 300)")
+                   "the transformer runs of fpemu docs training take 300)")
     p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data, initialisation and batches")
     p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
     p.add_argument("--init-scale", type=float, default=None,

@@ -172,7 +172,7 @@ _KIND_HELP = (
     "exhaustive (formats of at most 16 bits, any rounding but sr): an input of every class a rounding can "
     "tell apart: each value, each midpoint between neighbours (the overflow tie too), the input floats just "
     "below and above each, +-0, +-Inf, NaNs with every payload the format keeps (every outcome, not every "
-    "bit pattern: docs/golden.md)"
+    "bit pattern: fpemu docs golden)"
 )
 
 

@@ -49,7 +49,7 @@ def train_setups(setups: list[GPTSetup]) -> list:
 def cmd_infer(args: argparse.Namespace) -> int:
     """``fpemu infer``: train the transformer in FP32, then run it with FP8/FP4 weights and
     activations and compare with FP32."""
-    from ...errors import RunError
+    from ...errors import path_error
     from ..files import check_json_file, finite_or_null
 
     formats = _formats(args.formats)
@@ -59,7 +59,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         try:
             check_json_file(args.json_file)
         except OSError as exc:
-            raise RunError(f"cannot write --json-file {exc.filename or args.json_file}: {exc.strerror or exc}") from None
+            raise path_error("--json-file", args.json_file, exc) from None
     # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
     with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
         setup = replace(setup, progress=lambda i, n: step())
