@@ -27,7 +27,7 @@ def test_formats_lists_every_format(capsys):
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert "e4m3" in rows and "448" in rows["e4m3"]
     assert "57344" in rows["e5m2"] and "240" in rows["e4m3fnuz"]
-    assert "2^127" in rows["e8m0"] and "binary8p3se" in rows
+    assert "1.7014118e+38" in rows["e8m0"] and "2^-127" in rows["e8m0"] and "binary8p3se" in rows
 
 
 def test_show_explains_fields_and_error(capsys):
