@@ -59,7 +59,7 @@ def test_the_changelog_describes_this_version():
 def build(kind: str, tmp_path: Path) -> Path:
     """The sdist or wheel the build backend makes of a copy of this tree."""
     tree = tmp_path / "tree"
-    shutil.copytree(ROOT, tree, ignore=NOT_SOURCE)
+    shutil.copytree(ROOT, tree, ignore=NOT_SOURCE)  # (MANIFEST.in's grafts act on the wheel too)
     code = f"from setuptools import build_meta as b; print(b.build_{kind}({str(tmp_path / 'dist')!r}))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, timeout=300, env=env)
@@ -87,6 +87,8 @@ def test_the_wheel_carries_the_docs_and_the_type_marker(tmp_path):
     assert modules <= names
     pages = {f"fpemu/docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
     assert pages <= names and "fpemu/py.typed" in names and "fpemu/teach/static/index.html" in names
+    assert {n for n in names if n.startswith("fpemu/docs/")} == pages  # the pages, not their figures
+    assert wheel.stat().st_size < 1 << 20
     assert not any(n.startswith(("tests/", "research/", "docs/")) for n in names)  # only the package
 
 
