@@ -7,10 +7,9 @@ number is, how an option's name is spelled, and how an unknown name is refused.
   case: :func:`option_name`, on the command line too (``type=option_name``).
 * An unknown name is refused with its closest matches, not with every name known:
   :func:`unknown_name`.
-* A flat record of keywords (an older one-class spelling of models that are now one class
-  per kind) is read by one rule: :func:`record_fields` names every argument, and
-  :func:`split_record` keeps a class's own fields and names the others that say something
-  (not at the record's default).
+* A nested list whose rows differ in length is refused by name: :func:`as_array`.
+* A whole-number option of the command line is checked by its parser, so that the error names
+  the flag (``--steps``), not the Python parameter behind it: :func:`whole_number`.
 
 >>> is_whole(np.int64(8)), is_whole(True), option_name(" Saturate ")
 (True, False, 'saturate')
@@ -18,13 +17,12 @@ number is, how an option's name is spelled, and how an unknown name is refused.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_whole", "option_name", "unknown_name", "record_fields", "split_record", "FieldsRecord", "SpelledBy"]
+__all__ = ["is_whole", "option_name", "unknown_name", "as_array", "whole_number"]
 
 
 def is_whole(value: Any) -> bool:
@@ -48,10 +46,10 @@ def option_name(value: Any) -> Any:
 
 def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None = None, *,
                  aliases: Mapping[str, str] | None = None, note: str = "") -> str:
-    """The message refusing an unknown ``what``: the closest of the ``known`` names and their
-    ``aliases`` (alias -> name; one spelling of each name), if any is close; then where the
-    others are listed (``where``) or, for a short list (``where`` None), every known name;
-    ``note`` is appended.
+    """The message refusing an unknown ``what``: the closest of the ``known`` names, if any is
+    close (an alias that is close, alias -> name in ``aliases``, suggests the name it stands
+    for: the spelling the list shows); then where the others are listed (``where``) or, for a
+    short list (``where`` None), every known name; ``note`` is appended.
 
     >>> unknown_name("format", "e4m4", ["e4m3", "e3m4", "fp16"], "`fpemu formats`")
     "unknown format 'e4m4'; did you mean e4m3 or e3m4? `fpemu formats` lists the rest"
@@ -59,14 +57,13 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     "unknown format 'zz'; `fpemu formats` lists them all"
     >>> unknown_name("variant", "torcha0", ["te", "torchao"])
     "unknown variant 'torcha0'; did you mean torchao? choose one of te, torchao"
+    >>> unknown_name("block format", "e4m3", ["mxfp8_e4m3", "mxfp4"], aliases={"mxfp8e4m3": "mxfp8_e4m3"})
+    "unknown block format 'e4m3'; did you mean mxfp8_e4m3? choose one of mxfp8_e4m3, mxfp4"
     """
     known, aliases = list(known), dict(aliases or {})
     key = option_name(name) if isinstance(name, str) else str(name)
     matches = difflib.get_close_matches(key, known + list(aliases), n=4, cutoff=0.6)
-    closest: dict[str, str] = {}
-    for match in matches:  # the closest spelling of each name
-        closest.setdefault(aliases.get(match, match), match)
-    close = list(closest.values())
+    close = list(dict.fromkeys(aliases.get(match, match) for match in matches))  # each name once, as listed
     guess = ""
     if close:
         names = f"{', '.join(close[:-1])} or {close[-1]}" if len(close) > 1 else close[0]
@@ -78,92 +75,46 @@ def unknown_name(what: str, name: Any, known: Iterable[str], where: str | None =
     return f"unknown {what} {name!r}; {guess}{tail}{note}"
 
 
-def record_fields(what: str, defaults: Mapping[str, Any], args: tuple, fields: dict) -> dict:
-    """The positional ``args`` (in the order of ``defaults``) and keyword ``fields`` of a flat
-    record as one dict; a name the record does not have, or one given twice, is a TypeError.
+def as_array(x: Any, what: str) -> np.ndarray:
+    """``np.asarray(x)``; a ragged nested list (rows of different lengths), which NumPy
+    refuses in its own words, is refused naming ``what``.
 
-    >>> record_fields("Model", {"kind": "a", "size": 1}, ("b",), {"size": 4})
-    {'size': 4, 'kind': 'b'}
+    >>> as_array([[1.0, 2.0], [3.0]], "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: x is a ragged list (its rows differ in length): pass a rectangular array of numbers
     """
-    order = list(defaults)
-    if len(args) > len(order):
-        raise TypeError(f"{what} takes at most {len(order) + 1} positional arguments")
-    fields = dict(fields)
-    for key, value in zip(order, args):
-        if key in fields:
-            raise TypeError(f"{what} got multiple values for argument {key!r}")
-        fields[key] = value
-    unknown = [k for k in fields if k not in defaults]
-    if unknown:
-        raise TypeError(f"{what} got unexpected keyword argument(s): {', '.join(unknown)}")
-    return fields
+    try:
+        return np.asarray(x)
+    except ValueError as exc:
+        if "inhomogeneous" not in str(exc) and "sequence" not in str(exc):
+            raise
+        raise ValueError(f"{what} is a ragged list (its rows differ in length): pass a rectangular array "
+                         "of numbers") from None
 
 
-def split_record(own: Iterable[str], defaults: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[dict, list[str]]:
-    """(the fields that are ``own``, the other fields whose value is not the record's default):
-    a field the class does not have says nothing where it holds the default, and would be
-    ignored anywhere else. A bool is never the default of a number (True is not 1).
+def whole_number(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type=`` for a whole number in ``lo .. hi`` (no upper bound: None); the
+    parser's error names the flag (``argument --steps: must be ...``).
 
-    >>> split_record({"size"}, {"size": 1, "flag": False, "bits": None}, {"size": 4, "flag": False, "bits": 3})
-    ({'size': 4}, ['bits'])
-    """
-    own = set(own)
-    foreign = [k for k, v in fields.items() if k not in own and not _is_default(v, defaults[k])]
-    return {k: v for k, v in fields.items() if k in own}, foreign
-
-
-def _is_default(value: Any, default: Any) -> bool:
-    if value is default or default is None or value is None:
-        return value is default
-    return (isinstance(default, bool) or not isinstance(value, (bool, np.bool_))) and value == default
-
-
-class FieldsRecord:
-    """``repr``, ``==`` and ``hash`` of a frozen dataclass from its fields, written once for a
-    family of them: each class is then declared ``@dataclass(frozen=True, repr=False,
-    eq=False)`` and Python generates only its ``__init__`` (import time: a dataclass's generated
-    methods are compiled when its class is made). The results are those dataclasses give.
-
-    >>> @dataclasses.dataclass(frozen=True, repr=False, eq=False)
-    ... class Point(FieldsRecord):
-    ...     x: int
-    ...     y: int = 0
-    >>> Point(1), Point(1) == Point(1, 0), Point(1) == Point(2), len({Point(1), Point(1)})
-    (Point(x=1, y=0), True, False, 1)
+    >>> whole_number(1, 10)("7")
+    7
+    >>> whole_number(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a whole number >= 1, got '0'
     """
 
-    def _compared(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare)
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            import argparse  # (only here: ``import fpemu`` loads no command line)
 
-    def __repr__(self) -> str:
-        shown = (f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
-        return f"{type(self).__qualname__}({', '.join(shown)})"
+            bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}, got {text!r}")
+        return value
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
-
-class SpelledBy(type):
-    """The metaclass of a family whose base class, called itself, builds a member from a
-    one-call spelling (``Accumulator(name, kind, ...)``, ``BlockArray(codes, scales, format,
-    ...)``): it calls the ``spelling`` the base defines; a member class is built as any class.
-
-    >>> class Shape(metaclass=SpelledBy):
-    ...     @staticmethod
-    ...     def spelling(kind):
-    ...         return {"square": Square}[kind]()
-    >>> class Square(Shape):
-    ...     pass
-    >>> type(Shape("square")).__name__, type(Square()).__name__
-    ('Square', 'Square')
-    """
-
-    def __call__(cls, *args: Any, **fields: Any) -> Any:
-        if "spelling" in vars(cls):
-            return cls.spelling(*args, **fields)
-        return super().__call__(*args, **fields)
+    return parse

@@ -2,12 +2,18 @@
 
 Each subcommand is a small function ``cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. The command line never shows a traceback: every error is one line
-``fpemu: error: ...`` on stderr, and the exit status says what kind it was:
+``fpemu: error: ...`` on stderr, and the exit status says what kind it was (:data:`EXIT_RULE`,
+``fpemu --help`` and docs/cli.md say the same):
 
-* 2, a usage error: an unknown option or a bad value (argparse's errors, and the
-  ``ValueError``/``TypeError`` with which the library refuses bad arguments);
-* 1, a failed run: a file that cannot be read or written (``OSError``), a :class:`RunError`
-  raised by a command, or an unexpected internal error (``FPEMU_TRACEBACK=1`` shows it whole).
+* 2, a usage error: no command, an unknown option or a bad value (argparse's errors, and the
+  ``ValueError``/``TypeError`` with which the library refuses bad arguments: a file whose
+  contents are not what the command reads among them), a path given that does not exist or
+  is the wrong kind (:data:`fpemu.errors.MISSING_PATH`);
+* 1, a failed run: a file that exists but cannot be read or written (any other ``OSError``),
+  an optional package that is not installed (``ImportError``), a :class:`RunError` raised by
+  a command (a check that fails, a port in use), or an unexpected internal error
+  (``FPEMU_TRACEBACK=1`` shows it whole);
+* 130, interrupted (Ctrl-C).
 
 Negative numbers are values, not options: ``fpemu show -3e-5 -f e4m3`` works.
 """
@@ -22,9 +28,10 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from . import codec
-from .arguments import option_name
-from .codec import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES
-from .errors import RunError
+from .arguments import option_name, whole_number
+from .codec import (NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES, STOCHASTIC,
+                    STOCHASTIC_WITH_BITS)
+from .errors import MISSING_PATH, RunError
 from .outputs import json_number
 from .version import __version__
 
@@ -60,10 +67,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     the float64 nearest it first), with the error value - input and error / |input| and the
     rules that fired (tie, underflow, overflow ...: :func:`fpemu.explain`, as the page)."""
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR") and not args.no_color
+    _check_random_flags(args.rounding, args.seed, args.sr_bits)
     options = dict(rounding=args.rounding, overflow=args.overflow, nan=args.nan, sr_bits=args.sr_bits)
     if args.seed is not None:
-        if args.seed < 0:
-            raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
         options["rng"] = args.seed
     text = codec.explain(args.value, args.format, color=color and not args.json, **options)
     if args.json:
@@ -71,6 +77,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def _check_random_flags(rounding: str, seed: int | None, sr_bits: int | None) -> None:
+    """--seed and --sr-bits where -r uses them, in range: the library's own checks name its
+    parameters (rng, sr_bits); the command line names its flags."""
+    rounding = codec.ROUNDING_MODES[rounding]
+    if seed is not None and rounding not in STOCHASTIC:
+        raise ValueError(f"--seed applies to the stochastic roundings (-r {', '.join(STOCHASTIC)}), not -r {rounding}")
+    if sr_bits is not None and rounding not in STOCHASTIC_WITH_BITS:
+        raise ValueError(f"--sr-bits applies to -r {', '.join(STOCHASTIC_WITH_BITS)}, not -r {rounding}")
+    if rounding in STOCHASTIC_WITH_BITS and sr_bits is None:
+        raise ValueError(f"-r {rounding} needs --sr-bits N, the number of random bits per value (1..32)")
 
 
 def _show_record(value: str, fmt: str, options: dict, text: str) -> dict:
@@ -128,10 +146,19 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._parse_optional(arg_string)
 
 
+#: The exit statuses, as ``fpemu --help`` ends.
+EXIT_RULE = ("exit status: 0 done; 2 a usage error (no command, a bad option or value, a file or directory given "
+             "that does not exist, is the wrong kind or is not what the command reads); 1 a failed run (a file "
+             "that cannot be read or written, a missing optional package, a port in use, a check that fails); "
+             "130 interrupted. Every error is one line on stderr.")
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="fpemu",
         description="Bit-exact emulation of the floating-point formats machine learning runs on.",
+        epilog=f"An error is value - input everywhere (show, mx, the explorer). {EXIT_RULE} "
+               "The documentation: fpemu docs.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -152,9 +179,9 @@ def build_parser() -> ArgumentParser:
                    help=f"overflow rule: {', '.join(_OVERFLOWS)} (default: the format's)")
     p.add_argument("--nan", default=None, choices=_NANS, type=option_name, metavar="NAN",
                    help=f"the code of NaN results: {', '.join(_NANS)} (default: sign, or raise without NaN)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=whole_number(0), default=None,
                    help="seed of stochastic rounding (-r stochastic...): the same seed, the same result")
-    p.add_argument("--sr-bits", type=int, default=None, metavar="N",
+    p.add_argument("--sr-bits", type=whole_number(1, 32), default=None, metavar="N",
                    help="random bits per value (1..32) that stochastic_a, _b, _c and _odd need")
     p.add_argument("--no-color", action="store_true", help="never colour the bit fields")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -182,13 +209,14 @@ def _register_feature_commands() -> None:
     from .crosscheck.cli import register_cli as crosscheck_commands
     from .fit.cli import register_cli as fit_commands
     from .mx.cli import register_cli as mx_commands
+    from .pages import register_cli as docs_commands
     from .probe.cli import register_cli as probe_commands
     from .teach.cli import register_cli as teach_commands
     from .train.cli import register_cli as train_commands
     from .vectors.cli import register_cli as vectors_commands
 
     for register in (mx_commands, accumulator_commands, train_commands, crosscheck_commands, fit_commands,
-                     probe_commands, vectors_commands, teach_commands):
+                     probe_commands, vectors_commands, teach_commands, docs_commands):
         if register not in _EXTRA_COMMANDS:
             _EXTRA_COMMANDS.append(register)
 
@@ -217,17 +245,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{where}unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) or a usage error, already printed on one line
         return int(exc.code or 0)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    if not getattr(args, "func", None):  # no command: a usage error, the help on stderr
+        parser.print_help(sys.stderr)
+        return 2
     return run_command(args)
 
 
 def run_command(args: argparse.Namespace, prog: str = "fpemu") -> int:
     """Run a parsed command (``args.func``) and turn what it raises into one line
-    ``PROG: error: ...`` and an exit status: 2 for bad input (ValueError, TypeError), 1 for a
-    run that cannot finish (RunError, OSError, an unexpected error), 130 for Ctrl-C. Shared by
-    every command line of the repository (``research.fp8_fp16`` too)."""
+    ``PROG: error: ...`` and an exit status: 2 for bad input (ValueError, TypeError, a path
+    that does not exist or is the wrong kind), 1 for a run that cannot finish (RunError, any
+    other OSError, a missing optional package, an unexpected error), 130 for Ctrl-C. Shared
+    by every command line of the repository (``research.fp8_fp16`` too)."""
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
@@ -236,8 +265,12 @@ def run_command(args: argparse.Namespace, prog: str = "fpemu") -> int:
         return _fail(str(exc), 1, prog)
     except BrokenPipeError:
         return 0
+    except MISSING_PATH as exc:
+        return _fail(_os_error_text(exc), 2, prog)
     except OSError as exc:
         return _fail(_os_error_text(exc), 1, prog)
+    except ImportError as exc:  # an optional package (torch, matplotlib ...): its message says which
+        return _fail(str(exc), 1, prog)
     except KeyboardInterrupt:
         return _fail("interrupted", 130, prog)
     except Exception as exc:  # a bug: still one line, with the way to see the whole story

@@ -1,5 +1,6 @@
 """The one exception of fpemu's own: a command that cannot finish (everything else is a
-``ValueError``/``TypeError`` naming a bad argument, or an ``OSError`` naming a file).
+``ValueError``/``TypeError`` naming a bad argument, or an ``OSError`` naming a file), and the
+one rule that sorts a file's failure into the command line's two kinds.
 
 The command line prints it as one line and exits with status 1.
 
@@ -11,59 +12,50 @@ fpemu.errors.RunError: no model reproduces the dump
 
 from __future__ import annotations
 
-import sys
-from typing import Callable, Mapping, NoReturn
+import importlib
+from types import ModuleType
 
-__all__ = ["RunError", "moved_names", "moved_modules"]
+__all__ = ["RunError", "MISSING_PATH", "path_error", "optional_module"]
 
 
 class RunError(Exception):
     """A command that cannot finish for a reason the user can act on (exit status 1)."""
 
 
-def moved_names(package: str, moved: dict[str, str]) -> Callable[[str], NoReturn]:
-    """A package's module ``__getattr__`` for the names it no longer re-exports: each name of
-    ``moved`` (name -> the module that defines it) fails saying where it lives now.
+#: A path given on the command line that does not exist or is the wrong kind (a directory
+#: where a file goes, a file where a directory goes): a usage error (exit status 2), as a bad
+#: value is. A path that exists but cannot be read or written (permissions, a full disk) is a
+#: failed run (1).
+MISSING_PATH = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
-    >>> getattr_ = moved_names("fpemu.train", {"cmd_train": "fpemu.train.cli"})
-    >>> getattr_("cmd_train")
+
+def path_error(option: str, path: str, exc: OSError) -> Exception:
+    """The error for ``option``'s ``path`` that ``exc`` refused, by the rule of
+    :data:`MISSING_PATH`: a ValueError (usage) or a RunError (a failed run).
+
+    >>> path_error("--plot", "/no/dir", FileNotFoundError(2, "directory '/no' does not exist", "/no/dir"))
+    ValueError("cannot write --plot /no/dir: directory '/no' does not exist")
+    """
+    where = exc.filename if exc.filename is not None else path
+    message = f"cannot write {option} {where}: {exc.strerror or exc}"
+    return ValueError(message) if isinstance(exc, MISSING_PATH) else RunError(message)
+
+
+def optional_module(name: str, needed_by: str) -> ModuleType:
+    """The optional package ``name`` (torch, ml_dtypes ...), imported; where it is not
+    installed, a ModuleNotFoundError that says what needs it and what to install.
+
+    >>> optional_module("numpy", "the example").__name__
+    'numpy'
+    >>> optional_module("no_such_package", "fpemu.example")
     Traceback (most recent call last):
     ...
-    AttributeError: fpemu.train.cmd_train is fpemu.train.cli.cmd_train now
+    ModuleNotFoundError: fpemu.example needs no_such_package, which is not installed: pip install no_such_package
     """
-
-    def __getattr__(name: str) -> NoReturn:
-        if name in moved:
-            raise AttributeError(f"{package}.{name} is {moved[name]}.{name} now")
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-    return __getattr__
-
-
-class _MovedModules:
-    """Last on ``sys.meta_path``: asked only once no real module was found, it answers for the
-    modules :func:`moved_modules` was told of, with their new spelling."""
-
-    moved: dict[str, str] = {}
-
-    @classmethod
-    def find_spec(cls, name: str, path=None, target=None) -> None:
-        if name in cls.moved:
-            # No ``name=`` on the error: ``from package import module`` would swallow it.
-            raise ModuleNotFoundError(cls.moved[name])
-        return None
-
-
-def moved_modules(moved: Mapping[str, str]) -> None:
-    """Make an import of each old module name of ``moved`` (old dotted name -> message) fail
-    with its message instead of a bare "No module named".
-
-    >>> moved_modules({"fpemu.old_example": "fpemu.old_example is fpemu.formats now"})
-    >>> import fpemu.old_example
-    Traceback (most recent call last):
-    ...
-    ModuleNotFoundError: fpemu.old_example is fpemu.formats now
-    """
-    _MovedModules.moved.update(moved)
-    if _MovedModules not in sys.meta_path:
-        sys.meta_path.append(_MovedModules)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the package is there, but something it needs is not: its own error
+            raise
+        raise ModuleNotFoundError(f"{needed_by} needs {name}, which is not installed: pip install {name}",
+                                  name=name) from None

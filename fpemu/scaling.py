@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import is_whole, option_name
+from .arguments import as_array, is_whole, option_name
 from .codec import Conversion, decode, encode
 from .formats import Format, get_format
 
@@ -91,7 +91,7 @@ def scaled_cast(x: Any, fmt: str | Format, *, scale: Any = None, amax: Any = Non
     fmt = get_format(fmt)
     conversion = _saturating(Conversion.of(conversion, rounding=rounding, nan=nan))
     granularity = option_name(granularity)  # "Row" is "row", as every name is read in any case
-    x32 = np.asarray(x, dtype=np.float32)
+    x32 = as_array(x, "x").astype(np.float32, copy=False)
     groups = _groups(x32.shape, granularity)
     if scale is None:
         if amax is None:

@@ -14,14 +14,20 @@ from .formats import FORMATS, Format, get_format
 __all__ = ["format_table", "code_table"]
 
 
-def _num(v: float) -> str:
-    """Short exact-enough text for a format constant (powers of two as 2^k)."""
-    if v == 0:
-        return "0"
-    mant, exp = np.frexp(v)
-    if mant == 0.5 and abs(exp - 1) > 6:
-        return f"2^{exp - 1}"
+def _decimal(v: float) -> str:
+    """A format's largest value, in 8 significant digits (the max column)."""
     return f"{v:.8g}"
+
+
+def _power_of_two(v: float) -> str:
+    """A power of two as ``2^k``: the smallest normal and subnormal values and the epsilon of
+    every format are powers of two, so their columns hold one style throughout.
+
+    >>> _power_of_two(0.015625), _power_of_two(1.0)
+    ('2^-6', '2^0')
+    """
+    mant, exp = np.frexp(v)
+    return f"2^{exp - 1}" if mant == 0.5 else _decimal(v)  # (every registered format's is one)
 
 
 def _specials(fmt: Format) -> tuple[str, str]:
@@ -44,20 +50,20 @@ def format_table(markdown: bool = False) -> str:
     rows = []
     for fmt in FORMATS.values():
         inf, nan = _specials(fmt)
-        sub = _num(fmt.min_subnormal) if fmt.subnormals and fmt.mantissa_bits and fmt.max_code else "none"
-        normal = _num(fmt.min_normal) if fmt.has_normals else "none"
+        sub = _power_of_two(fmt.min_subnormal) if fmt.subnormals and fmt.mantissa_bits and fmt.max_code else "none"
+        normal = _power_of_two(fmt.min_normal) if fmt.has_normals else "none"
         bits = f"{fmt.bits}" + (f" in {fmt.container_bits}" if fmt.container_bits else "")
         bits += "" if fmt.signed else " (unsigned)"
         bits += " (two's compl.)" if fmt.twos_complement else ""
         rows.append([fmt.name, bits, f"{fmt.exponent_bits}/{fmt.mantissa_bits}", str(fmt.bias),
-                     _num(fmt.max), normal, sub, _num(fmt.eps), inf, nan])
+                     _decimal(fmt.max), normal, sub, _power_of_two(fmt.eps), inf, nan])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     fmt_row = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt_row.format(*head)] + [fmt_row.format(*r) for r in rows])
+    return "\n".join(fmt_row.format(*r).rstrip() for r in [head] + rows)  # no trailing spaces
 
 
 def code_table(fmt: str | Format) -> str:

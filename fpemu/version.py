@@ -1,3 +1,3 @@
 """fpemu's version (read by the package metadata in pyproject.toml and written into files)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -44,7 +44,7 @@ PREVIOUS_STEPS = 600
 
 
 def label(p: str, ls: str, rec: str) -> str:
-    return "fp32" if p == "fp32" else p + (f"[{rec}]" if p == "fp8" and rec != "delayed" else "") + f"+{ls}"
+    return "fp32" if p == "fp32" else p + (f"[{rec}]" if p == "fp8" else "") + f"+{ls}"  # History.label's
 
 
 def spread(values: list[float], fmt: str = "{:+.1f}") -> str:
@@ -159,8 +159,8 @@ def claims_text(mlp: dict, torch: dict | None, seeds: list[int]) -> str:
         f"{ratio('fp16+dynamic')}.",
         f"3. **BF16 needs no scaling** (FP32's exponent range: {_range(mlp['bf16+none']['underflow'], '{:.2f}')}% "
         f"flushed): {ratio('bf16+none')}.",
-        f"4. **FP8 trains with per-tensor scaling** (TransformerEngine's delayed scaling): {ratio('fp8+none')}, "
-        f"test accuracy {_range(mlp['fp8+none']['acc'], '{:.1f}')}%; **without it, it does not train**: "
+        f"4. **FP8 trains with per-tensor scaling** (TransformerEngine's delayed scaling): {ratio('fp8[delayed]+none')}, "
+        f"test accuracy {_range(mlp['fp8[delayed]+none']['acc'], '{:.1f}')}%; **without it, it does not train**: "
         f"{_range(unscaled['underflow'], '{:.1f}')}% of its gradient values flush, its final loss stays at "
         f"{_range(unscaled['final'], '{:.3f}')} (ln 2 = 0.693 is a coin toss) and its test accuracy at "
         f"{_range(unscaled['acc'], '{:.1f}')}%.",

@@ -37,6 +37,15 @@ MBITS = {"mxfp8_e4m3": 3, "mxfp8_e5m2": 2, "mxfp6_e3m2": 2, "mxfp6_e2m3": 3, "mx
 NV_X = np.array([100, -37, 5] + [0] * 13 + [0.001, -0.0004] + [0] * 14, np.float32)
 
 
+def block_array(codes, scales, fmt, axis, block_size, **fields):
+    """The block array of ``fmt``'s family (mx.MXArray or mx.NVFP4Array) from its parts, for the
+    tests that run one body over both families."""
+    from fpemu import mx
+
+    family = mx.NVFP4Array if mx.get_block_format(fmt).is_nvfp4 else mx.MXArray
+    return family(codes, scales, fmt, axis, block_size, **fields)
+
+
 @cache
 def _ml_element() -> dict[str, type]:
     import ml_dtypes

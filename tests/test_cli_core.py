@@ -27,7 +27,7 @@ def test_formats_lists_every_format(capsys):
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert "e4m3" in rows and "448" in rows["e4m3"]
     assert "57344" in rows["e5m2"] and "240" in rows["e4m3fnuz"]
-    assert "2^127" in rows["e8m0"] and "binary8p3se" in rows
+    assert "1.7014118e+38" in rows["e8m0"] and "2^-127" in rows["e8m0"] and "binary8p3se" in rows
 
 
 def test_show_explains_fields_and_error(capsys):
@@ -144,10 +144,11 @@ def test_show_stochastic_seed_repeats_and_draws_both_neighbours(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--seed", "3"], "rng applies to the stochastic roundings"),
-    (["-r", "stochastic", "--sr-bits", "4"], "sr_bits applies to stochastic_a"),
-    (["-r", "stochastic_a"], "needs sr_bits"),
-    (["-r", "stochastic", "--seed", "-5"], "--seed must be a whole number >= 0, got -5"),
+    (["--seed", "3"], "--seed applies to the stochastic roundings (-r stochastic, "),
+    (["-r", "stochastic", "--sr-bits", "4"], "--sr-bits applies to -r stochastic_a, "),
+    (["-r", "stochastic_a"], "-r stochastic_a needs --sr-bits N"),
+    (["-r", "stochastic_a", "--sr-bits", "99"], "argument --sr-bits: must be a whole number in 1..32, got '99'"),
+    (["-r", "stochastic", "--seed", "-5"], "argument --seed: must be a whole number >= 0, got '-5'"),
 ])
 def test_show_seed_and_sr_bits_refuse_what_does_not_apply(capsys, argv, message):
     code, _, err = run(capsys, "show", "0.3", "-f", "e4m3", *argv)

@@ -88,7 +88,7 @@ def test_float_values_instead_of_bit_patterns_fail_fast_and_say_so(tmp_path, cap
     start = time.perf_counter()
     code, out, err = _run(capsys, "fit", str(path))
     seconds = time.perf_counter() - start
-    assert code == 1 and out == "" and err.count("\n") == 1
+    assert code == 2 and out == "" and err.count("\n") == 1  # the file given is not a dump: usage
     assert err.startswith(f"fpemu: error: {path}: a holds float32 floating-point values, first ")
     assert "expected unsigned integer bit patterns: the fp32 bit patterns of fp16 values as uint32" in err
     assert seconds < 2  # was a RuntimeWarning and "NO model fits" after 7.5 s
@@ -110,10 +110,10 @@ def test_a_dump_read_in_the_wrong_input_format_is_refused(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"fpemu: error: {path}: a holds values that are not bf16 (")
     assert "the input format --inputs gives; the file name says fp16; pass the format" in err
-    # Named by the file itself, the same mismatch is the file's fault (a failed run).
+    # Named by the file itself, the same mismatch is the file's fault: still the file given (usage).
     path = _save(tmp_path / "y_bf16.npz", **_good_arrays())
     code, _, err = _run(capsys, "fit", str(path))
-    assert code == 1 and "a holds values that are not bf16" in err and "the file name gives" in err
+    assert code == 2 and "a holds values that are not bf16" in err and "the file name gives" in err
 
 
 @pytest.mark.skipif(not (HWDATA / "h100_fp16.npz").is_file(), reason="../shared/hwdata is absent")

@@ -1,7 +1,6 @@
 """Staged models (research.fp8_fp16.staged, issue 18): the vectorized kernel against a scalar
 Fraction transcription of the model's words, the search on the hardware dumps (the H100/B200 FP8
-fp16 columns), search spaces as data, ``python -m research.fp8_fp16 fit``, and the library's old
-spellings (``fpemu fit --space``, ``fpemu.fit.staged``) failing with the new ones."""
+fp16 columns), search spaces as data, ``python -m research.fp8_fp16 fit``, and ``fpemu fit``'s hint that names it."""
 
 from __future__ import annotations
 
@@ -278,7 +277,7 @@ def test_fit_cli_space(capsys, tmp_path):
     assert "not searchable" in capsys.readouterr().err
     assert research_cli.main(["fit", paths[0], "--space", "block"]) == 2
     assert f"--space block is the library's search: fpemu fit {paths[0]}" in capsys.readouterr().err
-    assert research_cli.main(["fit", str(tmp_path / "absent_e4m3.npz")]) == 1
+    assert research_cli.main(["fit", str(tmp_path / "absent_e4m3.npz")]) == 2  # a missing file: usage
     assert research_cli.main(["fit", paths[0], "--top", "0"]) == 2
     assert research_cli.main(["fit"]) == 2  # a dump is required
     err = capsys.readouterr().err
@@ -305,16 +304,6 @@ def test_fit_cli_space_as_a_module(tmp_path):
     assert done.stderr.startswith("research.fp8_fp16: error: unknown search space 'nope'")
 
 
-def test_fpemu_fit_space_names_the_new_command(capsys):
-    """The old spelling fails at once (before any file is read), naming the new command."""
-    assert cli.main(["fit", "absent_e4m3.npz", "--space", "fp8-fp16", "--top", "5"]) == 2
-    assert capsys.readouterr().err == ("fpemu: error: the FP8 fp16-output staged-model search moved out of the "
-                                       "library: python -m research.fp8_fp16 fit --space fp8-fp16|FILE.json DUMP... "
-                                       "(from the root of a checkout of the fpemu repository)\n")  # fmt: skip
-    assert cli.main(["fit", "absent_e4m3.npz", "--space", "space.json"]) == 2
-    assert "python -m research.fp8_fp16 fit" in capsys.readouterr().err
-
-
 def test_fit_block_hint_names_the_new_command(capsys, tmp_path):
     """An FP8 fp16 column no block model reproduces (the H100 one with a row one fp16 step
     off): the hint names the moved search."""
@@ -327,27 +316,6 @@ def test_fit_block_hint_names_the_new_command(capsys, tmp_path):
     assert cli.main(["fit", str(path), "--out", "fp16", "-q"]) == 1
     out = capsys.readouterr().out
     assert f"hint: FP8 with fp16 output runs in stages: python -m research.fp8_fp16 fit {path} " in out
-
-
-@pytest.mark.parametrize("name", ["staged", "spaces", "staged_kernel", "staged_search", "staged_report",
-                                  "fp8_probes", "fp8_devices", "fp8_judge", "fp8_run"])  # fmt: skip
-def test_old_import_paths_name_the_new_ones(name):
-    import importlib
-    import sys
-
-    import fpemu
-    import fpemu.fit
-
-    with pytest.raises(ModuleNotFoundError, match=rf"^fpemu\.fit\.{name} moved out of the library: import "
-                                                  rf"research\.fp8_fp16\.{name} from a checkout"):  # fmt: skip
-        importlib.import_module(f"fpemu.fit.{name}")
-    with pytest.raises(ModuleNotFoundError, match=rf"research\.fp8_fp16\.{name}"):
-        exec(f"from fpemu.fit import {name}", {})
-    with pytest.raises(AttributeError, match=rf"research\.fp8_fp16\.{name}"):
-        getattr(fpemu.fit, name)
-    assert f"fpemu.fit.{name}" not in sys.modules
-    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        fpemu.fit.nope  # noqa: B018
 
 
 def test_fpemu_never_imports_research():

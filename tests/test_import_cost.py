@@ -19,7 +19,7 @@ NOT_AT_IMPORT = [
     "fpemu.cli", "fpemu.mx.cli", "fpemu.accumulator.cli",  # the argparse command lines
     "fpemu.train", "fpemu.train.cli", "fpemu.train.gpt", "fpemu.train.plots",
     "fpemu.teach", "fpemu.teach.cli", "fpemu.teach.server", "fpemu.teach.plots",
-    "fpemu.fit", "fpemu.fit.cli", "fpemu.fit.feature_tests", "fpemu.fit.moved", "research",
+    "fpemu.fit", "fpemu.fit.cli", "fpemu.fit.feature_tests", "research",
     "fpemu.probe", "fpemu.probe.cli",
     "fpemu.crosscheck", "fpemu.crosscheck.cli",
     "fpemu.vectors", "fpemu.vectors.cli",

@@ -2,7 +2,7 @@
 with fake devices built from the candidate models: every named hypothesis is told from every
 other one, the stage structure is read from the lanes rows, the raw results are recorded in the
 hwdata layout that ``python -m research.fp8_fp16 fit`` reads back, and the GPU paths fail one at
-a time without stopping the others. The old spelling fails naming the new one."""
+a time without stopping the others."""
 
 from __future__ import annotations
 
@@ -115,17 +115,6 @@ def test_probe_cli_refusals(capsys):
     assert cli.main(["probe", "--device", "tpu"]) == 2
     assert cli.main(["probe", "--device", "cpu"]) == 2  # the feature tests need a GPU
     assert capsys.readouterr().err.splitlines()[-1] == "fpemu: error: only --device cuda is supported, got 'cpu'"
-
-
-@pytest.mark.parametrize("argv", [["--experiment", "fp8-fp16", "--device", "fake:hopper-fp8-fp16"],
-                                  ["--experiment", "fp8-fp16"], ["--record", "somewhere"], ["--no-search"]])  # fmt: skip
-def test_fpemu_probe_fp8_fp16_names_the_new_command(capsys, argv):
-    """The old spelling (and its options) fails at once, before torch or a GPU is asked."""
-    assert cli.main(["probe", *argv]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err == ("fpemu: error: the FP8 fp16-output experiment moved out of the library: python -m "
-                                 "research.fp8_fp16 probe --device cuda|cpu|fake:NAME [--inputs ...] [--record DIR] "
-                                 "[--no-search] (from the root of a checkout of the fpemu repository)\n")  # fmt: skip
 
 
 def test_probe_as_a_module(tmp_path):

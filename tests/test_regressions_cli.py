@@ -118,7 +118,7 @@ def test_verify_on_the_command_line(tmp_path, capsys):
     assert main(["verify", str(good), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["path"] == str(good) and doc["cases"] == doc["identical"] > 0
-    fails(["verify", str(tmp_path / "missing.npz")], 1, capsys, names=str(tmp_path / "missing.npz"))
+    fails(["verify", str(tmp_path / "missing.npz")], 2, capsys, names=str(tmp_path / "missing.npz"))
     fails(["verify", str(tmp_path / "v.txt")], 2, capsys, says="vector files are .npz")
 
 
@@ -223,7 +223,7 @@ def test_crosscheck_refuses_empty_fields(capsys, argv, says):
 def test_train_plot_in_a_missing_directory(tmp_path, capsys, no_training):
     pytest.importorskip("matplotlib")
     target = tmp_path / "missing" / "dir" / "img"
-    fails(["train", "--plot", str(target)], 1, capsys, names=str(target), says="does not exist")
+    fails(["train", "--plot", str(target)], 2, capsys, names=str(target), says="does not exist")
     assert not (tmp_path / "missing").exists()
 
 
@@ -291,7 +291,7 @@ def test_json_prints_what_json_file_writes(tmp_path, capsys, argv):
 def test_json_file_is_checked_before_the_work(tmp_path, capsys, no_training):
     target = tmp_path / "missing" / "o.json"
     for argv in (["train"], ["infer"], ["crosscheck", "--backend", "numpy", "--n", "10"]):
-        line = fails([*argv, "--json-file", str(target)], 1, capsys, names=str(target))
+        line = fails([*argv, "--json-file", str(target)], 2, capsys, names=str(target))
         assert argv[0] == "crosscheck" or "--json-file" in line
 
 

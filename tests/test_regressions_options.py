@@ -147,4 +147,4 @@ def test_unknown_block_format_and_accumulator_name_the_closest_matches():
     assert message.startswith("unknown block format 'mxfp5'") and "mxfp4" in message
     message = _message(lambda: get_accumulator("h10", "fp16"))
     assert message.startswith("unknown accumulator 'h10'") and "h100" in message
-    assert "accumulator_names()" in message and len(message) < 200, message
+    assert "`fpemu accumulators` lists the rest" in message and len(message) < 200, message

@@ -182,8 +182,8 @@ def test_cli_plot(plt, tmp_path, capsys):
     (["plot", "fp32", "--out", "{tmp}/a.png"], 2, "use --kind ranges"),
     (["plot", "mxfp4", "--out", "{tmp}/a.png"], 2, "block format"),
     (["plot", "e4m3", "--kind", "pie", "--out", "{tmp}/a.png"], 2, "invalid choice"),
-    (["plot", "e4m3", "--out", "{tmp}/no/such/dir/a.png"], 1, "does not exist"),
-    (["plot", "e4m3", "--out", "{tmp}"], 1, "is a directory"),
+    (["plot", "e4m3", "--out", "{tmp}/no/such/dir/a.png"], 2, "does not exist"),
+    (["plot", "e4m3", "--out", "{tmp}"], 2, "is a directory"),
     (["plot", "e4m3"], 2, "--out"),
 ])
 def test_cli_plot_errors_are_one_line(tmp_path, capsys, argv, status, says):

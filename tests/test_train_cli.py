@@ -17,7 +17,7 @@ def test_cli_compare_json_and_plot(tmp_path, capsys):
     out = tmp_path / "h.json"
     assert main(["train", "--steps", "4", "--json-file", str(out)]) == 0
     table = capsys.readouterr().out
-    for label in ("fp32", "fp16+none", "fp16+dynamic", "bf16+none", "fp8+none"):
+    for label in ("fp32", "fp16+none", "fp16+dynamic", "bf16+none", "fp8[delayed]+none"):
         assert label in table
     data = json.loads(out.read_text())
     assert [r["summary"]["run"] for r in data["runs"]][2] == "fp16+dynamic"
@@ -35,7 +35,7 @@ def test_cli_line_per_run_when_stderr_is_not_a_terminal(capsys):
     got = capsys.readouterr()
     lines = got.err.splitlines()  # no bar (stderr is not a terminal): a line per run, on stderr
     assert [ln.split(" (")[0] for ln in lines] == [
-        "trained fp32", "trained fp16+none", "trained fp16+dynamic", "trained bf16+none", "trained fp8+none",
+        "trained fp32", "trained fp16+none", "trained fp16+dynamic", "trained bf16+none", "trained fp8[delayed]+none",
         "trained fp8[unscaled]+none"]
     assert lines[5].startswith("trained fp8[unscaled]+none (6/6) in ") and got.out.startswith("fpemu train: an MLP ")
     assert main(["train", "-p", "bf16", "--steps", "2", "--quiet"]) == 0

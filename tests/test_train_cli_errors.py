@@ -29,22 +29,22 @@ def no_training(monkeypatch):
 @pytest.mark.parametrize(
     "argv,says",
     [
-        (["--steps", "0"], "steps must be an integer in 1..1000000, got 0"),
-        (["--steps", "-3"], "steps must be"),
-        (["--steps", "1000000000000"], "got 1000000000000"),
-        (["--steps", "1.5"], "invalid int value"),
-        (["--seed", "-1"], "seed must be an integer >= 0"),
-        (["--init-scale", "1e39"], "init_scale must be a positive number whose float32 value"),
-        (["-p", "fp16", "--init-scale", "1e39"], "init_scale must be"),
-        (["-p", "fp16", "--loss-scale", "static", "--init-scale", "1e39"], "init_scale must be"),
-        (["--init-scale", "nan"], "init_scale must be"),
-        (["--init-scale", "-inf"], "init_scale must be"),
-        (["--init-scale", "0"], "init_scale must be"),
-        (["--init-scale", "-1024"], "init_scale must be"),
-        (["--init-scale", "1e-45"], "init_scale must be"),
+        (["--steps", "0"], "argument --steps: must be a whole number in 1..1000000, got '0'"),
+        (["--steps", "-3"], "argument --steps: must be"),
+        (["--steps", "1000000000000"], "got '1000000000000'"),
+        (["--steps", "1.5"], "argument --steps: must be a whole number"),
+        (["--seed", "-1"], "argument --seed: must be a whole number >= 0"),
+        (["--init-scale", "1e39"], "--init-scale must be a positive number whose float32 value"),
+        (["-p", "fp16", "--init-scale", "1e39"], "--init-scale must be"),
+        (["-p", "fp16", "--loss-scale", "static", "--init-scale", "1e39"], "--init-scale must be"),
+        (["--init-scale", "nan"], "--init-scale must be"),
+        (["--init-scale", "-inf"], "--init-scale must be"),
+        (["--init-scale", "0"], "--init-scale must be"),
+        (["--init-scale", "-1024"], "--init-scale must be"),
+        (["--init-scale", "1e-45"], "--init-scale must be"),
         (["--init-scale", "big"], "invalid float value"),
-        (["--growth-interval", "0"], "growth_interval must be an integer >= 1"),
-        (["--growth-interval", "-5"], "growth_interval must be"),
+        (["--growth-interval", "0"], "argument --growth-interval: must be a whole number >= 1"),
+        (["--growth-interval", "-5"], "argument --growth-interval: must be"),
         (["-p", "fp32", "--accumulator", "h100"], "not fp32"),
         (["-p", "fp16", "--accumulator", "nope"], "unknown accumulator 'nope'"),
         (["-p", "bf16", "--accumulator", "v100"], "v100 (volta) has no bf16 inputs"),
@@ -78,15 +78,15 @@ def test_valid_arguments_reach_training(argv, monkeypatch, tmp_path):
     assert not target.exists()
 
 
-# ---- train: output paths (failed runs, 1) -------------------------------------------------------
+# ---- train: output paths: missing or the wrong kind (usage, 2); not writable (a failed run, 1) --------
 def test_json_file_path_is_a_directory(tmp_path, capsys):
-    line = fails(["train", "--json-file", str(tmp_path)], 1, capsys, names=str(tmp_path))
+    line = fails(["train", "--json-file", str(tmp_path)], 2, capsys, names=str(tmp_path))
     assert "--json-file" in line and "is a directory" in line
 
 
 def test_json_file_path_in_a_missing_directory(tmp_path, capsys):
     target = tmp_path / "missing" / "h.json"
-    line = fails(["train", "--json-file", str(target)], 1, capsys, names=str(target))
+    line = fails(["train", "--json-file", str(target)], 2, capsys, names=str(target))
     assert "No such file or directory" in line
     assert not (tmp_path / "missing").exists()
 
@@ -94,7 +94,7 @@ def test_json_file_path_in_a_missing_directory(tmp_path, capsys):
 def test_json_file_path_below_a_file(tmp_path, capsys):
     (tmp_path / "f").write_text("x")
     target = tmp_path / "f" / "h.json"
-    fails(["train", "--json-file", str(target)], 1, capsys, names=str(target), says="Not a directory")
+    fails(["train", "--json-file", str(target)], 2, capsys, names=str(target), says="Not a directory")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
@@ -119,7 +119,7 @@ def test_plot_path_is_a_file(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     target = tmp_path / "plot.png"
     target.write_text("x")
-    line = fails(["train", "--plot", str(target)], 1, capsys, names=str(target))
+    line = fails(["train", "--plot", str(target)], 2, capsys, names=str(target))
     assert "--plot" in line and "not a directory" in line
 
 
@@ -127,13 +127,13 @@ def test_plot_path_below_a_file(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     (tmp_path / "f").write_text("x")
     target = tmp_path / "f" / "img"
-    fails(["train", "--plot", str(target)], 1, capsys, names=str(tmp_path / "f"))
+    fails(["train", "--plot", str(target)], 2, capsys, names=str(tmp_path / "f"))
 
 
 def test_plot_file_inside_is_a_directory(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     (tmp_path / "img" / "loss.png").mkdir(parents=True)
-    fails(["train", "--plot", str(tmp_path / "img")], 1, capsys, names=str(tmp_path / "img" / "loss.png"),
+    fails(["train", "--plot", str(tmp_path / "img")], 2, capsys, names=str(tmp_path / "img" / "loss.png"),
           says="is a directory")
 
 
@@ -151,3 +151,18 @@ def test_plot_directory_not_writable(tmp_path, capsys):
 def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     fails(["train", "--plot", str(tmp_path / "img")], 1, capsys, says="--plot needs matplotlib")
+
+
+def test_ctrl_c_during_training_leaves_no_plot_directory(tmp_path, capsys, monkeypatch):
+    """The --plot directory is checked before training but made only when the plots are
+    written: Ctrl-C during the runs leaves no empty directory behind (issue 42, item 9)."""
+    pytest.importorskip("matplotlib")
+
+    def interrupted(setup):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("fpemu.train.loop._train_loop", interrupted)
+    target = tmp_path / "plots"
+    assert main(["train", "--plot", str(target)]) == 130
+    assert capsys.readouterr().err == "fpemu: error: interrupted\n"
+    assert not target.exists()

@@ -69,13 +69,13 @@ def no_gpt_training(monkeypatch):
         (["train", "--task", "gpt", "-p", "mxfp8", "--accumulator", "h100"], 2, "not mxfp8"),
         (["train", "--task", "gpt", "--accumulator", "h100"], 2, "applies to a single run"),
         (["train", "--task", "gpt", "-p", "nvfp4", "--nvfp4-recipe", "last9"], 2, "keeps the last 9 blocks"),
-        (["train", "--task", "gpt", "-p", "fp8", "--accumulator", "h100", "--promote", "0"], 2, "promote must be"),
+        (["train", "--task", "gpt", "-p", "fp8", "--accumulator", "h100", "--promote", "0"], 2, "argument --promote: must be a whole number >= 1"),
         (["train", "--nvfp4-recipe", "all"], 2, "--nvfp4-recipe applies to --task gpt"),
-        (["train", "--task", "gpt", "--steps", "0"], 2, "steps must be an integer in 1..1000000"),
+        (["train", "--task", "gpt", "--steps", "0"], 2, "argument --steps: must be a whole number in 1..1000000"),
         (["train", "--task", "transformer"], 2, "invalid choice: 'transformer'"),
         (["infer", "--formats", "fp7"], 2, "unknown format 'fp7'"),
-        (["infer", "--steps", "-1"], 2, "steps must be"),
-        (["infer", "--json-file", "/nonexistent-dir/x.json"], 1, "cannot write --json-file"),
+        (["infer", "--steps", "-1"], 2, "argument --steps: must be"),
+        (["infer", "--json-file", "/nonexistent-dir/x.json"], 2, "cannot write --json-file"),
     ],
 )
 def test_bad_arguments_fail_in_one_line_before_training(argv, status, says, capsys, no_gpt_training):

@@ -91,16 +91,3 @@ def test_unscaled_fp8_casts_with_scale_one():
     # E5M2 without a scale: below half its smallest subnormal (2^-16) is 0, beyond 57344 saturates.
     assert dw.tolist() == [[0.0, 2.0**-16, 3.0, 57344.0]]
     assert stats.underflow == 1 and stats.overflow == 1
-
-
-@pytest.mark.parametrize("old, new", [("fpemu.train.gpt.linears", "fpemu.train.linears"),
-                                      ("fpemu.train.gpt.blocks", "fpemu.train.block_linears")])
-def test_the_old_module_paths_name_the_new_ones(old, new):
-    import importlib
-    import sys
-
-    with pytest.raises(ModuleNotFoundError, match=rf"^{old} is {new} now$"):
-        importlib.import_module(old)
-    with pytest.raises(ModuleNotFoundError, match=rf"is {new} now"):
-        exec(f"from fpemu.train.gpt import {old.rsplit('.', 1)[1]}", {})
-    assert old not in sys.modules and importlib.import_module(new)

@@ -98,7 +98,7 @@ def test_compare_runs_may_name_their_fp8_recipe():
     task = T.make_task(0, n_clusters=4, n_labels=8, hidden=8, depth=1, n_train=64, n_test=32, batch_size=16)
     hs = T.compare(steps=3, task=task, runs=[("fp32", "none"), ("fp8", "none"), ("fp8", "none", "unscaled"),
                                               ("fp8", "none", "current")])
-    assert [h.label for h in hs] == ["fp32", "fp8+none", "fp8[unscaled]+none", "fp8[current]+none"]
+    assert [h.label for h in hs] == ["fp32", "fp8[delayed]+none", "fp8[unscaled]+none", "fp8[current]+none"]
     # Without a scale every E5M2 gradient of this task (about 2^-8 and smaller) keeps its value
     # or flushes; with one, the scales differ from 1 after the first step.
     assert hs[2].final_loss != hs[1].final_loss

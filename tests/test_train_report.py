@@ -68,3 +68,28 @@ def test_describe_run_names_the_fp8_scaling():
     assert R.describe_run(_history("fp8", variant="current")) == "fp8 with current per-tensor scaling"
     assert R.describe_run(_history("fp8", variant="unscaled")) == "fp8 without per-tensor scaling"
     assert R.describe_run(_history("bf16")) == "bf16 without loss scaling"
+
+
+def test_the_lesson_tells_every_run_apart():
+    """The transformer's two NVFP4 runs (with and without the recipe) and an FP8 run through an
+    accumulator each read differently (issue 42, item 11: "nvfp4 matches fp32 (1.02x); nvfp4
+    matches fp32 (1.03x)")."""
+    runs = [_history("fp32"), _history("nvfp4", variant="2d+sr+rht+last1", final=1.02),
+            _history("nvfp4", variant="plain", final=1.03), _history("fp8", variant="delayed,h100", final=1.0),
+            _history("fp16", "dynamic", variant="h100+promote128", final=1.0)]
+    lesson = R.lesson(runs)
+    clauses = lesson.removeprefix("Lesson: ").removesuffix(".").split("; ")
+    assert clauses == ["nvfp4 with 2d+sr+rht+last1 matches fp32 (1.02x its loss)",
+                       "nvfp4 without the recipe's elements matches fp32 (1.03x its loss)",
+                       "fp8 with delayed per-tensor scaling through h100 matches fp32 (1.00x its loss)",
+                       "fp16 with dynamic loss scaling through h100+promote128 matches fp32 (1.00x its loss)"]
+
+
+def test_one_recipe_has_one_name_in_both_networks():
+    """The MLP's delayed-scaling FP8 run is fp8[delayed]+none, as the transformer's."""
+    from fpemu.train.gpt import make_gpt_precision
+    from fpemu.train.policies import make_policy
+
+    assert make_policy("fp8").variant == make_gpt_precision("fp8", 1).variant == "delayed"
+    assert T.History("fp8", "none", None, 0, 1, "e4m3", np.ones(1), *[np.zeros(1)] * 4, np.zeros(1),
+                     variant="delayed").label == "fp8[delayed]+none"

@@ -128,3 +128,33 @@ def test_vectors_json_says_what_was_written(tmp_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert r["path"] == str(out) and r["cases"] == r["identical"] == 300
     assert r["meta"]["format"] == "e5m2" and r["meta"]["kind"] == "random" and r["meta"]["type"] == "cast"
+
+
+def test_the_summary_line_says_what_a_default_is(capsys, tmp_path):
+    """Not ``overflow=None, nan=None`` (issue 42, item 9): the format's default, said so; a
+    field that does not apply (an MX file's global_scale) is left out."""
+    from fpemu.cli import main
+
+    assert main(["vectors", "e4m3", "--out", str(tmp_path / "v.npz"), "-q"]) == 0
+    line = capsys.readouterr().out
+    assert "overflow=the format's default, nan=the format's default" in line and "None" not in line
+    assert main(["vectors", "mxfp4", "--out", str(tmp_path / "b.npz"), "-q"]) == 0
+    line = capsys.readouterr().out
+    assert "scale_rounding=floor" in line and "None" not in line and "global_scale" not in line
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p: p.write_bytes(b"hello"), "not an .npz archive (no zip signature)"),
+    (lambda p: p.write_bytes(b""), "empty"),
+    (lambda p: p.mkdir(), "is a directory, not a vector file"),
+])  # fmt: skip
+def test_verify_says_what_is_wrong_with_the_file(capsys, tmp_path, make, says):
+    """Not numpy's pickle advice for a file that is no zip archive, not "got ''" for a
+    directory (issue 42, item 7): one line naming the file, a usage error (2)."""
+    path = tmp_path / "g.npz"
+    make(path)
+    assert cli.main(["verify", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and str(path) in err and "pickle" not in err
+    assert cli.main(["verify", "."]) == 2
+    assert capsys.readouterr().err == "fpemu: error: is a directory, not a vector file: .\n"

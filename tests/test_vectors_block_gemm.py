@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mma_oracle import oracle, same
+from mx_helpers import block_array
 
 from fpemu import mx
 from fpemu.cli import main
@@ -50,8 +51,8 @@ def test_file_decodes_to_the_oracle(tmp_path, fmt, acc, ext):
     sa = scales_from_tiles(r["a_scale"], m, k // bs)
     sbt = scales_from_tiles(r["b_scale"], n, k // bs)
     assert r["a_scale"].size == r["b_scale"].size == 512 * -(-(k // bs) // 4)
-    qa = mx.BlockArray(A, sa, fmt, 1, bs)
-    qb = mx.BlockArray(Bt.T.copy(), sbt.T.copy(), fmt, 0, bs)
+    qa = block_array(A, sa, fmt, 1, bs)
+    qb = block_array(Bt.T.copy(), sbt.T.copy(), fmt, 0, bs)
     c = r["c"].view(np.float32)
     want = oracle(qa, qb, c, acc, None)
     assert same(r["d"].view(np.float32), want)

@@ -22,7 +22,7 @@ from .model import KINDS, Accumulator, BlockScaledAccumulator
 from .units import ARCHITECTURES, BLOCK_EXACT, GPUS, IEEE, families, family_of, instruction_k, is_instruction
 
 #: Where every name is listed, as messages say it.
-WHERE = "fpemu.accumulator.accumulator_names()"
+WHERE = "`fpemu accumulators`"
 
 
 def accumulator_names(block_scaled: bool | None = None) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import optional_module
 from ..formats import Format, get_format
 from .bit_views import ML_DTYPES_NAMES, TORCH_FORMATS
 from .inputs import as_codes
@@ -49,7 +50,7 @@ def ml_dtypes_dtype(fmt: Format) -> np.dtype | None:
         return None
     if name.startswith("float") and hasattr(np, name) and name[5:].isdigit():
         return np.dtype(getattr(np, name))
-    import ml_dtypes
+    ml_dtypes = optional_module("ml_dtypes", f"{fmt.name} as an ml_dtypes dtype")
 
     return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) else None
 
@@ -58,7 +59,7 @@ def to_torch(codes: Any, fmt: str | Format) -> Any:
     """Codes of ``fmt`` as a torch tensor of the same format, bit for bit (FP4 packed two a
     byte into ``float4_e2m1fn_x2``, the last dimension halved: it must be even); a code out
     of the format's range is refused as :func:`fpemu.decode` refuses it."""
-    import torch
+    torch = optional_module("torch", "to_torch")
 
     fmt = get_format(fmt)
     arr = _integer_codes(codes, fmt, "to_torch")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import as_array
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 
 
@@ -32,7 +33,7 @@ def as_codes(codes: Any, fmt: Format) -> np.ndarray:
     ...
     ValueError: code 16 is out of range for e2m1 (codes are 0..15)
     """
-    arr = np.asarray(codes)
+    arr = as_array(codes, "codes")
     if arr.dtype.kind not in "iu":
         raise TypeError(f"codes must be integers, got {arr.dtype} (did you mean encode()?)")
     limit = 1 << (fmt.storage_bits if fmt.container_bits else fmt.bits)
@@ -48,7 +49,7 @@ def as_real_array(x: Any) -> np.ndarray:
     """x as an ndarray of float16/32/64 without rounding (integers handled by the caller), or
     as an object or string array: exact input (Fractions, Decimals, decimal strings), which
     the caller rounds from the exact rationals (:mod:`.exact_kernel`)."""
-    arr = np.asarray(x)
+    arr = as_array(x, "x")
     kind = arr.dtype.kind
     if kind in "fiu" and not arr.dtype.isnative:  # big-endian data: compute in native order
         arr = arr.astype(arr.dtype.newbyteorder("="))

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import option_name
+from ..errors import optional_module
 from ..formats import Format
 from .bit_views import TORCH_FORMATS, is_torch
 from .dask_arrays import is_dask
@@ -35,6 +36,8 @@ def check_returns(returns: Any, x: Any = None) -> str:
         raise ValueError(f"unknown returns {returns!r}; choose one of {', '.join(RETURNS)}")
     if returns in ("torch", "ml_dtypes") and is_dask(x):
         raise ValueError(f"returns={returns!r} does not apply to a Dask array (its result is a Dask array)")
+    if returns in ("torch", "ml_dtypes"):
+        optional_module(returns, f"returns={returns!r}")  # said before any work, naming what to install
     return returns
 
 

@@ -39,7 +39,6 @@ products), ``run`` (:func:`run_crosscheck`: the rows of every backend asked for)
 :mod:`fpemu.backends`.
 """
 
-from ..errors import moved_names
 from ..backends import BACKENDS
 from ..cases import edge_cases, random_cases
 from .casts import compare_cast, compare_decode
@@ -56,19 +55,3 @@ __all__ = [
     "run_crosscheck",
     "format_table",
 ]
-
-
-# Names this package re-exported in 0.1 that live in one module only now: asking for them here
-# says where.
-_MOVED = {
-    "Backend": "fpemu.backends", "MlDtypesBackend": "fpemu.backends", "NumpyBackend": "fpemu.backends", "TorchBackend": "fpemu.backends",
-    "MAX_VALUES": "fpemu.cases", "matmul_inputs": "fpemu.cases",
-    "describe_options": "fpemu.crosscheck.casts",
-    "cmd_crosscheck": "fpemu.crosscheck.cli", "register_cli": "fpemu.crosscheck.cli",
-    "CAPABILITY_PRESETS": "fpemu.crosscheck.matmul", "compare_matmul": "fpemu.crosscheck.matmul", "cpu_matmul_rows": "fpemu.crosscheck.matmul", "gpu_matmul_rows": "fpemu.crosscheck.matmul",
-    "MAX_RANDOM": "fpemu.crosscheck.run", "backend_rows": "fpemu.crosscheck.run",
-    "summary": "fpemu.crosscheck.table",
-}
-
-
-__getattr__ = moved_names("fpemu.crosscheck", _MOVED)

@@ -9,6 +9,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, Sequence
 
+from ..arguments import whole_number
 from ..backends import BACKENDS
 from ..formats import get_format
 from .run import MAX_RANDOM, run_crosscheck
@@ -74,8 +75,8 @@ def register_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("crosscheck", help="compare fpemu with ml_dtypes, numpy and torch (CPU/CUDA)")
     p.add_argument("--backend", default="all", help="ml_dtypes, numpy, torch, torch-cuda or all (comma-separated)")
     p.add_argument("--formats", default=None, help="only these formats (comma-separated)")
-    p.add_argument("--n", type=int, default=20000, help=f"random cases per cast (default 20000; 0: edge cases only; at most {MAX_RANDOM:,})")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--n", type=whole_number(0, MAX_RANDOM), default=20000, help=f"random cases per cast (default 20000; 0: edge cases only; at most {MAX_RANDOM:,})")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
     p.add_argument("--json-file", default=None, metavar="FILE", help="also write the rows (JSON) to FILE")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")

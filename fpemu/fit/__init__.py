@@ -19,42 +19,13 @@ checked into a :class:`Dump`), ``kernel`` (the batched block-FMA kernel the sear
 The FP8 fp16-output campaign of issue 18 (staged models, which no ``Accumulator`` expresses,
 and the probes that pinned them) is research, not library: ``research/fp8_fp16/`` at the
 repository root (``python -m research.fp8_fp16 probe|fit``). Its result is the h100/b200
-presets' fp16 model in :mod:`fpemu.accumulator.units`; ``moved`` makes the old paths name the new ones.
+presets' fp16 model in :mod:`fpemu.accumulator.units`.
 """
 
-from ..errors import moved_names
 from ..backends import fake_device
 from .dumps import Dump, DumpError, load_dump
 from .feature_tests import ProbeResult, probe
 from .reporting import report
 from .search import FitResult, fit
-
-# The FP8 fp16-output campaign's old paths (fpemu.fit.staged, ...) fail naming the new ones.
-from .moved import MOVED_MODULES, install_finder
-
-install_finder()
-
-
-# Names this package re-exported in 0.1 that live in one module only now: asking for them here
-# says where.
-_MOVED = {
-    "RunDot": "fpemu.backends", "torch_device": "fpemu.backends",
-    "PROBE_INPUTS": "fpemu.fit.feature_tests", "probe_report": "fpemu.fit.feature_tests",
-    "cmd_fit": "fpemu.fit.cli", "register_cli": "fpemu.fit.cli",
-    "infer_inputs": "fpemu.fit.dumps",
-    "describe_model": "fpemu.fit.reporting", "summarize_models": "fpemu.fit.reporting",
-    "candidate_models": "fpemu.fit.search",
-}
-
-
-_moved_name = moved_names("fpemu.fit", _MOVED)
-
-
-def __getattr__(name: str):
-    if name in MOVED_MODULES:
-        raise AttributeError(f"fpemu.fit.{name} moved out of the library: research.fp8_fp16.{name} "
-                             "(from a checkout of the fpemu repository)")  # fmt: skip
-    return _moved_name(name)
-
 
 __all__ = ["Dump", "DumpError", "load_dump", "FitResult", "fit", "report", "ProbeResult", "probe", "fake_device"]

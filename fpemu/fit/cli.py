@@ -1,6 +1,5 @@
-"""``fpemu fit``: every output column of a dump fitted and reported. (``--space`` other than
-``block``, the FP8 fp16-output campaign's staged search, moved to ``research/fp8_fp16``: the
-option stays so that the error can name the new command.)"""
+"""``fpemu fit``: every output column of a dump fitted and reported. (The FP8 fp16-output
+campaign's staged search is research: ``python -m research.fp8_fp16 fit`` from a checkout.)"""
 
 from __future__ import annotations
 
@@ -12,19 +11,9 @@ from ..arguments import option_name
 from ..formats import get_format
 from ..outputs import json_number
 from ..progress import progress
-from .dumps import DumpError, load_dump
-from .moved import moved_command
+from .dumps import load_dump
 from .reporting import report
 from .search import fit
-
-
-def _load(path: str, inputs: str | None):
-    from ..errors import RunError
-
-    try:
-        return load_dump(path, inputs)
-    except DumpError as exc:
-        raise RunError(str(exc)) from None
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -32,13 +21,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     reproduces makes the run fail (exit status 1) after the report."""
     from ..errors import RunError
 
-    if args.space != "block":
-        raise ValueError(moved_command("fit"))
     if args.inputs is not None:
         get_format(args.inputs)  # an unknown name is a usage error, before the file is read
     paths = args.dump if isinstance(args.dump, list) else [args.dump]
     unfit, records = [], []
-    dumps = [_load(path, args.inputs) for path in paths]
+    dumps = [load_dump(path, args.inputs) for path in paths]  # DumpError, a ValueError: usage (2)
     for path, dump in zip(paths, dumps):
         if args.out and args.out not in dump.d:
             raise ValueError(f"{path} has no d_{args.out} column (it has {', '.join('d_' + k for k in dump.d)})")
@@ -80,19 +67,15 @@ def _fit_record(result) -> dict:
 
 def register_cli(subparsers) -> None:
     """Add ``fit``."""
-    p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs")
+    p = subparsers.add_parser("fit", help="find the accumulator models that reproduce a dump of block FMAs",
+                              description="Find the accumulator models that reproduce a dump of block FMAs. (The FP8 "
+                                          "fp16-output staged search is research: python -m research.fp8_fp16 fit, "
+                                          "from the root of a checkout of the fpemu repository.)")
     p.add_argument("dump", nargs="+", help="an .npz in the hwdata layout (uint32 bit patterns a, b, c, d_fp32 and/or "
                                            "d_fp16), or a file of fpemu vectors --accumulator; several: each in turn")
     p.add_argument("--inputs", default=None, help="input format (default: the file's metadata, else its name)")
     p.add_argument("--out", default=None, type=option_name, choices=("fp32", "fp16"),
                    help="output column (default: every one present)")
-    # --space fp8-fp16|FILE.json, --top and --residuals were the staged search's: kept so that
-    # the old spelling is told the new one (python -m research.fp8_fp16 fit) instead of "unknown option".
-    p.add_argument("--space", default="block",
-                   help="search space: 'block' (Accumulator block models; the staged spaces moved to "
-                        "python -m research.fp8_fp16 fit)")  # fmt: skip
-    p.add_argument("--top", type=int, default=10, help=argparse.SUPPRESS)
-    p.add_argument("--residuals", type=int, default=5, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the fits as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_fit)

@@ -139,7 +139,7 @@ def get_format(fmt: str | Format) -> Format:
     >>> get_format("e4m4")
     Traceback (most recent call last):
     ...
-    ValueError: unknown format 'e4m4'; did you mean e4m3, e3m4 or ue4m3? `fpemu formats` lists the rest; any P3109 binaryKpP{s|u}{e|f} works too
+    ValueError: unknown format 'e4m4'; did you mean e4m3, float8_e3m4 or ue4m3? `fpemu formats` lists the rest; any P3109 binaryKpP{s|u}{e|f} works too
     """
     if isinstance(fmt, Format):
         return fmt

@@ -1,16 +1,17 @@
 """The container: :class:`BlockArray`, what every block-scaled array has (codes, scales and
 their layout, every part checked on construction), and :func:`dequantize`, the values it
-represents. The two families are its subclasses, each with only its own fields:
-:class:`~fpemu.mx.mx_array.MXArray` (E8M0 scales and the rule that made them) and
-:class:`~fpemu.mx.nvfp4_array.NVFP4Array` (UE4M3/UE5M3 scales and NVFP4's per-tensor scale).
-
-``BlockArray(codes, scales, format, axis, block_size, ...)`` builds the family's class that
-``format`` names, so a caller need not know which it holds:
+represents. The two families are its subclasses, each with only its own fields, and an array
+is built by its family's class: :class:`~fpemu.mx.mx_array.MXArray` (E8M0 scales and the rule
+that made them) for the MX formats, :class:`~fpemu.mx.nvfp4_array.NVFP4Array` (UE4M3/UE5M3 scales
+and NVFP4's per-tensor scale) for ``nvfp4`` and ``nvfp4_ue5m3``. ``BlockArray`` itself is what
+both have in common (``isinstance(q, BlockArray)``), not a class to build:
 
 >>> import numpy as np
 >>> from fpemu import mx
->>> type(mx.BlockArray(np.zeros(32, np.uint8), np.full(1, 127), "mxfp4", 0, 32)).__name__
-'MXArray'
+>>> mx.BlockArray(np.zeros(32, np.uint8), np.full(1, 127), "mxfp4", 0, 32)
+Traceback (most recent call last):
+...
+TypeError: BlockArray is the base of the block arrays: build MXArray (MX formats) or NVFP4Array (nvfp4, nvfp4_ue5m3), or call mx.quantize
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import SpelledBy
 from ..codec import is_dask
 from ..parallel import run_each
 from .dask_blocks import dequantize_chunks
@@ -31,12 +31,8 @@ from .layout import axes_tuple, block_regions, block_tuple, moved
 from .layout import output_rows, region_rows, row_chunks, store_rows, unmoved
 from .packing import pack_codes
 
-#: The families (subclasses) of BlockArray, each registered as it is defined.
-_FAMILIES: list[type] = []
-
-
 @dataclass(frozen=True, eq=False)
-class BlockArray(metaclass=SpelledBy):
+class BlockArray:
     """A block-scaled array: element codes, scale codes, and how they are laid out.
 
     Attributes:
@@ -50,15 +46,24 @@ class BlockArray(metaclass=SpelledBy):
         axis: the block axis (a tuple of two axes for 2-D tiles); stored non-negative.
         block_size: elements per block along ``axis`` (a pair for 2-D tiles), 1 .. 2**31.
 
-    Built as ``BlockArray(codes, scales, format, axis, block_size, global_scale=None,
-    global_amax=None, variant=None, scale_rounding=None)``, the family's class takes its own
-    fields and refuses the other family's by name. Every part is checked, so a BlockArray
-    rebuilt by hand fails here rather than wrapping a code around or crashing later:
+    Built by the family's class (``MXArray(codes, scales, format, axis, block_size,
+    scale_rounding=None)``, ``NVFP4Array(codes, scales, format, axis, block_size,
+    global_scale=None, global_amax=None, variant=None)``). Every part is checked, so an array
+    rebuilt by hand fails here rather than wrapping a code around or crashing later. The
+    codes and scales are read-only (a writable array given is copied: the caller's stays
+    writable, and no code can be written that the checks did not see; a read-only one is
+    taken as it is):
 
-    >>> BlockArray(np.zeros(4, np.uint8), np.full(1, 256), "mxfp4", 0, 32)
+    >>> from fpemu.mx import MXArray
+    >>> MXArray(np.zeros(4, np.uint8), np.full(1, 256), "mxfp4", 0, 32)
     Traceback (most recent call last):
     ...
     ValueError: BlockArray.scales: code 256 is out of range for E8M0 scales (0..255)
+    >>> q = MXArray(np.zeros(32, np.uint8), np.full(1, 127, np.uint8), "mxfp4", 0, 32)
+    >>> q.codes[0] = 99
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
     """
 
     codes: np.ndarray
@@ -67,26 +72,22 @@ class BlockArray(metaclass=SpelledBy):
     axis: int | tuple[int, int]
     block_size: int | tuple[int, int]
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        _FAMILIES.append(cls)
+    def __new__(cls, *args: Any, **fields: Any) -> BlockArray:
+        if cls is BlockArray:
+            raise TypeError("BlockArray is the base of the block arrays: build MXArray (MX formats) or "
+                            "NVFP4Array (nvfp4, nvfp4_ue5m3), or call mx.quantize")
+        return super().__new__(cls)
 
     @classmethod
     def holds(cls, bf: BlockFormat) -> bool:
         """Whether this family's arrays hold block format ``bf``."""
         raise NotImplementedError
 
-    @staticmethod
-    def spelling(*args, **fields) -> BlockArray:
-        """``BlockArray(codes, scales, format, ...)``: the class of the format's family."""
-        return _family_array(*args, **fields)
-
     def __post_init__(self) -> None:
         bf = get_block_format(self.format)
         if not self.holds(bf):
-            home = next(f.__name__ for f in _FAMILIES if f.holds(bf))
-            raise ValueError(f"{type(self).__name__} does not hold {bf.name}: build {home} "
-                             "(or BlockArray, which picks the family)")
+            home = "NVFP4Array" if bf.is_nvfp4 else "MXArray"
+            raise ValueError(f"{type(self).__name__} does not hold {bf.name}: build {home}")
         codes = _code_array(self.codes, "codes", bf)
         scales = _code_array(self.scales, "scales", bf)
         block = block_tuple(self.block_size)
@@ -152,7 +153,7 @@ class BlockArray(metaclass=SpelledBy):
         import dask
 
         codes, scales = dask.compute(self.codes, self.scales)
-        return self.with_layout(codes, scales)
+        return self.with_layout(read_only(codes), read_only(scales))
 
     def pack(self) -> np.ndarray:
         """The element codes densely packed along the last axis (see :func:`pack_codes`).
@@ -168,17 +169,6 @@ class BlockArray(metaclass=SpelledBy):
             f"BlockArray({self.format.name}, shape={self.shape}, axis={self.axis}, "
             f"block_size={self.block_size}, scales shape={self.scales.shape}{self._repr_extra()})"
         )
-
-
-def _family_array(codes: Any, scales: Any, format: Any, axis: Any, block_size: Any,
-                  global_scale: Any = None, global_amax: Any = None, variant: Any = None,
-                  scale_rounding: Any = None) -> BlockArray:
-    """``BlockArray(...)``'s one-call spelling: the class of ``format``'s family, given the
-    fields it has; the other family's fields are refused by that class's rule."""
-    bf = get_block_format(format)
-    family = next(f for f in _FAMILIES if f.holds(bf))
-    return family.from_fields(codes, scales, bf, axis, block_size, global_scale=global_scale,
-                              global_amax=global_amax, variant=variant, scale_rounding=scale_rounding)
 
 
 def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
@@ -203,7 +193,17 @@ def _code_array(values: Any, what: str, bf: BlockFormat) -> np.ndarray:
             bad = lo if lo < lowest else hi
             raise ValueError(f"BlockArray.{what}: code {bad} is out of range for {name} "
                              f"({lowest}..{limit - 1})")
-    return arr.astype(np.uint8, copy=False)
+    out = arr.astype(np.uint8, copy=False)
+    if out is arr and out.flags.writeable:  # the caller's own array: they keep it writable
+        out = out.copy()
+    return read_only(out)
+
+
+def read_only(arr: np.ndarray) -> np.ndarray:
+    """``arr`` marked read-only, for an array its maker hands over to a block array (nobody
+    else holds it), which then takes it without a copy."""
+    arr.flags.writeable = False
+    return arr
 
 
 def dequantize(q: BlockArray, dtype: Any = np.float32, *, workers: int | None = None) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import option_name
+from ..arguments import option_name, whole_number
 from .conventions import CONVENTION_NAMES
 from .description import describe, describe_json
 from .formats import BLOCK_FORMATS, get_block_format
@@ -28,8 +28,9 @@ def _read_values(text: str) -> np.ndarray:
     """Real numbers (flattened) from a file (.npy, or text with numbers separated by
     spaces/commas/newlines) or from a comma/space separated list on the command line.
 
-    A file that cannot be read raises OSError naming it (exit status 1); contents that are not
-    real numbers raise the ValueError/TypeError that quantize itself would, naming the file.
+    A file that is not there (or a directory) raises the OSError naming it (exit status 2), one
+    that cannot be read (permissions) too (exit status 1); contents that are not real numbers
+    raise the ValueError/TypeError that quantize itself would, naming the file (2).
     """
     if not text.strip():  # "" would be the current directory
         raise ValueError("FILE_OR_VALUES: the values are empty: give numbers such as '7,3,1,0.4' or a file")
@@ -97,8 +98,9 @@ def _read_file(path: Path) -> np.ndarray:
 
 
 def _load_npy(path: Path) -> np.ndarray:
-    """A .npy array; a truncated or corrupt file is an OSError naming it (it cannot be read),
-    an array of Python objects a TypeError (no numbers to quantize)."""
+    """A .npy array; a truncated or corrupt file is a ValueError naming it (not a .npy file: a
+    usage error, as any file that is not what the command reads), an array of Python objects a
+    TypeError (no numbers to quantize)."""
     with open(path, "rb") as f:
         try:
             version = np.lib.format.read_magic(f)
@@ -109,14 +111,19 @@ def _load_npy(path: Path) -> np.ndarray:
             f.seek(0)
             return np.asarray(np.load(f, allow_pickle=False))
         except (ValueError, EOFError) as exc:
-            raise OSError(None, f"not a valid .npy file ({exc})", str(path)) from None
+            raise ValueError(f"{path}: not a valid .npy file ({exc})") from None
 
 
 def cmd_mx(args: argparse.Namespace) -> int:
     """``fpemu mx``: quantize values into a block format and explain each block."""
-    if args.variant is not None and not get_block_format(args.format).is_nvfp4:  # not dropped: refused
+    nvfp4 = get_block_format(args.format).is_nvfp4
+    if args.variant is not None and not nvfp4:  # not dropped: refused
         raise ValueError(f"--variant applies to NVFP4's arithmetic, not to {args.format} "
                          "(MX formats have --scale-rounding, --inf and --convention)")
+    mx_only = [flag for flag, value in (("--scale-rounding", args.scale_rounding), ("--inf", args.inf)) if value]
+    if nvfp4 and mx_only:
+        raise ValueError(f"{' and '.join(mx_only)} {'apply' if len(mx_only) > 1 else 'applies'} to MX formats, "
+                         f"not to {args.format} (NVFP4 has --variant and --convention)")
     x = _read_values(args.values)
     q = quantize(
         x,
@@ -142,14 +149,14 @@ def register_cli(subparsers: Any) -> None:
         help="a .npy or text file, or numbers such as '7,3,1,0.4' (flattened to 1-D)",
     )
     p.add_argument("--format", "-f", default="mxfp8_e4m3", help=f"one of {', '.join(BLOCK_FORMATS)}")
-    p.add_argument("--block-size", "-b", type=int, default=None,
+    p.add_argument("--block-size", "-b", type=whole_number(1, 2**31), default=None,
                    help="elements per block (1 .. 2**31; default: the format's)")
     p.add_argument("--scale-rounding", "-s", default=None, type=option_name, choices=SCALE_ROUNDINGS,
                    help="MX scale rule (default floor, the OCP rule, or the convention's own)")
     p.add_argument("--inf", default=None, type=option_name, choices=("nan", "saturate"),
                    help="scale of an MX block holding Inf: 0xFF (nan, the default) or 0xFE (saturate)")
     p.add_argument("--convention", "-c", default=None, type=option_name, choices=CONVENTION_NAMES,
-                   help="reproduce a library's MX rule (default: the OCP spec; see docs/mx.md)")
+                   help="reproduce a library's MX rule (default: the OCP spec; see fpemu docs mx)")
     p.add_argument("--variant", default=None, type=option_name, choices=("te", "torchao"),
                    help="NVFP4 arithmetic: te (TransformerEngine, the default) or torchao")
     p.add_argument("--json", action="store_true", help="print the blocks as JSON")

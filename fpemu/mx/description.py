@@ -1,5 +1,7 @@
 """One block array explained, block by block: :func:`describe` (the text ``fpemu mx`` prints)
-and :func:`describe_json` (the same report as data)."""
+and :func:`describe_json` (the same report as data). An error is value - input, as
+everywhere in fpemu (``fpemu show``, :func:`fpemu.explain`, the explorer): negative where the
+value lies below the input."""
 
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ from .quantization import quantize  # noqa: F401  (used by the doctests)
 
 
 def describe(q: BlockArray, x: Any) -> str:
-    """Text report: each block's scale, codes and quantization error (1-D arrays).
+    """Text report: each block's scale, codes and quantization error, value - input (1-D arrays).
 
     >>> print(describe(quantize([7.0, 3.0, 0.4], "mxfp4"), np.array([7.0, 3.0, 0.4])))
     mxfp4: 3 values, 1 block of 32, E8M0 scales (floor)
     block 0: scale 0x7F = 2^0
       codes:  7 5 1
       values: 6 3 0.5
-      errors: 1 0 -0.1
+      errors: -1 0 0.1
       max |error| 1, rms error 0.5802
     """
     if not isinstance(q, BlockArray):
@@ -61,7 +63,7 @@ def _describe_block(q: BlockArray, x: np.ndarray, deq: np.ndarray, j: int) -> li
     else:
         sval = "NaN" if code == 255 else f"2^{code - 127}"
     width = 1 if bf.bits == 4 else 2
-    err = x[sl] - deq[sl]
+    err = deq[sl] - x[sl]
     lines = [
         f"block {j}: scale 0x{code:02X} = {sval}",
         "  codes:  " + " ".join(f"{int(c):0{width}X}" for c in q.codes[sl]),
@@ -79,7 +81,7 @@ def _describe_block(q: BlockArray, x: np.ndarray, deq: np.ndarray, j: int) -> li
 
 def describe_json(q: BlockArray, x: Any) -> dict:
     """The report of :func:`describe` as JSON-ready data: the layout, then each block's scale
-    code, element codes, values, inputs and errors (Inf and NaN as text).
+    code, element codes, values, inputs and errors, value - input (Inf and NaN as text).
 
     >>> r = describe_json(quantize([7.0, 3.0, 0.4], "mxfp4"), [7.0, 3.0, 0.4])
     >>> r["blocks"][0]["scale"], r["blocks"][0]["codes"], r["blocks"][0]["values"]
@@ -96,7 +98,7 @@ def describe_json(q: BlockArray, x: Any) -> dict:
     for j in range(q.scales.size):
         sl = slice(j * bs, min((j + 1) * bs, x.size))
         with np.errstate(invalid="ignore"):
-            err = x[sl] - deq[sl]
+            err = deq[sl] - x[sl]
         blocks.append({"scale": int(q.scales[j]), "codes": [int(c) for c in q.codes[sl]],
                        "values": json_numbers(deq[sl]), "inputs": json_numbers(x[sl]), "errors": json_numbers(err)})
     return head | {"blocks": blocks}

@@ -112,7 +112,7 @@ def get_block_format(fmt: str | BlockFormat) -> BlockFormat:
     >>> get_block_format("mxfp5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown block format 'mxfp5'; did you mean mxfp8, mxfp4 or mxfp8e5m2? choose one of mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4, nvfp4_ue5m3
+    ValueError: unknown block format 'mxfp5'; did you mean mxfp8_e4m3, mxfp4 or mxfp8_e5m2? choose one of mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4, nvfp4_ue5m3
     """
     if isinstance(fmt, BlockFormat):
         return fmt

@@ -27,6 +27,8 @@ import numpy as np
 
 from ..arguments import is_whole
 from .array import BlockArray
+from .mx_array import MXArray
+from .nvfp4_array import NVFP4Array
 from .formats import get_block_format
 from .packing import pack_codes, unpack_codes
 from .scale_layout import from_blocked, to_blocked
@@ -121,10 +123,10 @@ def from_gemm_buffers(
     s = from_blocked(scales, rows, kb)
     if k_axis == 0:
         codes, s = codes.T, s.T
-    extra = {}
-    if bf.tensor_scale:
-        extra = dict(global_amax=global_amax, global_scale=global_scale, variant=variant)
-    elif (global_amax, global_scale, variant) != (None, None, None):
+    if not bf.tensor_scale and (global_amax, global_scale, variant) != (None, None, None):
         raise ValueError(f"global_amax, global_scale and variant describe NVFP4's per-tensor scale, "
                          f"which {bf.name} has not")
-    return BlockArray(np.ascontiguousarray(codes), np.ascontiguousarray(s), bf, k_axis, int(bs), **extra)
+    codes, s = np.ascontiguousarray(codes), np.ascontiguousarray(s)
+    if not bf.is_nvfp4:
+        return MXArray(codes, s, bf, k_axis, int(bs))
+    return NVFP4Array(codes, s, bf, k_axis, int(bs), global_scale, global_amax, variant)

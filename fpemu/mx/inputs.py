@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import option_name
+from ..arguments import as_array, option_name
 from ..codec import ROUNDING_MODES, STOCHASTIC_WITH_BITS, integers_to_float64, is_stochastic, sr_key
 
 #: The element roundings block quantization offers: the codec's, but those that take given
@@ -43,7 +43,7 @@ def as_float_array(x: Any) -> np.ndarray:
     Integers beyond 2**53 become float64 rounded *to odd*, so the single later rounding into
     an element format (at most 24 bits) equals the rounding of the integer itself.
     """
-    arr = np.asarray(x)
+    arr = as_array(x, "x")
     if not arr.dtype.isnative:  # the scale arithmetic reads the bit patterns in native order
         arr = arr.astype(arr.dtype.newbyteorder("="))
     kind = arr.dtype.kind

@@ -29,13 +29,6 @@ class MXArray(BlockArray):
     def holds(cls, bf: BlockFormat) -> bool:
         return not bf.is_nvfp4
 
-    @classmethod
-    def from_fields(cls, codes: Any, scales: Any, bf: BlockFormat, axis: Any, block_size: Any, *,
-                    global_scale: Any, global_amax: Any, variant: Any, scale_rounding: Any) -> MXArray:
-        """The array ``BlockArray(...)`` builds for an MX format: no per-tensor fields."""
-        refuse_tensor_fields(bf, global_scale, global_amax, variant)
-        return cls(codes, scales, bf, axis, block_size, scale_rounding)
-
     # MX has no per-tensor scale: readers that handle both families see None, as for nvfp4_ue5m3.
     global_scale = property(lambda self: None, doc="None: MX has no per-tensor scale.")
     global_amax = property(lambda self: None, doc="None: MX has no per-tensor amax.")

@@ -40,18 +40,6 @@ class NVFP4Array(BlockArray):
     def holds(cls, bf: BlockFormat) -> bool:
         return bf.is_nvfp4
 
-    @classmethod
-    def from_fields(cls, codes: Any, scales: Any, bf: BlockFormat, axis: Any, block_size: Any, *,
-                    global_scale: Any, global_amax: Any, variant: Any, scale_rounding: Any) -> NVFP4Array:
-        """The array ``BlockArray(...)`` builds for an NVFP4 format: no MX scale rule."""
-        if not bf.tensor_scale:
-            refuse_tensor_fields(bf, global_scale, global_amax, variant)
-        if scale_rounding is not None:
-            raise ValueError("scale_rounding applies to MX formats; "
-                             + (f"{bf.name} scales follow NVFP4's rule" if not bf.tensor_scale
-                                else "NVFP4 scales follow variant="))
-        return cls(codes, scales, bf, axis, block_size, global_scale, global_amax, variant)
-
     scale_rounding = property(lambda self: None, doc="None: NVFP4's scales follow its own rule.")
 
     def _check_family_fields(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..parallel import run_each
+from .array import read_only
 from .nvfp4_array import NVFP4Array
 from .elements import encode_elements
 from .formats import BlockFormat
@@ -85,8 +86,8 @@ def quantize_nvfp4(
     tensor = dict(global_scale=nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
                   variant=variant) if bf.tensor_scale else {}
     return NVFP4Array(
-        codes=unmoved(codes_m, axes),
-        scales=unmoved(scales_m, axes),
+        codes=read_only(unmoved(codes_m, axes)),
+        scales=read_only(unmoved(scales_m, axes)),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,

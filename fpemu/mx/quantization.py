@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import option_name
+from ..arguments import as_array, option_name
 from ..codec import check_random, is_dask, is_stochastic
-from .array import BlockArray
+from .array import BlockArray, read_only
 from .mx_array import MXArray
+from .nvfp4_array import NVFP4Array
 from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule, nvfp4_variant
 from .formats import BlockFormat, get_block_format
@@ -93,7 +94,7 @@ def quantize(
         options = dict(axis=axis, block_size=block_size, scale_rounding=scale_rounding, rounding=rounding,
                        rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
         return _quantize_dask(x, bf, options)
-    raw = np.asarray(x)
+    raw = as_array(x, "x")
     arr = as_float_array(raw)
     if arr.ndim == 0:
         raise ValueError("quantize needs an array of at least one dimension")
@@ -114,8 +115,8 @@ def quantize(
     with np.errstate(over="ignore", invalid="ignore"):  # saturation and NaN blocks are handled
         codes, scales = quantize_mx(arr, bf, axes, block, rule, rounding, rng, workers)
     return MXArray(
-        codes=codes,
-        scales=scales,
+        codes=read_only(codes),
+        scales=read_only(scales),
         format=bf,
         axis=axes[0] if len(axes) == 1 else axes,
         block_size=block[0] if len(block) == 1 else block,
@@ -152,6 +153,7 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     amax = options["global_amax"]
     if isinstance(amax, MeasuredAmax):
         amax = amax.bits.view(np.float32)
-    return BlockArray(codes=codes, scales=scales, format=bf, axis=dry.axis, block_size=dry.block_size,
-                      global_amax=None if amax is None else np.float32(amax),
-                      variant=dry.variant, scale_rounding=dry.scale_rounding)
+    if not bf.is_nvfp4:
+        return MXArray(codes, scales, bf, dry.axis, dry.block_size, scale_rounding=dry.scale_rounding)
+    return NVFP4Array(codes, scales, bf, dry.axis, dry.block_size,
+                      global_amax=None if amax is None else np.float32(amax), variant=dry.variant)

@@ -1,6 +1,6 @@
 """``fpemu probe``: the feature tests on a live GPU through torch, reported as text or JSON,
-with a progress bar on a terminal. (``--experiment fp8-fp16`` moved to ``research/fp8_fp16``:
-the option stays so that the error can name the new command.)"""
+with a progress bar on a terminal. (The FP8 fp16-output experiment is research:
+``python -m research.fp8_fp16 probe`` from a checkout.)"""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import argparse
 import dataclasses
 import json
 
-from ..arguments import option_name
 from ..backends import torch_device
 from ..fit.feature_tests import PROBE_INPUTS, probe, probe_report
-from ..fit.moved import moved_command
 from ..formats import get_format
 from ..progress import progress
 
@@ -30,8 +28,6 @@ def _probe_inputs(text: str) -> list[str]:
 def cmd_probe(args: argparse.Namespace) -> int:
     from ..errors import RunError
 
-    if args.experiment == "fp8-fp16" or args.record is not None or args.no_search:
-        raise ValueError(moved_command("probe"))
     if args.device != "cuda":  # the feature tests need a GPU
         raise ValueError(f"only --device cuda is supported, got {args.device!r}")
     inputs = _probe_inputs(args.inputs or ",".join(PROBE_INPUTS))
@@ -66,15 +62,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def register_cli(subparsers) -> None:
     """Add ``probe``."""
-    p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch")
+    p = subparsers.add_parser("probe", help="infer the accumulator of a GPU with feature tests through torch",
+                              description="Infer the accumulator of a GPU with feature tests through torch. (The FP8 "
+                                          "fp16-output experiment is research: python -m research.fp8_fp16 probe, "
+                                          "from the root of a checkout of the fpemu repository.)")
     p.add_argument("--device", default="cuda", help="cuda (the only device the feature tests run on)")
     p.add_argument("--inputs", default=None, help="input formats (comma-separated; default: every one probe-able)")
-    # --experiment fp8-fp16, --record and --no-search were the FP8 fp16-output experiment's: kept so
-    # that the old spelling is told the new one (python -m research.fp8_fp16 probe).
-    p.add_argument("--experiment", default="features", type=option_name, choices=("features", "fp8-fp16"),
-                   help="features: the block model's feature tests (fp8-fp16 moved: python -m research.fp8_fp16 probe)")
-    p.add_argument("--record", default=None, metavar="DIR", help=argparse.SUPPRESS)
-    p.add_argument("--no-search", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="features: print the inferred models as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.set_defaults(func=cmd_probe)

@@ -116,7 +116,7 @@ def describe_block(fmt: str, values: Sequence[Any], scale_rounding: str = "floor
         out["global_scale"] = _exact(float(q.global_scale))
         out["rule"] = ("NVFP4 (TransformerEngine): a per-tensor FP32 scale amax / (448 x 6) and for each "
                        "block of 16 a UE4M3 scale; value = element x block scale x tensor scale, in float32 "
-                       "as TransformerEngine computes it (docs/mx.md)")
+                       "as TransformerEngine computes it (fpemu docs mx)")
     else:
         out["scale_rounding"] = scale_rounding
         out["rule"] = SCALE_RULES[scale_rounding] + "; value = element x scale"

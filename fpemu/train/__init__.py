@@ -57,7 +57,6 @@ The package, in the order data flows (each module imports only those above it):
 
 from __future__ import annotations
 
-from ..errors import moved_names
 import numpy as np  # noqa: F401  (the examples above use np)
 
 from .blas import single_threaded_blas
@@ -72,14 +71,6 @@ from .recipes import CurrentScaling, DelayedScaling, NoScaling, TensorScale, cur
 from .report import summary_table
 from .scalers import LOSS_SCALES, GradScaler, StaticLossScaler, unscale_grads
 from .task import Task, make_task
-
-# Names this package re-exported in 0.1 that live in one module only now: asking for them here
-# says where (the command line's glue in .cli, the report's helpers in .report ...).
-_MOVED = {"cmd_train": "fpemu.train.cli", "register_cli": "fpemu.train.cli", "excess_loss": "fpemu.train.report",
-          "what_happened": "fpemu.train.report", "TASK_LIMITS": "fpemu.train.task"}
-
-
-__getattr__ = moved_names("fpemu.train", _MOVED)
 
 
 __all__ = [
@@ -116,4 +107,3 @@ __all__ = [
     "train_gpt",
     "compare_gpt",
 ]
-

@@ -5,19 +5,22 @@ values is refused), the checks of its output paths before training, the table or
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Callable
 
-from ..arguments import option_name
+from ..arguments import option_name, whole_number
 from ..outputs import atomic_output, check_output_path
 from ..progress import wanted
 from .blas import single_threaded_blas
+from .checks import check_scale
 from .files import check_json_file, finite_or_null
 from .gpt.cli import gpt_setups, register_infer
 from .gpt.loop import CLI_GPT_STEPS, train_gpt_setup
-from .loop import COMPARE_RUNS, DEFAULT_STEPS, compare_setups, make_run_setup, train_setup
+from .loop import COMPARE_RUNS, DEFAULT_STEPS, MAX_STEPS, compare_setups, make_run_setup, train_setup
 from .plots import PLOT_FILES, plot_directory, pyplot_agg, plot
 from .policies import PRECISIONS
 from .report import summary_table, title_line
@@ -101,6 +104,8 @@ def _write_text(path: str, text: str) -> None:
 def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
     """The checked runs the command line asks for (ValueError/TypeError: a usage error), and
     the function that trains one of them into a History."""
+    if args.init_scale is not None:
+        check_scale("--init-scale", args.init_scale)  # the flag's name, not the parameter's
     if args.precision is None and args.loss_scale is not None:
         raise ValueError("--loss-scale sets the loss scaling of a single run: give --precision too")
     if args.compare and args.precision is not None:
@@ -157,7 +162,7 @@ def _inapplicable(args: argparse.Namespace) -> str | None:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail now, naming the path, if --json-file or --plot could not be written after training."""
-    from ..errors import RunError
+    from ..errors import RunError, path_error
 
     if args.plot:
         try:
@@ -175,8 +180,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         try:
             check(path)
         except OSError as exc:
-            where = exc.filename if exc.filename is not None else path
-            raise RunError(f"cannot write {option} {where}: {exc.strerror or exc}") from None
+            raise path_error(option, path, exc) from None
 
 
 # Names that look like an image file, not a directory of them.
@@ -184,11 +188,16 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pdf", ".svg", ".svgz", ".eps", ".p
 
 
 def _check_plot_directory(path: str) -> None:
-    """The --plot directory: an existing one, or a new one in an existing directory (as any
-    output file: :func:`fpemu.outputs.check_output_path`); never a tree of missing parents."""
-    if not Path(path).exists():
-        check_output_path(path)
-    plot_directory(path)
+    """The --plot directory: an existing one, or a new one in an existing, writable directory
+    (as any output file: :func:`fpemu.outputs.check_output_path`; never a tree of missing
+    parents). A new one is made only when the plots are written: a run stopped before (Ctrl-C)
+    leaves no empty directory behind."""
+    if Path(path).exists():
+        plot_directory(path)
+        return
+    parent = check_output_path(path).parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "its directory is not writable", str(path))
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -207,14 +216,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="one run in this precision")
     p.add_argument("--loss-scale", type=option_name, choices=LOSS_SCALES, default=None,
                    help="loss scaling of a single run (default: dynamic for fp16, else none)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--steps", type=whole_number(1, MAX_STEPS), default=None,
                    help=f"training steps (default {DEFAULT_STEPS} for mlp, {CLI_GPT_STEPS} for gpt; "
-                   "docs/training.md's transformer runs take 300)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data, initialisation and batches")
+                   "the transformer runs of fpemu docs training take 300)")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the data, initialisation and batches")
     p.add_argument("--accumulator", default=None, help="GEMM accumulator model of fpemu.accumulator")
     p.add_argument("--init-scale", type=float, default=None,
                    help="static loss scale (default 1024) or initial dynamic scale (default 65536)")
-    p.add_argument("--growth-interval", type=int, default=None,
+    p.add_argument("--growth-interval", type=whole_number(1), default=None,
                    help="GradScaler growth interval of --loss-scale dynamic (default 2000)")
     p.add_argument("--fp8-recipe", type=option_name, choices=("delayed", "current", "unscaled"), default=None,
                    help="fp8 per-tensor scaling recipe (default delayed; unscaled: every scale 1)")
@@ -222,7 +231,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="gpt: NVIDIA's NVFP4 recipe elements, 'all' (default), 'none' or a comma list of "
                    "2d (16x16 weight tiles), sr (stochastic rounding of gradients), rht (random Hadamard "
                    "transform on wgrad), last or lastN (the last N blocks in bf16)")
-    p.add_argument("--promote", type=int, default=None, metavar="N",
+    p.add_argument("--promote", type=whole_number(1), default=None, metavar="N",
                    help="gpt with --accumulator: promote partial sums to fp32 every N products (DeepSeek-V3)")
     p.add_argument("--compare", action="store_true", help="compare the policies (the default)")
     p.add_argument("--json", action="store_true",

@@ -24,7 +24,7 @@ MLP_NVFP4 = NVFP4Recipe(weights_2d=False, stochastic=True, hadamard=False, bf16_
 class MLPPolicy:
     """One MLP run's precision: the layer ``l`` of the network is ``linear(l)``, made by
     ``make_linear(l)`` on first use (so a policy fits a network of any depth); ``name`` and
-    ``low`` are the layers', ``variant`` names the FP8 recipe where it is not the default.
+    ``low`` are the layers', ``variant`` names the FP8 recipe (the default, delayed, too).
 
     >>> p = make_policy("fp16")
     >>> p.name, p.low.name, type(p.linear(3)).__name__, p.linear(3) is p.linear(3)
@@ -91,6 +91,7 @@ def make_policy(
                          + (" (block-scaled GEMMs)" if p != "fp32" else ""))
     make_linear = _layer_maker(p, accumulator, recipe, seed)
     first = make_linear(0)
-    # The run's label names the FP8 recipe where it is not the default (delayed scaling).
-    variant = recipe_name(recipe) if p == "fp8" and not isinstance(recipe, DelayedScaling) else None
+    # The run's label names the FP8 recipe, the default (delayed scaling) too: the transformer's
+    # labels do, and one recipe has one name (fp8[delayed]+none) in every table.
+    variant = recipe_name(recipe) if p == "fp8" else None
     return MLPPolicy(first.name, first.low, make_linear, variant, {0: first})

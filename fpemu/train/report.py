@@ -140,20 +140,33 @@ def what_happened(h: History, base: History | None = None) -> str:
 
 
 def describe_run(h: History) -> str:
-    """A run in words: its precision, its loss scaling and, for FP8, its per-tensor scaling.
+    """A run in words, telling apart every run a comparison holds: its precision, its loss
+    scaling (FP16, BF16), its recipe (FP8's per-tensor scaling, the elements of NVFP4's) and the
+    accumulator model of its GEMMs, if any. (The transformer's ``variant`` is the recipe, then
+    ``,ACCUMULATOR``; FP16's and BF16's is the accumulator alone.)
 
     >>> describe_run(run("fp32", steps=1))
     'fp32'
     """
     if h.precision == "fp32":
         return "fp32"
+    recipe, accumulator = "", h.accumulator or ""
+    if h.precision in ("fp8", "nvfp4"):
+        recipe, _, in_variant = (h.variant or "").partition(",")
+        accumulator = accumulator or in_variant
+    elif h.precision in ("fp16", "bf16"):
+        accumulator = accumulator or h.variant or ""
     words = [h.precision]
     if h.precision == "fp8":
-        scaling = {None: "delayed", "delayed": "delayed", "current": "current"}.get(h.variant)
-        words.append("without per-tensor scaling" if scaling is None else f"with {scaling} per-tensor scaling")
+        recipe = recipe or "delayed"
+        words.append("without per-tensor scaling" if recipe == "unscaled" else f"with {recipe} per-tensor scaling")
+    elif h.precision == "nvfp4":
+        words.append("without the recipe's elements" if recipe in ("", "plain") else f"with {recipe}")
     elif h.precision in ("fp16", "bf16"):
         words.append({"none": "without loss scaling", "static": "with a static loss scale",
                       "dynamic": "with dynamic loss scaling"}[h.loss_scale])
+    if accumulator:
+        words.append(f"through {accumulator}")
     return " ".join(words)
 
 

@@ -36,7 +36,6 @@ The package, in the order the data flows: ``exhaustive`` (:func:`exhaustive_inpu
 ``cheader`` (the ``.bin`` and ``.h`` layouts), and ``cli`` (``fpemu vectors``, ``fpemu verify``). The edge, random and matrix inputs come from :mod:`fpemu.cases`.
 """
 
-from ..errors import moved_names
 from ..outputs import atomic_output, check_output_path
 from .block_gemm import block_gemm_vectors
 from .cheader import MAX_HEADER_BYTES
@@ -46,16 +45,3 @@ from .make import block_vectors, cast_vectors, dot_vectors
 
 __all__ = ["cast_vectors", "block_vectors", "dot_vectors", "block_gemm_vectors", "exhaustive_inputs", "write_vectors", "read_vectors",
            "verify_vectors", "VectorFileError", "atomic_output", "check_output_path", "MAX_HEADER_BYTES"]  # fmt: skip
-
-
-# Names this package re-exported in 0.1 that live in one module only now: asking for them here
-# says where.
-_MOVED = {
-    "cmd_vectors": "fpemu.vectors.cli", "register_cli": "fpemu.vectors.cli",
-    "MAX_EXHAUSTIVE_BITS": "fpemu.vectors.exhaustive",
-    "MAX_K": "fpemu.vectors.make", "MAX_VALUES": "fpemu.vectors.make",
-   
-}
-
-
-__getattr__ = moved_names("fpemu.vectors", _MOVED)

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any, Callable
 
-from ..arguments import option_name
+from ..arguments import option_name, whole_number
 from ..outputs import atomic_output, check_output_path
 from ..parallel import dask_scheduler
 from ..progress import progress
@@ -53,6 +53,13 @@ def _is_stochastic(rounding: str | None) -> bool:
     return isinstance(rounding, str) and is_stochastic(ROUNDING_MODES.get(rounding.lower()))
 
 
+def _needs_given_bits(rounding: str | None) -> bool:
+    from ..codec import ROUNDING_MODES
+    from ..codec import STOCHASTIC_WITH_BITS
+
+    return isinstance(rounding, str) and ROUNDING_MODES.get(rounding.lower()) in STOCHASTIC_WITH_BITS
+
+
 def _vectors_from_args(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
     """What makes the vectors the command line asks for, once every option is checked: an
     option that would be ignored is refused (before a Dask scheduler is reached)."""
@@ -92,6 +99,9 @@ def _vectors_from_args(args: argparse.Namespace) -> Callable[[], dict[str, Any]]
         _refuse_large_header(args, n, 4 * bf.block_size)  # the inputs alone
         return lambda: block_vectors(args.format, kind, n, scale_rounding=args.scale_rounding, seed=seed)
     _refuse(_given(args, "scale_rounding"), "cast vectors")
+    if _needs_given_bits(args.rounding):
+        raise ValueError(f"--rounding {args.rounding} rounds with random bits given per value, which fpemu vectors "
+                         "does not take: --rounding stochastic draws them from --seed")
     if kind == "random":
         _refuse_large_header(args, 10000 if args.n is None else args.n, 4 + 1 + 8)  # input, code, value
     return lambda: cast_vectors(args.format, kind, 10000 if args.n is None else args.n,
@@ -124,9 +134,19 @@ def cmd_vectors(args: argparse.Namespace) -> int:
         print(json.dumps({"path": str(args.out), "cases": n, "identical": same,
                           "meta": {k: x for k, x in meta.items() if k != "model"}}, indent=1, default=str))
         return 0
-    shown = ", ".join(f"{k}={x}" for k, x in meta.items() if k not in ("n", "type", "model", "fpemu", "stochastic"))
+    shown = ", ".join(f"{k}={_shown(k, x)}" for k, x in meta.items()
+                      if k not in ("n", "type", "model", "fpemu", "stochastic") and (x is not None or k in _DEFAULTED))
     print(f"wrote {meta['n']} {meta['type']} vectors ({shown}) to {args.out}; read back and re-checked: {same}/{n} identical")
     return 0
+
+
+# Options that, not given, mean the format's own rule (the others, None, do not apply).
+_DEFAULTED = ("overflow", "nan")
+
+
+def _shown(key: str, value: Any) -> str:
+    """A recorded option as the summary line says it."""
+    return "the format's default" if value is None and key in _DEFAULTED else str(value)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -152,7 +172,7 @@ _KIND_HELP = (
     "exhaustive (formats of at most 16 bits, any rounding but sr): an input of every class a rounding can "
     "tell apart: each value, each midpoint between neighbours (the overflow tie too), the input floats just "
     "below and above each, +-0, +-Inf, NaNs with every payload the format keeps (every outcome, not every "
-    "bit pattern: docs/golden.md)"
+    "bit pattern: fpemu docs golden)"
 )
 
 
@@ -163,7 +183,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--out", required=True, help="output file: .npz, .csv, .json, .bin (raw arrays after a JSON header line, "
                                               "for C++/CUDA) or .h (a C header, small sets); suffix in any case")
     p.add_argument("--kind", default=None, type=option_name, choices=VECTOR_KINDS, help=_KIND_HELP)
-    p.add_argument("--n", type=int, default=None,
+    p.add_argument("--n", type=whole_number(1), default=None,
                    help=f"--kind random: cases (default 10000), blocks (64) or dot rows (1000); "
                         f"at most {MAX_VALUES:,} values per file")  # fmt: skip
     p.add_argument("--rounding", default=None, type=option_name,
@@ -178,10 +198,10 @@ def register_cli(subparsers) -> None:
     p.add_argument("--accumulator", default=None, help="dot-product vectors for this accumulator (h100, a100 ...); "
                    "with a block format: a block-scaled GEMM (--n x --k by --k x --n, default 128 and four "
                    "blocks) in the 128x4 scale layout, for a block-scaled model (b200, mmasim-blackwell, exact)")
-    p.add_argument("--k", type=int, default=None, help=f"dot length (default: two blocks; at most {MAX_K})")
+    p.add_argument("--k", type=whole_number(1, MAX_K), default=None, help=f"dot length (default: two blocks; at most {MAX_K})")
     p.add_argument("--out-format", default=None, type=option_name, choices=("fp32", "fp16"),
                    help="dot output format (default fp32)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=whole_number(0), default=None,
                    help="seed of --kind random inputs, of dot and GEMM inputs, and of stochastic rounding "
                         "(default 0; recorded in the file)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",

@@ -5,6 +5,7 @@ leaves no partial file), read back bit for bit, and re-checked against fpemu."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import zipfile
 from pathlib import Path
@@ -112,6 +113,11 @@ def read(path: Path, ext: str) -> dict[str, Any]:
     if ext == ".h":
         return read_c_header(path)
     if ext == ".npz":
+        with open(path, "rb") as fh:  # numpy reads a file without the zip signature as a pickle
+            head = fh.read(4)
+        if not head.startswith(b"PK"):
+            what = "empty" if not head else "not an .npz archive (no zip signature)"
+            raise VectorFileError(f"{path}: {what}; .npz vector files are zip archives that fpemu vectors wrote")
         z = np.load(path, allow_pickle=False)
         if not isinstance(z, np.lib.npyio.NpzFile):
             raise VectorFileError(f"{path}: one .npy array, not an .npz archive of vectors and their 'meta'")
@@ -193,7 +199,9 @@ def _check_contents(v: dict[str, Any], path: str | Path) -> None:
 def read_vectors(path: str | Path) -> dict[str, Any]:
     """Read a file written by :func:`write_vectors` (arrays come back bit for bit). A file
     that is not one raises :class:`VectorFileError` naming it and what is missing; one that
-    cannot be read at all, an OSError."""
+    cannot be read at all, an OSError (a directory: IsADirectoryError)."""
+    if Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a vector file", str(path))
     ext = file_type(path)
     try:
         v = read(Path(path), ext)

@@ -10,6 +10,8 @@ import pytest
 import fpemu
 from fpemu import mx
 
+from mx_helpers import block_array
+
 PRESETS = ["exact", "b200", "blackwell", "mmasim-blackwell"]
 FORMATS = ["mxfp8_e4m3", "mxfp4", "nvfp4"]
 SHAPES = [(3, 64), (2, 3, 32)]
@@ -24,8 +26,7 @@ def same(got, want) -> bool:
 
 def row(q: mx.BlockArray, index: tuple[int, ...]) -> mx.BlockArray:
     """One row of a (..., K) block array blocked along its last axis, as a 1-D block array."""
-    return mx.BlockArray(q.codes[index], q.scales[index], q.format, 0, q.block_size, q.global_scale,
-                         q.global_amax, q.variant, q.scale_rounding)
+    return q.with_layout(q.codes[index], q.scales[index], axis=0)
 
 
 def operands(fmt: str, shape: tuple[int, ...], seed: int) -> tuple[mx.BlockArray, mx.BlockArray]:
@@ -51,9 +52,7 @@ def random_codes(fmt: str, shape: tuple[int, ...], seed: int) -> mx.BlockArray:
     rng = np.random.default_rng(seed)
     probe = mx.quantize(np.ones(shape), fmt, **({"global_amax": 2688.0} if fmt == "nvfp4" else {}))
     codes = rng.integers(0, 1 << probe.format.bits, shape).astype(np.uint8)
-    special = ~np.isfinite(mx.BlockArray(codes, probe.scales, fmt, len(shape) - 1, probe.block_size,
-                                         global_scale=probe.global_scale, global_amax=probe.global_amax,
-                                         variant=probe.variant).dequantize(np.float64))
+    special = ~np.isfinite(probe.with_layout(codes, probe.scales).dequantize(np.float64))
     codes[special] = 0  # a few NaN and Inf only, not most rows
     flat = codes.reshape(-1, shape[-1])
     if fmt == "mxfp8_e4m3":
@@ -67,7 +66,7 @@ def random_codes(fmt: str, shape: tuple[int, ...], seed: int) -> mx.BlockArray:
         scales = rng.integers(110, 145, probe.scales.shape)
         scales.reshape(-1, scales.shape[-1])[6, 0] = 255
     kw = {"global_amax": 3000.0} if fmt == "nvfp4" else {}
-    return mx.BlockArray(codes, scales.astype(np.uint8), fmt, len(shape) - 1, probe.block_size, **kw)
+    return block_array(codes, scales.astype(np.uint8), fmt, len(shape) - 1, probe.block_size, **kw)
 
 
 def check_rows(a, b, c, accumulator, instruction=None):

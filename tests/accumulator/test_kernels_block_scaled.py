@@ -10,6 +10,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from mx_helpers import block_array
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,8 +25,8 @@ PRESETS = ["exact", "b200", "blackwell", "mmasim-blackwell"]
 def arrays(fa, fb, A, B, sa, sb, block, amax=2688.0):
     """BlockArrays of A (M, K) and B (K, N) from codes and per-(row, K-block) scale codes."""
     kw = dict(global_amax=amax) if fa == "nvfp4" else {}
-    return (mx.BlockArray(np.asarray(A, np.uint8), np.asarray(sa, np.uint8), fa, 1, block, **kw),
-            mx.BlockArray(np.asarray(B, np.uint8), np.asarray(sb, np.uint8), fb, 0, block, **kw))
+    return (block_array(np.asarray(A, np.uint8), np.asarray(sa, np.uint8), fa, 1, block, **kw),
+            block_array(np.asarray(B, np.uint8), np.asarray(sb, np.uint8), fb, 0, block, **kw))
 
 
 def one(x: float) -> int:

@@ -24,6 +24,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from mma_oracle import ELEMENT, exact_dot
+from mx_helpers import block_array
 from reference import ref_decode
 
 import fpemu
@@ -53,7 +54,7 @@ def operands(fmt, A, B, tiny=False, amax=2688.0):
         s, kw = (0 if tiny else 127), {}
     sa = np.full((A.shape[0], kb), s, np.uint8)
     sb = np.full((kb, B.shape[1]), s, np.uint8)
-    return mx.BlockArray(A, sa, fmt, 1, bs, **kw), mx.BlockArray(B, sb, fmt, 0, bs, **kw)
+    return block_array(A, sa, fmt, 1, bs, **kw), block_array(B, sb, fmt, 0, bs, **kw)
 
 
 def _scale(code, fmt) -> Fraction:
@@ -257,12 +258,12 @@ def test_dot_keeps_the_sign():
         s = 0x38 if fmt == "nvfp4" else 0
         bs = BLOCK[fmt]
         x = np.array([NEG_TINY[fmt]] + [0] * (bs - 1), np.uint8)
-        x = mx.BlockArray(x, np.array([s], np.uint8), fmt, 0, bs, **kw)
-        y = mx.BlockArray(np.full(bs, ONE[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
+        x = block_array(x, np.array([s], np.uint8), fmt, 0, bs, **kw)
+        y = block_array(np.full(bs, ONE[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
         nv = fmt == "nvfp4"  # NVFP4: the sum -0.5 is negative; alpha takes it to -0
         assert fpemu.dot(x, y) == 0 and bool(np.signbit(fpemu.dot(x, y))) == nv, fmt  # MX: +0 + -0
         assert np.signbit(fpemu.dot(x, y, -0.0)) and bool(np.signbit(fpemu.dot(x, y, 0.0))) == nv, fmt
-        z = mx.BlockArray(np.full(bs, NEG_ZERO[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
+        z = block_array(np.full(bs, NEG_ZERO[fmt], np.uint8), np.array([s], np.uint8), fmt, 0, bs, **kw)
         assert np.signbit(fpemu.dot(z, y, -0.0)) and not np.signbit(fpemu.dot(z, y)), fmt
 
 
@@ -294,8 +295,8 @@ def test_wide_exponents_cancel_then_underflow():
     A[:, 0] = NEG_ONE[e4m3]
     A[0, 32], A[1, 32] = NEG_TINY[e4m3], POS_TINY[e4m3]
     B = np.full((64, 1), ONE[e4m3], np.uint8)
-    qa = mx.BlockArray(A, np.array([[227, 0], [227, 0]], np.uint8), e4m3, 1, 32)
-    qb = mx.BlockArray(B, np.array([[127], [0]], np.uint8), e4m3, 0, 32)
+    qa = block_array(A, np.array([[227, 0], [227, 0]], np.uint8), e4m3, 1, 32)
+    qb = block_array(B, np.array([[127], [0]], np.uint8), e4m3, 0, 32)
     got = check(qa, qb, np.float32(2.0**100))
     assert np.signbit(got[:, 0]).tolist() == [False, False]
 
@@ -312,7 +313,7 @@ def test_random_scales_zeros_and_cancellations(fmt):
     B = rng.choice(np.array([ONE[fmt], NEG_ONE[fmt], NEG_ZERO[fmt]], np.uint8), (K, N))
     scale_set = np.array([0, 1, 127, 200, 254], np.uint8)
     sa, sb = rng.choice(scale_set, (M, 2)), rng.choice(scale_set, (2, N))
-    qa, qb = mx.BlockArray(A, sa, fmt, 1, bs), mx.BlockArray(B, sb, fmt, 0, bs)
+    qa, qb = block_array(A, sa, fmt, 1, bs), block_array(B, sb, fmt, 0, bs)
     ups = {int(x) + int(y) - 254 for x in scale_set for y in scale_set}  # a +-1 product's exponent
     cs = np.float32([0.0, -0.0] + [v for u in ups if -149 <= u <= 127 for v in (2.0**u, -(2.0**u))])
     c = np.where(rng.random((M, N)) < 0.5, rng.choice(cs[:2], (M, N)), rng.choice(cs, (M, N)))

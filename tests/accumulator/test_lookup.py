@@ -48,13 +48,13 @@ def test_a_name_works_through_every_entry_point(name, instruction, block_scaled)
 
 
 @pytest.mark.parametrize("name, block_scaled, message", [
-    ("zzz", True, "unknown accumulator 'zzz'; fpemu.accumulator.accumulator_names() lists them all"),
-    ("zzz", False, "unknown accumulator 'zzz'; fpemu.accumulator.accumulator_names() lists them all"),
+    ("zzz", True, "unknown accumulator 'zzz'; `fpemu accumulators` lists them all"),
+    ("zzz", False, "unknown accumulator 'zzz'; `fpemu accumulators` lists them all"),
     ("h10", False, "unknown accumulator 'h10'; did you mean h100"),
     ("h100", True, "h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell"),
     ("fp32", True, "fp32 has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell"),
     ("mmasim-blackwell", False, "mmasim-blackwell has no dense MMA: plain arrays take a dense model "
-                                "(fpemu.accumulator.accumulator_names() lists them)"),
+                                "(`fpemu accumulators` lists them)"),
     ("b200/f8f6f4", True, "b200 (blackwell) has no instruction family 'f8f6f4'; it has: mxf4nvf4, mxf8f6f4"),
     ("b200/mxf8f6f4", False, "b200 (blackwell) has no instruction family 'mxf8f6f4'; it has: f16, tf32, f8f6f4"),
     ("exact/mxf8f6f4", True, "the exact model has no instructions"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+from mx_helpers import block_array
 import pytest
 from mma_oracle import f32_mul, oracle, same, to_f32
 
@@ -18,8 +19,8 @@ from fpemu.accumulator import cublaslt_alpha
 def arrays(fa, fb, A, B, sa, sb, block, amax=2688.0):
     """BlockArrays of A (M, K) and B (K, N) from codes and per-(row, K-block) scale codes."""
     kw = dict(global_amax=amax) if fa == "nvfp4" else {}
-    return (mx.BlockArray(np.asarray(A, np.uint8), np.asarray(sa, np.uint8), fa, 1, block, **kw),
-            mx.BlockArray(np.asarray(B, np.uint8), np.asarray(sb, np.uint8), fb, 0, block, **kw))
+    return (block_array(np.asarray(A, np.uint8), np.asarray(sa, np.uint8), fa, 1, block, **kw),
+            block_array(np.asarray(B, np.uint8), np.asarray(sb, np.uint8), fb, 0, block, **kw))
 
 
 @pytest.mark.parametrize("amax_a, amax_b", [(1.0, 1.0), (3.0, 1000.0), (2688.0, 2688.0), (1e-30, 7.0), (3e38, 3e38)])

@@ -113,8 +113,8 @@ def block_arrays(config, As, Bs, sas, sbs):
     sa, sb = np.concatenate(sas, axis=1), np.concatenate(sbs, axis=0)
     if sfmt == "ue4m3":  # NVFP4 with alpha = 1: 2688 * 2688 * fp32(1/7225344) is exactly 1
         kw = dict(global_amax=2688.0)
-        return mx.BlockArray(A, sa, "nvfp4", 1, bs, **kw), mx.BlockArray(B, sb, "nvfp4", 0, bs, **kw)
-    return mx.BlockArray(A, sa, BLOCK_FORMAT[fa], 1, bs), mx.BlockArray(B, sb, BLOCK_FORMAT[fb], 0, bs)
+        return mx.NVFP4Array(A, sa, "nvfp4", 1, bs, **kw), mx.NVFP4Array(B, sb, "nvfp4", 0, bs, **kw)
+    return mx.MXArray(A, sa, BLOCK_FORMAT[fa], 1, bs), mx.MXArray(B, sb, BLOCK_FORMAT[fb], 0, bs)
 
 
 def compare(config, dist: str, chain: int, seed: int) -> tuple[int, int]:

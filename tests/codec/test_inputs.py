@@ -280,3 +280,12 @@ def test_inputs_are_never_modified_in_any_rounding():
         quantize(y, "fp16", rounding=rounding, rng=seed)
         quantize(x, "bf16", rounding=rounding, rng=seed)
     assert x.tobytes() == before.tobytes() and y.tobytes() == before32.tobytes()
+@pytest.mark.parametrize("call", [
+    lambda x: fpemu.encode(x, "e4m3"), lambda x: fpemu.quantize(x, "e4m3"), lambda x: fpemu.decode(x, "e4m3"),
+    lambda x: fpemu.mx.quantize(x, "mxfp4"), lambda x: fpemu.scaled_cast(x, "e4m3"),
+])  # fmt: skip
+def test_a_ragged_list_is_refused_in_fpemus_words(call):
+    """Not numpy's "inhomogeneous shape after 1 dimensions" (issue 42, item 9)."""
+    with pytest.raises(ValueError, match=r"^(x|codes) is a ragged list \(its rows differ in length\): pass a "
+                                         r"rectangular array of numbers$"):
+        call([[1, 2], [3]])

@@ -3,6 +3,8 @@ NumPy results, for torch tensors and ml_dtypes arrays; bad values refused."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,19 @@ def test_gemm_reads_low_precision_tensors_by_their_bits(dtype):
     got = fpemu.gemm(a, b, inputs=fmt, accumulator="h100", returns="input")  # was refused: not an array
     want = fpemu.gemm(a.float().numpy(), b.float().numpy(), inputs=fmt, accumulator="h100")
     assert isinstance(got, torch.Tensor) and np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: fpemu.encode([1.0], "e4m3", returns="torch"), "returns='torch' needs torch, which is not installed: pip install torch"),
+    (lambda: fpemu.to_torch([1], "e4m3"), "to_torch needs torch, which is not installed: pip install torch"),
+    (lambda: fpemu.to_ml_dtypes([1], "e4m3"), "e4m3 as an ml_dtypes dtype needs ml_dtypes, which is not installed: pip install ml_dtypes"),
+    (lambda: fpemu.decode([1], "e4m3", returns="ml_dtypes"), "returns='ml_dtypes' needs ml_dtypes, which is not installed"),
+])  # fmt: skip
+def test_a_missing_library_is_named_with_what_to_install(monkeypatch, call, says):
+    """Without torch or ml_dtypes (as on a machine that has neither: an import of either
+    fails), one clear error names the package, not a bare ModuleNotFoundError (issue 42, item 9)."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+    with pytest.raises(ModuleNotFoundError) as err:
+        call()
+    assert str(err.value).startswith(says) and err.value.name in ("torch", "ml_dtypes")

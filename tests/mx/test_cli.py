@@ -3,6 +3,7 @@ errors, huge block sizes, no warning printed (issue 9, items 5-7)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -68,9 +69,9 @@ def test_cli_complex_npy_is_refused_like_the_api(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("make, status, text", [
-    (lambda p: None, 1, "No such file or directory"),
-    (lambda p: p.mkdir(), 1, "Is a directory"),
-    (lambda p: p.write_bytes(b"\x93NUMPY"), 1, "not a valid .npy file"),
+    (lambda p: None, 2, "No such file or directory"),  # a path that is not there: usage (2)
+    (lambda p: p.mkdir(), 2, "Is a directory"),
+    (lambda p: p.write_bytes(b"\x93NUMPY"), 2, "not a valid .npy file"),
     (lambda p: np.save(p, np.array(["a", "b"])), 2, "cannot quantize"),
     (lambda p: np.save(p, np.array([1, "a"], dtype=object), allow_pickle=True), 2, "Python objects"),
     (lambda p: np.save(p, np.zeros(0)), 2, "no values"),
@@ -89,7 +90,7 @@ def test_cli_truncated_npy(capsys, tmp_path):
     f = tmp_path / "cut.npy"
     f.write_bytes(good.read_bytes()[:-7])
     code, out, err = cli(capsys, str(f))
-    assert code == 1 and not out
+    assert code == 2 and not out  # not the kind of file mx reads: the file given is wrong (usage)
     one_line_error(err, str(f), "not a valid .npy file")
 
 
@@ -107,7 +108,7 @@ def test_cli_text_files(capsys, tmp_path):
     assert code == 2
     one_line_error(err, str(f))
     code, _, err = cli(capsys, str(tmp_path / "missing.txt"))
-    assert code == 1
+    assert code == 2
     one_line_error(err, "missing.txt", "No such file")
 
 
@@ -137,7 +138,7 @@ def test_cli_huge_block_size(capsys):
     for bad in ("0", "-4", "3000000000"):
         code, _, err = cli(capsys, "1,2,3", "-b", bad)
         assert code == 2
-        one_line_error(err, "block size must be an integer from 1 to 2**31")
+        one_line_error(err, "argument --block-size/-b: must be a whole number in 1..2147483648")
 
 
 def test_cli_huge_value_prints_no_warning(capfd):
@@ -161,3 +162,16 @@ def test_mx_json_holds_every_block(capsys):
     assert main(["mx", "100,-37,5", "-f", "nvfp4", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["variant"] == "te" and r["global_amax"] == 100.0 and r["blocks"][0]["codes"] == [7, 12, 1]
+
+
+def test_an_error_is_value_minus_input_as_show_says_it(capsys):
+    """One sign for "error" everywhere (issue 42, item 4): 500 saturates to 448 in e4m3, an
+    error of -52 in ``fpemu show`` and in ``fpemu mx`` (text and JSON) alike."""
+    assert main(["show", "500", "-f", "e4m3", "-o", "saturate", "--no-color"]) == 0
+    assert "error     -52 " in capsys.readouterr().out
+    assert main(["mx", "500,0.1", "-f", "mxfp8_e4m3"]) == 0
+    out = capsys.readouterr().out
+    assert "errors: -52 0.001562" in out and "max |error| 52," in out
+    assert main(["mx", "500,0.1", "-f", "mxfp8_e4m3", "--json"]) == 0
+    errors = json.loads(capsys.readouterr().out)["blocks"][0]["errors"]
+    assert errors[0] == -52.0 and errors[1] == 0.1015625 - 0.1

@@ -182,8 +182,8 @@ def test_hand_made_0x80_reads_minus_two_and_multiplies_exactly():
     codes_b = rng.integers(0, 256, (96, 4)).astype(np.uint8)
     codes_a[:, ::3], codes_b[::5] = 0x80, 0x80
     sa, sb = rng.integers(110, 140, (5, 3)), rng.integers(110, 140, (3, 4))
-    a = mx.BlockArray(codes_a, sa.astype(np.uint8), "mxint8", 1, 32)
-    b = mx.BlockArray(codes_b.view(np.int8).astype(np.int64), sb.astype(np.uint8), "mxint8", 0, 32)
+    a = mx.MXArray(codes_a, sa.astype(np.uint8), "mxint8", 1, 32)
+    b = mx.MXArray(codes_b.view(np.int8).astype(np.int64), sb.astype(np.uint8), "mxint8", 0, 32)
     ia, ib = codes_a.view(np.int8).astype(np.int64), codes_b.view(np.int8).astype(np.int64)
     for dtype in (np.float32, np.float64):
         want = ia * np.ldexp(1.0, np.repeat(sa, 32, axis=1) - 127 - 6)  # exact in float64
@@ -194,7 +194,7 @@ def test_hand_made_0x80_reads_minus_two_and_multiplies_exactly():
         s = ia[:, 32 * j : 32 * j + 32] @ ib[32 * j : 32 * j + 32]
         expect += (s * np.ldexp(1.0, sa[:, j, None] + sb[None, j, :] - 254 - 12)).astype(np.float32)
     assert np.array_equal(fpemu.gemm(a, b), expect)
-    minus_two = mx.BlockArray(np.full(32, -128), np.array([127]), "mxint8", 0, 32)
+    minus_two = mx.MXArray(np.full(32, -128), np.array([127]), "mxint8", 0, 32)
     assert fpemu.dot(minus_two, minus_two) == np.float32(32 * 4.0)
 
 

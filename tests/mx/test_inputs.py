@@ -77,10 +77,10 @@ def test_inputs_are_not_modified(fmt, rounding):
 def test_blockarray_from_user_arrays_leaves_them_alone():
     codes = np.array([1, 2, 3], np.int64)
     scales = np.array([127], np.int32)
-    q = mx.BlockArray(codes, scales, "mxfp4", 0, 32)
+    q = mx.MXArray(codes, scales, "mxfp4", 0, 32)
     q.dequantize()
-    fpemu.gemm(mx.BlockArray(codes[None, :], scales[None, :], "mxfp4", 1, 32),
-              mx.BlockArray(codes[:, None], scales[:, None], "mxfp4", 0, 32))
+    fpemu.gemm(mx.MXArray(codes[None, :], scales[None, :], "mxfp4", 1, 32),
+              mx.MXArray(codes[:, None], scales[:, None], "mxfp4", 0, 32))
     assert codes.tolist() == [1, 2, 3] and codes.dtype == np.int64 and scales.tolist() == [127]
 
 

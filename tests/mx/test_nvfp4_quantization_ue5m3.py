@@ -191,10 +191,10 @@ def test_no_per_tensor_scale():
     with pytest.raises(ValueError, match="variant"):
         mx.quantize([1.0], BF, variant="torchao")
     with pytest.raises(ValueError, match="has none"):
-        mx.BlockArray(q.codes, q.scales, BF, 0, 16, global_amax=np.float32(2))
-    with pytest.raises(ValueError, match="scale_rounding"):
-        mx.BlockArray(q.codes, q.scales, BF, 0, 16, scale_rounding="floor")
-    full = mx.BlockArray(np.zeros(16, np.uint8), np.array([0xFF]), BF, 0, 16)  # 8-bit scale codes
+        mx.NVFP4Array(q.codes, q.scales, BF, 0, 16, global_amax=np.float32(2))
+    with pytest.raises(TypeError, match="scale_rounding"):
+        mx.NVFP4Array(q.codes, q.scales, BF, 0, 16, scale_rounding="floor")
+    full = mx.NVFP4Array(np.zeros(16, np.uint8), np.array([0xFF]), BF, 0, 16)  # 8-bit scale codes
     assert np.isnan(full.dequantize()).all()
 
 

@@ -27,7 +27,6 @@ The package, in the order data flows:
 
 from __future__ import annotations
 
-from ...errors import moved_modules
 from ..block_linears import NVFP4Recipe, parse_recipe
 from .config import GPTConfig, init_gpt
 from .loop import DEFAULT_GPT_STEPS, GPT_RUNS, compare_gpt, run_gpt, train_gpt
@@ -49,7 +48,3 @@ __all__ = [
     "train_gpt",
     "compare_gpt",
 ]
-
-# The linear layers moved up to fpemu.train when the MLP came to share them (issue 24).
-moved_modules({"fpemu.train.gpt.linears": "fpemu.train.gpt.linears is fpemu.train.linears now",
-               "fpemu.train.gpt.blocks": "fpemu.train.gpt.blocks is fpemu.train.block_linears now"})

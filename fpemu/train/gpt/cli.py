@@ -8,9 +8,11 @@ import json
 from dataclasses import replace
 from typing import Callable
 
+from ...arguments import whole_number
 from ...outputs import atomic_output
 from ...progress import progress, wanted
 from ..blas import single_threaded_blas
+from ..loop import MAX_STEPS
 from .infer import INFER_FORMATS, inference_table, quantized_inference
 from .loop import (
     CLI_GPT_STEPS,
@@ -47,7 +49,7 @@ def train_setups(setups: list[GPTSetup]) -> list:
 def cmd_infer(args: argparse.Namespace) -> int:
     """``fpemu infer``: train the transformer in FP32, then run it with FP8/FP4 weights and
     activations and compare with FP32."""
-    from ...errors import RunError
+    from ...errors import path_error
     from ..files import check_json_file, finite_or_null
 
     formats = _formats(args.formats)
@@ -57,7 +59,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         try:
             check_json_file(args.json_file)
         except OSError as exc:
-            raise RunError(f"cannot write --json-file {exc.filename or args.json_file}: {exc.strerror or exc}") from None
+            raise path_error("--json-file", args.json_file, exc) from None
     # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
     with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
         setup = replace(setup, progress=lambda i, n: step())
@@ -100,8 +102,8 @@ def register_infer(subparsers: argparse._SubParsersAction) -> None:
         "blocks' linear layers with weights and activations in per-tensor FP8 (calibrated, as "
         "TransformerEngine), MXFP8, MXFP4 and NVFP4, and compare loss, perplexity and logits with fp32.",
     )
-    p.add_argument("--steps", type=int, default=None, help=f"fp32 training steps (default {DEFAULT_GPT_STEPS})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus, initialisation and batches")
+    p.add_argument("--steps", type=whole_number(1, MAX_STEPS), default=None, help=f"fp32 training steps (default {DEFAULT_GPT_STEPS})")
+    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the corpus, initialisation and batches")
     p.add_argument("--formats", default=None, help=f"comma list of {', '.join(INFER_FORMATS)} (default all)")
     p.add_argument("--json", action="store_true", help="print the table's numbers as JSON instead of the table")
     p.add_argument("--json-file", metavar="FILE", help="write the table's numbers (JSON) to FILE")

@@ -12,6 +12,7 @@ import numpy as np
 from ..blas import single_threaded_blas
 from ..checks import check_callable, check_int
 from ..history import History, Recorder
+from ..loop import MAX_STEPS
 from ..scalers import LOSS_SCALES, make_scaler
 from .config import GPTConfig, init_gpt
 from .layers import cross_entropy
@@ -67,7 +68,7 @@ def gpt_setup(
     progress: Callable[[int, int], None] | None = None,
 ) -> GPTSetup:
     """Check every argument of :func:`run_gpt` and build the run (no training yet)."""
-    steps = check_int("steps", steps, 1, 10**6)
+    steps = check_int("steps", steps, 1, MAX_STEPS)
     seed = check_int("seed", seed, 0)
     check_callable("progress", progress, optional=True)
     if task is not None and not isinstance(task, GPTTask):
