@@ -8,7 +8,6 @@ decode / mx.quantize computed here, or to Fractions and Decimals.
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
@@ -17,7 +16,6 @@ import numpy as np
 import pytest
 from browser_helpers import (
     PHONE,
-    bits_shown,
     browser,
     exactly,
     open_page,

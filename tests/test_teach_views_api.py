@@ -17,7 +17,8 @@ import fpemu
 from fpemu.formats import FORMATS
 from fpemu.codec.option_names import NAN_POLICIES_WITHOUT_NAN, STOCHASTIC_WITH_BITS
 from fpemu.teach import describe_block, describe_code, encode_number
-from fpemu.teach.api import OVERFLOWS, ROUNDINGS, accepted_options, compare_formats, table_payload
+from fpemu.teach.options import OVERFLOWS, ROUNDINGS, accepted_options
+from fpemu.teach.side_by_side import compare_formats, table_payload
 from fpemu.teach.blocks import compare_blocks
 from fpemu.teach.plot_text import short_exact
 from fpemu.teach.strip import strips

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 

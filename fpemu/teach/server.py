@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..arguments import is_whole
-from .api import COMPARED, compare_formats, describe_code, encode_number, formats_payload, table_payload
+from .api import describe_code, encode_number
 from .blocks import compare_blocks, describe_block
+from .options import COMPARED, formats_payload
+from .side_by_side import compare_formats, table_payload
 
 __all__ = ["make_server", "serve_in_thread", "handle_api", "STATIC_FILES"]
 
@@ -89,7 +91,7 @@ def handle_api(path: str, body: dict[str, Any] | None = None) -> tuple[int, dict
     "unknown format 'fp9'; "
     """
     if path == "/api/formats" and body is None:
-        return 200, formats_payload()
+        return 200, {**formats_payload(), "docs": docs_available()}
     if path not in _POST or body is None:
         return 404, {"error": f"no such API call: {'POST' if body is not None else 'GET'} {path}"}
     if not isinstance(body, dict):
