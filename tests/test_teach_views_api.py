@@ -42,7 +42,7 @@ def place(v: Fraction, strip: dict) -> float:
 # ---- the strips --------------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt, typed", [("e4m3", "0.3"), ("e4m3", "-1.3"), ("fp32", "0.1"), ("fp16", "1e-7"),
                                         ("bf16", "70000"), ("e2m1", "2.5"), ("e4m3", "460"), ("fp32", "1e-100000"),
-                                        ("fp64", "0.1"), ("int8", "0.3")])
+                                        ("fp64", "0.1"), ("int8", "0.3"), ("fp16", "65520")])
 def test_the_gap_strip_of_an_input(fmt, typed):
     e = encode_number(fmt, typed)
     gap = e["line"]["gap"]

@@ -68,17 +68,19 @@ def short_label(v: Fraction | float) -> str:
     >>> [short_label(Fraction(x)) for x in ("0.3", "1/3", "448", "0.1000000014901161193847656250")]
     ['0.3', '1/3', '448', '≈0.100000001']
     >>> short_label(2.0**-149), short_label(Fraction(1, 10**100000)), short_label(3 * 2.0**-16)
-    ('2^-149', '1e-100000', '3/65536')
+    ('2^-149', '1e-100000', '3×2^-16')
     """
     v = Fraction(v)
     text = decimal_text(v, max_digits=9).lstrip("+")
-    if not text.startswith("≈") and len(text) <= (7 if "/" in text else 12):  # (1/3, not 13421773/134217728)
+    if not text.startswith("≈") and "/" not in text and len(text) <= 12:
         return text
     f = float(v) if abs(v) < 2**1000 else math.inf
     if f != 0 and np.isfinite(f) and Fraction(f) == v:
         short = short_exact(f)
         if not short.startswith("≈") and len(short) <= 9:  # (2^-149, 3×2^-16: short and exact)
             return short
+    if "/" in text and len(text) <= 7:  # (1/3, not 13421773/134217728)
+        return text
     return "≈" + fraction_text(v, 9).lstrip("+")
 
 
@@ -147,10 +149,11 @@ def _neighbours(fmt: Format, v: Fraction) -> tuple[Fraction | None, Fraction | N
 def gap_strip(fmt: str | Format, value: float, x: Fraction | float | None = None) -> dict[str, Any] | None:
     """The linear strip over one gap (see the module docstring), or None."""
     fmt = get_format(fmt)
-    if not np.isfinite(value) or (x is not None and not isinstance(x, Fraction) and not np.isfinite(x)):
+    if x is not None and not isinstance(x, Fraction) and not np.isfinite(x):
+        return None  # (an infinity or a NaN typed: no gap around it)
+    if x is None and not np.isfinite(value):
         return None
-    v = Fraction(value)
-    if x is not None and Fraction(x) != v:
+    if x is not None and (not np.isfinite(value) or Fraction(x) != Fraction(value)):  # (65520 in FP16: inf, still a gap)
         x = Fraction(x)
         found = _around(fmt, x)
         if found is None:
@@ -162,9 +165,10 @@ def gap_strip(fmt: str | Format, value: float, x: Fraction | float | None = None
                  _mark("input", x, left, right, False), _mark("above", high, left, right, in_high)]
         marks.sort(key=lambda m: m["pos"])
         for m in marks:
-            m["result"] = m["kind"] in ("below", "above") and Fraction(m["value"]) == v
+            m["result"] = m["kind"] in ("below", "above") and bool(np.isfinite(value)) and Fraction(m["value"]) == Fraction(value)
         return {"scale": "linear", "marks": marks, "left": _text(left), "right": _text(right),
                 "caption": _gap_caption(fmt, low, high, in_high, in_low)}
+    v = Fraction(value)
     below, above, in_below, in_above = _neighbours(fmt, v)
     if below is None and above is None:
         return None

@@ -426,7 +426,7 @@ function stackLabels(line) {  // each label on the first row where it overlaps n
     rows[row] = r.right;
     label.style.top = (1.6 + 1.25 * row) + "em";
   }
-  line.style.marginBottom = (1.3 * rows.length + 0.6) + "em";
+  line.style.marginBottom = (1.25 * rows.length + 1.9) + "em";  // (the labels' rows, under the line)
 }
 
 function renderCode(d, rounded) {
@@ -455,6 +455,7 @@ function renderCode(d, rounded) {
   for (const field of d.fields) {
     const tr = body.insertRow();
     for (const text of [field.name, field.bits, field.meaning]) tr.insertCell().textContent = text;
+    if (field.bits.length > 12) tr.cells[1].className = "long";  // (a long mantissa may wrap; short bits never)
   }
   $("out-class").textContent = d.class;
   $("out-formula").textContent = d.formula;
