@@ -4,7 +4,8 @@
   from :func:`fpemu.decode`; where overflow begins;
 * ``plot_data``: the arrays behind the figures (number line, spacing and relative error
   bound, dynamic range of formats and block formats);
-* ``plots``: the figures themselves (matplotlib, the ``plot`` extra) and :func:`plot`;
+* ``plot_style``, ``plot_ranges``, ``plots``: the figures themselves (matplotlib, the ``plot``
+  extra: their colours, the range bars, the rest) and :func:`plot`;
 * ``rules``, ``options``, ``api``, ``strip``, ``side_by_side``, ``blocks``: the explorer's JSON
   API (what its menus offer, one code, one rounded number with the rule that fired and its
   place on the number line, one number in several formats, every code of a small format, one
