@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .codec import decode
+from .codec import exact_decimal
 from .formats import FORMATS, Format, get_format
 
 __all__ = ["format_table", "code_table"]
@@ -66,8 +67,26 @@ def format_table(markdown: bool = False) -> str:
     return "\n".join(fmt_row.format(*r).rstrip() for r in [head] + rows)  # no trailing spaces
 
 
+def _value_text(v: float) -> str:
+    """A value of a code table: 0, -0, inf, nan, an integer, or its whole decimal where that
+    is short, else repr (which reads back as it)."""
+    if v == 0 or not np.isfinite(v) or (v.is_integer() and abs(v) < 1e16):
+        return f"{v:g}" if not v.is_integer() or v == 0 else str(int(v))
+    whole = exact_decimal(v)
+    return whole if len(whole) <= 24 else repr(v)
+
+
 def code_table(fmt: str | Format) -> str:
-    """Every code of a format of at most 8 bits, with its bit fields, value and class."""
+    """Every code of a format of at most 8 bits, with its bit fields, value and class. A value
+    is its whole decimal where that takes at most 24 characters, else the shortest decimal
+    that reads back as it (``repr``: E8M0's far powers of two), its column as wide as the
+    widest.
+
+    >>> for line in code_table("e5m2").splitlines()[1:4]: print(line)
+    code   bits                      value  class
+    0x00   0 00000 00                    0  zero
+    0x01   0 00000 01   0.0000152587890625  subnormal
+    """
     fmt = get_format(fmt)
     if fmt.bits > 8:
         raise ValueError(f"table lists formats of at most 8 bits; {fmt.name} has {fmt.bits}")
@@ -75,8 +94,10 @@ def code_table(fmt: str | Format) -> str:
     values = decode(codes << np.uint8(fmt.code_shift), fmt)  # stored left-aligned in a container
     digits = (fmt.bits + 3) // 4
     E, M = fmt.exponent_bits, fmt.mantissa_bits
-    lines = [f"{fmt.name}: {1 << fmt.bits} codes", f"{'code':<{digits + 4}}{'bits':<{fmt.bits + 4}}{'value':>10}  class"]
-    for code, value in zip(codes.tolist(), values.tolist()):
+    texts = [_value_text(v) for v in values.tolist()]
+    width = max(10, *map(len, texts))
+    lines = [f"{fmt.name}: {1 << fmt.bits} codes", f"{'code':<{digits + 5}}{'bits':<{fmt.bits + 4}}{'value':>{width}}  class"]
+    for code, value, text in zip(codes.tolist(), values.tolist(), texts):
         mag = code & fmt.top_code
         fields = ([str(code >> (E + M))] if fmt.signed else []) + ([format(mag >> M, f"0{E}b")] if E else [])
         fields += [format(mag & ((1 << M) - 1), f"0{M}b")] if M else []
@@ -92,6 +113,5 @@ def code_table(fmt: str | Format) -> str:
             cls = "subnormal"
         else:
             cls = "normal"
-        text = f"{value:.10g}"
-        lines.append(f"0x{code:0{digits}X}{'':<3}{' '.join(fields):<{fmt.bits + 4}}{text:>10}  {cls}")
+        lines.append(f"0x{code:0{digits}X}{'':<3}{' '.join(fields):<{fmt.bits + 4}}{text:>{width}}  {cls}")
     return "\n".join(lines)

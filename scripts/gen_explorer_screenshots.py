@@ -21,24 +21,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DESKTOP = {"width": 1100, "height": 900}
+DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 # (file under docs/img/explorer, viewport, URL hash, what it shows)
 SHOTS = [
     ("number_fp16_tie_overflow.png", DESKTOP, "#format=fp16&x=65520",
      "65520 in FP16: exactly halfway between 65504 and 65536, the tie goes to the even code, 65536, "
-     "which is past the largest value: infinity"),
+     "which is past the largest value: infinity; the strip shows the tie on the overflow limit"),
     ("number_fp32_exact.png", DESKTOP, "#format=fp32&x=0.1",
-     "0.1 in FP32: the value and the error as exact decimals, every field (hex, integer, bits) in step"),
-    ("number_stochastic.png", DESKTOP, "#format=e4m3&x=1.3&rounding=stochastic&seed=3",
-     "stochastic rounding with a seed: the odds of each neighbour, exactly"),
+     "0.1 in FP32: the value, its neighbours and the error as exact decimals, every field (hex, integer, "
+     "bits) in step, and the number line: the gap around 0.1 to scale, and FP32's whole range"),
+    ("number_stochastic.png", DESKTOP, "#format=e4m3&x=1.3&rounding=stochastic_a&seed=3&srbits=2",
+     "stochastic_a with 2 random bits: the odds its bits give (1 of 4) beside the unbiased odds (0.4)"),
+    ("number_e4m3_max.png", DESKTOP, "#format=e4m3&code=0x7E",
+     "E4M3's largest value, 448: no neighbour above, and on the strip the step past it (480) that E4M3 spends on NaN"),
     ("number_phone.png", PHONE, "#format=bf16&x=70000",
-     "the number view at 390 px: no sideways scroll"),
+     "the number view at 390 px: no sideways scroll, labels beside their menus"),
+    ("compare_desktop.png", DESKTOP, "#view=compare&x=0.1",
+     "0.1 in FP32, BF16, FP16, E4M3 and E2M1 side by side: code, exact value, exact error"),
+    ("compare_phone.png", PHONE, "#view=compare&x=0.1&formats=fp32,bf16,e4m3,e2m1",
+     "the side-by-side view at 390 px: one card per format"),
+    ("table_e4m3.png", DESKTOP, "#view=table&format=e4m3",
+     "every code of E4M3 on one page (the page prints it on one landscape A4 sheet)"),
+    ("table_e2m1_phone.png", PHONE, "#view=table&format=e2m1",
+     "the 16 codes of E2M1 at 390 px"),
     ("block_mxfp4_marks.png", DESKTOP, "#view=block",
-     "one MXFP4 block: 15 of 32 elements flushed to zero and the 12.5 clipped to 12 by the floor rule, marked"),
-    ("block_nvfp4_phone.png", PHONE, "#view=block&block=nvfp4",
-     "an NVFP4 block at 390 px, with its per-tensor FP32 scale"),
+     "one MXFP4 block: 15 of 32 elements flushed to zero and the 12.5 clipped to 12 by the floor rule, "
+     "marked; below, the same values under rceil and in NVFP4"),
+    ("block_nvfp4_phone.png", PHONE, "#view=block&block=nvfp4&tamax=100",
+     "an NVFP4 block at 390 px with a tensor amax of 100: its UE4M3 block scale rounded (26, not 448), "
+     "each element a card"),
     ("block_nan_scale.png", DESKTOP, "#view=block&values=1,nan,2",
      "a block holding NaN: why its scale is NaN"),
 ]
@@ -68,6 +81,7 @@ def take(out: Path) -> list[Path]:
                 page = context.new_page()
                 page.goto(url + hash_)
                 page.wait_for_selector("body[data-ready]")
+                page.wait_for_function("(document.body.dataset.asked || '0') === (document.body.dataset.answered || '0')")
                 page.screenshot(path=str(out / name), full_page=True)
                 written.append(out / name)
                 context.close()

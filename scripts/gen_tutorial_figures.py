@@ -27,9 +27,6 @@ FIGURES = [
     ("tutorial_ranges.png", ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4"), "ranges",
      "the dynamic range of each format, smallest positive value to largest, subnormals orange; "
      "MXFP4 with its E8M0 scale, and in black the range of one block"),
-    ("tutorial_fp16_bf16_spacing.png", ("fp16", "bf16"), "spacing",
-     "the gap between neighbouring values of FP16 and BF16 against magnitude, and the largest "
-     "relative rounding error in each gap"),
     ("tutorial_fp8_fp4_line.png", ("e4m3", "e5m2", "e2m1"), "line",
      "every positive value of E4M3, E5M2 and E2M1 on one shared log2 axis, subnormals in orange, "
      "with the smallest normal, the largest value and where overflow begins"),
@@ -44,6 +41,9 @@ FIGURES = [
 # (file under docs/figures, data function and drawing function of tutorial_lessons, panels,
 #  the data function's quick arguments, what it shows)
 LESSON_FIGURES = [
+    ("tutorial_fp16_bf16_spacing.png", "spacing_zoom_data", "draw_spacing_zoom", 2, {},
+     "the gap between neighbouring values of FP16 and BF16 from 1/4 to 16, and the largest relative "
+     "rounding error in each gap: one sawtooth per binade under the flat bound"),
     ("tutorial_fp8_scaling.png", "fp8_scaling_data", "draw_fp8_scaling", 2, {"n": 512},
      "activations and gradients against the magnitudes E4M3 and E5M2 keep with a per-tensor amax scale"),
     ("tutorial_loss_scaling.png", "loss_scaling_data", "draw_loss_scaling", 1, {"n": 512},

@@ -140,7 +140,7 @@ def test_show_stochastic_seed_repeats_and_draws_both_neighbours(capsys):
         values.add(shown["value"])
     assert values == {0.28125, 0.3125}
     code, out, _ = run(capsys, "show", "0.3", "-f", "e4m3", "-r", "stochastic_a", "--sr-bits", "2", "--seed", "1")
-    assert code == 0 and "stochastic_a takes 0.3125" in out
+    assert code == 0 and "stochastic_a with 2 random bits takes 0.3125 with probability 0.5" in out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -244,11 +244,13 @@ def test_nvfp4_shows_its_tensor_scale_and_stochastic_blocks(page):
         element = Fraction(float(fpemu.decode(np.array([code], np.uint8), "e2m1")[0]))
         assert Fraction(r[6]) == Fraction(v)  # TransformerEngine's float32 product ...
         assert abs(Fraction(v) - element * block * tensor) <= abs(element * block * tensor) * Fraction(1, 2**23)
-    settle(page, lambda: page.select_option("#block-format", "mxfp4"))
+    settle(page, lambda: page.select_option("#block-format", "mxfp4"))  # (x16..x31 stay empty: left out)
     settle(page, lambda: page.select_option("#block-rounding", "stochastic"))
     page.fill("#block-seed", "5")
     settle(page, lambda: page.dispatch_event("#block-seed", "change"))
-    x = np.array([float(v) for v in page.eval_on_selector_all("#block-inputs input", "is => is.map(i => i.value)")])
+    typed = page.eval_on_selector_all("#block-inputs input", "is => is.map(i => i.value)")
+    assert typed[16:] == [""] * 16
+    x = np.array([float(v) for v in typed if v])
     q = fpemu.mx.quantize(x, "mxfp4", rounding="stochastic", rng=5)
     assert [int(r[3], 16) for r in block_rows(page)] == q.codes.tolist()
     assert "bseed=5" in page.evaluate("location.hash") and "brounding=stochastic" in page.evaluate("location.hash")
@@ -268,7 +270,11 @@ def test_a_block_error_replaces_the_block(page):
 # ---- every rounding mode of the codec, N random bits ------------------------------------------
 def test_the_menu_lists_every_rounding_mode_of_the_codec(page):
     menu = page.eval_on_selector_all("#rounding option", "os => os.map(o => o.value)")
-    assert sorted(menu) == sorted(set(fpemu.codec.ROUNDING_MODES.values())) and len(menu) == len(set(menu))
+    every = set(fpemu.codec.ROUNDING_MODES.values())
+    assert sorted(menu) == sorted(every - {"ml_dtypes_e8m0"}) and len(menu) == len(set(menu))  # (E4M3's)
+    settle(page, lambda: page.select_option("#format", "e8m0"))
+    assert "ml_dtypes_e8m0" in page.eval_on_selector_all("#rounding option", "os => os.map(o => o.value)")
+    settle(page, lambda: page.select_option("#format", "e4m3"))
     block = page.eval_on_selector_all("#block-rounding option", "os => os.map(o => o.value)")
     assert sorted(block) == sorted(fpemu.mx.inputs.ELEMENT_ROUNDINGS)  # what fpemu.mx.quantize takes
     for mode in menu:  # the seed for the stochastic modes, N random bits for those that take them
@@ -308,12 +314,16 @@ def test_stochastic_a_with_random_bits_and_a_seed(browser, url, page):
     assert page.is_hidden("#result")
 
 
-def test_ml_dtypes_e8m0_is_for_e8m0(page):
-    settle(page, lambda: page.select_option("#rounding", "ml_dtypes_e8m0"))
-    with pytest.raises(ValueError) as refused:
+def test_ml_dtypes_e8m0_is_for_e8m0(browser, url):
+    with pytest.raises(ValueError):  # the codec refuses it outside E8M0: a link asking for it says so
         encoded("0.3", "e4m3", rounding="ml_dtypes_e8m0")
-    assert text(page, "#error") == f"Error: {refused.value}" and page.is_hidden("#result")
+    page, problems = open_page(browser, url, "#format=e4m3&x=0.3&rounding=ml_dtypes_e8m0")
+    assert "rounding 'ml_dtypes_e8m0' does not apply to e4m3: back to nearest_even" in text(page, "#notice")
+    assert page.input_value("#rounding") == "nearest_even" and page.is_visible("#result")
     settle(page, lambda: page.select_option("#format", "e8m0"))
+    settle(page, lambda: page.select_option("#rounding", "ml_dtypes_e8m0"))
     round_number(page, "3")
     assert text(page, "#error") == "" and page.is_visible("#result")
     shows_code(page, encoded("3", "e8m0", rounding="ml_dtypes_e8m0"), "e8m0")
+    page.context.close()
+    assert not problems, problems

@@ -32,3 +32,15 @@ def test_the_script_lists_its_shots(capsys):
 
 def test_the_readme_links_the_doc():
     assert "(docs/explorer.md)" in (ROOT / "README.md").read_text()
+
+
+def test_the_shots_are_taken_at_1280_and_390_px():
+    import struct
+
+    widths = {viewport["width"] for _, viewport, _, _ in script.SHOTS}
+    assert widths == {1280, 390}
+    for name, viewport, _, _ in script.SHOTS:  # a full-page shot is as wide as its viewport
+        head = (ROOT / "docs" / "img" / "explorer" / name).read_bytes()[:24]
+        assert struct.unpack(">I", head[16:20])[0] == viewport["width"], name
+    views = {hash_.split("view=")[1].split("&")[0] if "view=" in hash_ else "number" for _, _, hash_, _ in script.SHOTS}
+    assert views == {"number", "compare", "table", "block"}  # every view, new ones included

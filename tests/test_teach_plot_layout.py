@@ -277,3 +277,18 @@ def test_fixed_point_range_bars_have_no_subnormal_part(plt, names, orange_rows):
     assert sorted(round(-b.get_y() - b.get_height() / 2) for b in bars) == orange_rows
     legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
     assert ("subnormals" in legend) == bool(orange_rows)
+
+
+@pytest.mark.parametrize("names", [["fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e2m1", "mxfp4"],
+                                   ["e2m1", "mxfp4", "nvfp4"], ["e2m1"]])
+def test_the_range_axis_ends_just_past_its_words(plt, names):
+    """Issue 41: tutorial_ranges.png ran on, empty, from 130 to 200 beyond FP32's bar."""
+    from fpemu.teach import draw_ranges
+
+    fig, ax = plt.subplots(figsize=(10, 0.55 * len(names) + 1.4), layout="constrained")
+    draw_ranges(ax, names)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    words = max(t.get_window_extent(renderer).x1 for t in ax.texts if t.get_text())
+    assert words <= frame.x1 and frame.x1 - words < 0.04 * frame.width, (frame.x1 - words) / frame.width

@@ -42,7 +42,7 @@ from .dask_arrays import is_dask
 from .decoder import decode
 from .dispatch import PATHS, encode_path
 from .encoder import encode, encode_array
-from .exact_numbers import decimal_text, exact_decimal, exact_number, fraction_float
+from .exact_numbers import decimal_text, exact_decimal, exact_number, fraction_float, fraction_text
 from .explainer import explain, explain_facts
 from .foreign import as_numpy, to_ml_dtypes, to_torch
 from .inputs import integers_to_float64
@@ -68,6 +68,6 @@ __all__ = ["encode", "decode", "quantize", "explain", "Conversion", "like", "res
 FOR_PACKAGES = ("encode_array", "encode_scaled_blocks", "sr_key", "MX_CHUNK", "scratch", "is_dask", "check_random",
                 "is_stochastic", "STOCHASTIC", "STOCHASTIC_WITH_BITS", "NAN_POLICIES_WITH_NAN",
                 "NAN_POLICIES_WITHOUT_NAN", "OVERFLOW_ALIASES", "MXRule", "convention_rules", "names_with", "exact_number",
-                "exact_decimal", "decimal_text", "fraction_float", "explain_facts", "rounding_rules",
+                "exact_decimal", "decimal_text", "fraction_float", "fraction_text", "explain_facts", "rounding_rules",
                 "next_step_above_max", "overflow_inclusive", "overflow_threshold", "overflow_words", "is_torch", "foreign_codes",
                 "check_returns", "deliver_values", "as_numpy")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -157,58 +157,128 @@ def fraction_float(q: Fraction) -> float:
 
 
 def fraction_text(q: Fraction, digits: int = 6) -> str:
-    """q as ``"%+.6g"`` writes a float (``digits`` significant digits), also beyond float64.
+    """q as ``"%+.6g"`` writes a float (``digits`` significant digits), also beyond float64:
+    rounded once, to nearest even, from q itself (not through the float64 nearest it, whose
+    own rounding could change the last digit).
 
     >>> fraction_text(Fraction(1, 3)), fraction_text(Fraction(448) - 10**400), fraction_text(Fraction(0))
     ('+0.333333', '-1e+400', '+0')
-    """
-    f = fraction_float(q)
-    if math.isfinite(f) and (f != 0 or q == 0):
-        return f"{f:+.{digits}g}"
-    with localcontext() as ctx:
-        ctx.prec, ctx.Emax, ctx.Emin = digits, MAX_EMAX, MIN_EMIN
-        d = Decimal(q.numerator) / Decimal(q.denominator)
-    return format(d.normalize(), "+g").replace("E", "e")
-
-
-def decimal_text(q: Fraction | int, max_digits: int = 40) -> str:
-    """q exactly, signed: its decimal where that ends within ``max_digits`` significant digits
-    (every sum of binary and decimal fractions ends), else ``p/q`` where that is shorter, else
-    ``≈`` and 17 significant digits (the one case that is not exact, and says so).
-
-    >>> decimal_text(Fraction(1, 80)), decimal_text(Fraction(-15)), decimal_text(Fraction(-1, 768))
-    ('+0.0125', '-15', '-1/768')
-    >>> decimal_text(Fraction(0.1) - Fraction(1, 10)), decimal_text(Fraction(1, 3 * 10**30))
-    ('+5.5511151231257827021181583404541015625e-18', '≈+3.3333333333333333e-31')
+    >>> fraction_text(Fraction(-5389888524041847408094772650050395779473, 10**85), 17)  # float64: ...477e-46
+    '-5.3898885240418474e-46'
     """
     q = Fraction(q)
     if not q:
         return "+0"
     sign = "-" if q < 0 else "+"
-    den, twos, fives = q.denominator, 0, 0
-    while den % 2 == 0:
-        den, twos = den // 2, twos + 1
-    while den % 5 == 0:
-        den, fives = den // 5, fives + 1
-    if den == 1:  # the decimal ends: q = n / 10**k exactly
+    n, exponent = significant_digits(q, digits)
+    text = str(n).rstrip("0") or "0"
+    if -4 <= exponent < digits:  # as %g: plain in this range, else d.ddde+XX
+        return sign + _digits_text(text, exponent, plain_from=-5)
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{sign}{mantissa}e{exponent:+03d}"
+
+
+def significant_digits(q: Fraction, digits: int) -> tuple[int, int]:
+    """|q| (not zero) rounded to ``digits`` significant decimal digits, to nearest even, with
+    integer arithmetic only: (n, e) with 10**(digits-1) <= n < 10**digits and
+    |q| ~ n * 10**(e - digits + 1). Cheap for huge numerators and denominators (no string
+    of them is made).
+
+    >>> significant_digits(Fraction(2, 3), 3), significant_digits(Fraction(9995, 10**7), 3)
+    ((667, -1), (100, -3))
+    """
+    a, b = abs(q.numerator), q.denominator
+    # 10**e <= a/b < 10**(e+1): estimated from the bit lengths (off by at most one), then fixed
+    e = math.floor((a.bit_length() - b.bit_length()) * math.log10(2))
+    while True:
+        shift = digits - 1 - e
+        num, den = (a * 10**shift, b) if shift >= 0 else (a, b * 10**-shift)
+        n, rest = divmod(num, den)
+        if n >= 10**digits:
+            e += 1
+        elif n < 10 ** (digits - 1):
+            e -= 1
+        else:
+            break
+    if 2 * rest > den or (2 * rest == den and n % 2):
+        n += 1
+        if n == 10**digits:  # 99.9 -> 100: one more digit, all zeros after the first
+            n, e = n // 10, e + 1
+    return n, e
+
+
+def decimal_text(q: Fraction | int, max_digits: int = 40) -> str:
+    """q exactly, signed: its decimal where that ends within ``max_digits`` significant digits
+    (every sum of binary and decimal fractions ends), else ``p/q`` where that is shorter, else
+    ``≈`` and 17 significant digits, rounded once from q (the one case that is not exact, and
+    says so). Fast for any size: no loop runs once per power of 2 or 5 of the denominator,
+    and no string is made of a number longer than the text shown (1e-100000 takes
+    milliseconds).
+
+    >>> decimal_text(Fraction(1, 80)), decimal_text(Fraction(-15)), decimal_text(Fraction(-1, 768))
+    ('+0.0125', '-15', '-1/768')
+    >>> decimal_text(Fraction(0.1) - Fraction(1, 10)), decimal_text(Fraction(1, 3 * 10**30))
+    ('+5.5511151231257827021181583404541015625e-18', '≈+3.3333333333333333e-31')
+    >>> decimal_text(Fraction(-1, 10**100000)), decimal_text(Fraction(10**5000 + 1, 10**5000))
+    ('-1e-100000', '≈+1')
+    """
+    q = Fraction(q)
+    if not q:
+        return "+0"
+    sign = "-" if q < 0 else "+"
+    num, den = abs(q.numerator), q.denominator
+    twos = (den & -den).bit_length() - 1
+    fives = _power_of(den >> twos, 5)
+    if fives is not None:  # the decimal ends: q = n / 10**k exactly
         k = max(twos, fives)
-        n = abs(q.numerator) * 2 ** (k - twos) * 5 ** (k - fives)
-        digits = str(n).rstrip("0")
-        k -= len(str(n)) - len(digits)  # q = digits * 10**-k, digits without trailing zeros
-        if len(digits) <= max_digits:
-            return sign + _digits_text(digits, len(digits) - 1 - k)
-    if len(str(q.numerator)) + len(str(q.denominator)) <= 24:
-        return f"{sign}{abs(q.numerator)}/{q.denominator}" if q.denominator != 1 else f"{sign}{abs(q)}"
+        n = num * 2 ** (k - twos) * 5 ** (k - fives)
+        # n ends in zeros only where q is a whole number (else num is prime to 10)
+        zeros = _trailing_zeros(n, max_digits) if k == 0 else 0
+        if zeros is not None and _digit_count(n) - zeros <= max_digits:
+            digits = str(n // 10**zeros)
+            return sign + _digits_text(digits, len(digits) - 1 - k + zeros)
+    if _digit_count(num) + _digit_count(den) <= 24:
+        return f"{sign}{num}/{den}" if den != 1 else f"{sign}{num}"
     return "≈" + fraction_text(q, 17)
 
 
-def _digits_text(digits: str, exponent: int) -> str:
+def _digit_count(n: int) -> int:
+    """The number of decimal digits of n >= 0, without making its string where it is long."""
+    if n.bit_length() <= 64:
+        return len(str(n))
+    d = math.floor((n.bit_length() - 1) * math.log10(2)) + 1  # (the true count or one less)
+    return d + (n >= 10**d)
+
+
+def _power_of(n: int, p: int) -> int | None:
+    """k where n == p**k, else None."""
+    k = round((n.bit_length() - 1) / math.log2(p)) if n > 1 else 0
+    for guess in (k - 1, k, k + 1):
+        if guess >= 0 and p**guess == n:
+            return guess
+    return None
+
+
+def _trailing_zeros(n: int, max_digits: int) -> int | None:
+    """How many zeros n > 0 ends in; None where n has more than ``max_digits`` other digits
+    anyway (no need to count)."""
+    twos = (n & -n).bit_length() - 1
+    if _digit_count(n) - twos > max_digits:
+        return None  # (n has at most `twos` trailing zeros)
+    zeros = 0
+    for power in reversed([1 << i for i in range(max(twos, 1).bit_length())]):  # binary search
+        if zeros + power <= twos and n % 10 ** (zeros + power) == 0:
+            zeros += power
+    return zeros
+
+
+def _digits_text(digits: str, exponent: int, plain_from: int = -7) -> str:
     """The decimal d.ddd x 10**exponent (``digits``: d, d, d ...) as text: plain from 1e-7
-    to 1e21, else with an exponent."""
+    (or 10**(plain_from+1)) to 1e21, else with an exponent."""
     if exponent >= len(digits) - 1 and exponent < 21:
         return digits + "0" * (exponent - len(digits) + 1)
     if 0 <= exponent < 21:
         return digits[:exponent + 1] + "." + digits[exponent + 1:]
-    if -7 < exponent < 0:
+    if plain_from < exponent < 0:
         return "0." + "0" * (-exponent - 1) + digits
     return (digits[0] + ("." + digits[1:] if len(digits) > 1 else "")) + f"e{exponent:+03d}"

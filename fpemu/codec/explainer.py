@@ -81,7 +81,7 @@ def explain_facts(x: Any, fmt: str | Format, *, conversion: Conversion | Mapping
             "format": fmt.name, "rounding": opts.rounding, "overflow": opts.overflow, "nan": opts.nan,
             "directed_overflow": opts.directed, "code": code, "value": value,
             "class": _classify(code, fmt, value), "error": error, "relative_error": relative,
-            "rules": rounding_rules(exact_input, fmt, opts.rounding, opts.overflow, value, shown)}
+            "rules": rounding_rules(exact_input, fmt, opts.rounding, opts.overflow, value, shown, opts.sr_bits)}
 
 
 def explain(

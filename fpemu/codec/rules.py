@@ -108,9 +108,10 @@ def _rule(name: str, text: str) -> dict[str, str]:
 
 
 def rounding_rules(x: Fraction | float, fmt: Format, rounding: str, overflow: str | None, value: float,
-                   shown: str | None = None) -> list[dict[str, str]]:
+                   shown: str | None = None, sr_bits: int | None = None) -> list[dict[str, str]]:
     """The rules that turned ``x`` (exact: a Fraction, or a float) into ``value`` (its code's
-    value in ``fmt``), in order; ``shown``: how the sentences write x (default: its value).
+    value in ``fmt``), in order; ``shown``: how the sentences write x (default: its value);
+    ``sr_bits``: N, the random bits of ``stochastic_a``/``_b``/``_c``/``_odd`` (their odds).
 
     Each is ``{"rule": name, "text": sentence}``; names: ``nan``, ``infinity``, ``no-code``,
     ``exact``, ``tie``, ``rounded``, ``stochastic``, ``subnormal``, ``underflow``, ``overflow``.
@@ -155,10 +156,8 @@ def rounding_rules(x: Fraction | float, fmt: Format, rounding: str, overflow: st
             rules.append(_rule("stochastic", f"{gx} lies between {g(lo)} and {g(hi)}: stochastic rounding takes "
                                              f"{g(sign * far)} with probability {_chance(a, near, far)}, "
                                              f"else {g(sign * near)}, so on average it is {gx} (unbiased)"))
-        elif rounding.startswith("stochastic"):  # P3109's few random bits: odds near those, not equal
-            rules.append(_rule("stochastic", f"{gx} lies between {g(lo)} and {g(hi)}: {rounding} takes "
-                                             f"{g(sign * far)} with a probability near {_chance(a, near, far)} "
-                                             f"(its random bits are few), else {g(sign * near)}"))
+        elif rounding.startswith("stochastic"):  # P3109's N random bits: the odds they give
+            rules.append(_rule("stochastic", _few_bits(x, fmt, rounding, sr_bits, near, far, gx, g(lo), g(hi))))
         else:
             words = _MODE_WORDS.get(rounding, f"rounded {rounding}")
             rules.append(_rule("rounded", f"{gx} lies between {g(lo)} and {g(hi)}: {words}"))
@@ -193,6 +192,48 @@ def _chance(a: Fraction | float, near: float, far: float) -> str:
     zero, to ``far``."""
     p = (Fraction(a) - Fraction(near)) / (Fraction(far) - Fraction(near))
     return decimal_text(p, max_digits=20).lstrip("+")
+
+
+def _few_bits(x: Fraction | float, fmt: Format, rounding: str, sr_bits: int | None, near: float, far: float,
+              shown: str, lo: str, hi: str) -> str:
+    """The sentence of a stochastic rounding with N random bits: the odds of going to ``far``
+    are k / 2**N, k the number of the 2**N values of the bits that take x there, which the
+    codec itself is asked (it goes there from some value of the bits on: a bisection), and
+    how they compare with the exact odds of unbiased rounding.
+
+    >>> print(_few_bits(Fraction(13, 10), get_format("e4m3"), "stochastic_a", 1, 1.25, 1.375, "1.3", "1.25", "1.375"))
+    1.3 lies between 1.25 and 1.375: stochastic_a with 1 random bit takes 1.375 with probability 0 (none of the 2 values of its bit), else 1.25; unbiased rounding would take 1.375 with probability 0.4
+    """
+    sign = -1 if x < 0 else 1
+    towards, away = _text(sign * near), _text(sign * far)
+    head = f"{shown} lies between {lo} and {hi}: {rounding}"
+    exact = _chance(abs(x), near, far)
+    if sr_bits is None:  # (the codec needs N: the sentence says what it cannot know)
+        return f"{head} takes {away} with a probability near {exact}, else {towards}"
+    n = int(sr_bits)
+    grid = fmt if abs(x) <= fmt.max else _grid_beyond(fmt)  # past max: where the draw would go
+    if grid is None:
+        return f"{head} with {n} random bits takes {away} with a probability near {exact}, else {towards}"
+
+    def goes_away(bits: int) -> bool:
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = quantize(np.array([x], dtype=object), grid, rounding=rounding, overflow="saturate",
+                           sr_bits=n, random_bits=[bits])[0]
+        return abs(Fraction(float(got))) == Fraction(far)
+
+    first, last = 0, 1 << n  # the least value of the bits that goes to far (last: none does)
+    while first < last:
+        middle = (first + last) // 2
+        first, last = (first, middle) if goes_away(middle) else (middle + 1, last)
+    k = (1 << n) - first
+    p = Fraction(k, 1 << n)
+    count = {0: "none", 1 << n: "all"}.get(k, str(k))
+    bits = "bit" if n == 1 else "bits"
+    odds = (f"{head} with {n} random {bits} takes {away} with probability {_text(p)} "
+            f"({count} of the {1 << n} values of its {bits}), else {towards}")
+    if p == (abs(Fraction(x)) - Fraction(near)) / (Fraction(far) - Fraction(near)):
+        return odds + f", so on average it is {shown} (unbiased)"
+    return odds + f"; unbiased rounding would take {away} with probability {exact}"
 
 
 def _subnormal(fmt: Format) -> dict[str, str]:

@@ -4,9 +4,12 @@
   from :func:`fpemu.decode`; where overflow begins;
 * ``plot_data``: the arrays behind the figures (number line, spacing and relative error
   bound, dynamic range of formats and block formats);
-* ``plots``: the figures themselves (matplotlib, the ``plot`` extra) and :func:`plot`;
-* ``rules``, ``api``, ``blocks``: the explorer's JSON API (one code, one rounded number
-  with the rule that fired, one MX/NVFP4 block), every value from fpemu's codec;
+* ``plot_style``, ``plot_ranges``, ``plots``: the figures themselves (matplotlib, the ``plot``
+  extra: their colours, the range bars, the rest) and :func:`plot`;
+* ``rules``, ``options``, ``api``, ``strip``, ``side_by_side``, ``blocks``: the explorer's JSON
+  API (what its menus offer, one code, one rounded number with the rule that fired and its
+  place on the number line, one number in several formats, every code of a small format, one
+  MX/NVFP4 block and MXFP4 against NVFP4), every value from fpemu's codec;
 * ``server``: the explorer's web server (standard library, 127.0.0.1) and its static page;
 * ``cli``: ``fpemu plot`` and ``fpemu explore``.
 
@@ -19,7 +22,9 @@
 from __future__ import annotations
 
 from .api import describe_code, encode_number, format_from_spec
-from .blocks import describe_block
+from .blocks import compare_blocks, describe_block
+from .side_by_side import compare_formats, table_payload
+from .strip import strips
 from .plot_data import DEFAULT_RANGE_FORMATS, number_line, range_entry, ranges, spacing
 from .plots import draw_number_line, draw_ranges, draw_spacing, plot
 from .server import handle_api, make_server, serve_in_thread
@@ -29,6 +34,7 @@ __all__ = [
     "all_codes", "finite_values", "value_classes", "overflow_threshold",
     "number_line", "spacing", "ranges", "range_entry", "DEFAULT_RANGE_FORMATS",
     "plot", "draw_number_line", "draw_spacing", "draw_ranges",
-    "describe_code", "encode_number", "format_from_spec", "describe_block",
+    "describe_code", "encode_number", "format_from_spec", "describe_block", "compare_blocks",
+    "compare_formats", "table_payload", "strips",
     "handle_api", "make_server", "serve_in_thread",
 ]

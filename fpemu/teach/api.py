@@ -22,86 +22,17 @@ import numpy as np
 
 from ..arguments import is_whole
 from ..codec import decode, encode, quantize
-from ..codec import (
-    NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS, decimal_text, exact_decimal,
-    explain_facts, fraction_float,
-)
-from ..formats import FORMATS, Format, get_format
-from ..mx import get_block_format
-from ..mx.inputs import ELEMENT_ROUNDINGS
-from .blocks import BLOCK_NAMES, SCALE_RULES
+from ..codec import (NAN_POLICIES_WITHOUT_NAN, STOCHASTIC, STOCHASTIC_WITH_BITS, decimal_text, exact_decimal,
+                     explain_facts, fraction_float)
+from ..formats import Format
+from .options import (BLOCK_ROUNDINGS, NANS, OVERFLOWS, ROUNDINGS, format_fields, format_from_spec,  # noqa: F401
+                      formats_payload)
 from .rules import number_text, parse_exact
-from .values import smallest_subnormal
+from .strip import overflow_from, short_label, strips
 
 __all__ = ["format_from_spec", "format_fields", "describe_code", "encode_number", "formats_payload",
-           "ROUNDINGS", "BLOCK_ROUNDINGS", "OVERFLOWS", "NANS", "number_text"]
-
-#: The rounding modes the explorer offers for one number: every canonical mode of the codec
-#: (``fpemu.codec.ROUNDING_MODES``). The stochastic ones take a seed, so that a link replays
-#: the draw; P3109's stochastic A, B, C and gfloat's stochastic odd also take ``sr_bits``, the
-#: number of random bits per value; ``ml_dtypes_e8m0`` is for E8M0-like formats (the codec
-#: refuses it for others, and the page shows its message).
-ROUNDINGS = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd", "stochastic") + \
-    STOCHASTIC_WITH_BITS + ("ml_dtypes_e8m0",)
-#: The element roundings of the block view: what :func:`fpemu.mx.quantize` takes (no sr_bits,
-#: so not the modes with N random bits, nor the E8M0-only one), in the page's order.
-BLOCK_ROUNDINGS = tuple(r for r in ROUNDINGS if r in ELEMENT_ROUNDINGS)
-#: The overflow rules it offers ("default": the format's own).
-OVERFLOWS = ("default", "saturate", "saturate_propagate", "inf", "nan", "sat_none")
-#: What a NaN result becomes ("default": NaN's code where the format has one, else refused).
-NANS = ("default",) + tuple(NAN_POLICIES_WITH_NAN) + tuple(NAN_POLICIES_WITHOUT_NAN)
-_FIELDS = ("exponent_bits", "mantissa_bits", "bias", "signed", "inf", "nan", "subnormals")
-
-
-def format_from_spec(spec: Any) -> Format:
-    """A format from the page: a registered name, or a dict of a :class:`Format`'s fields
-    (``exponent_bits``, ``mantissa_bits``, ``bias``, optional ``name``, ``signed``, ``inf``,
-    ``nan``, ``subnormals``), checked by ``Format`` itself.
-
-    >>> format_from_spec({"exponent_bits": 3, "mantissa_bits": 3, "bias": 3, "inf": "none", "nan": "none"}).max
-    30.0
-    """
-    if isinstance(spec, (str, Format)):
-        return get_format(spec)
-    if not isinstance(spec, dict):
-        raise TypeError("format must be a name or an object of fields")
-    unknown = sorted(set(spec) - set(_FIELDS) - {"name"})
-    if unknown:
-        raise ValueError(f"unknown format field(s): {', '.join(unknown)}; known: name, {', '.join(_FIELDS)}")
-    missing = [k for k in ("exponent_bits", "mantissa_bits", "bias") if k not in spec]
-    if missing:
-        raise ValueError(f"a format needs {', '.join(missing)}")
-    name = str(spec.get("name") or "custom")
-    return Format(name, **{k: spec[k] for k in _FIELDS if k in spec})
-
-
-def format_fields(fmt: Format) -> dict[str, Any]:
-    """A format's fields and landmarks, for the page.
-
-    >>> f = format_fields(get_format("e2m1"))
-    >>> f["bits"], f["max"], f["layout"]
-    (4, '6.0', [['sign', 1], ['exponent', 2], ['mantissa', 1]])
-    >>> format_fields(get_format("e8m0"))["min_subnormal"] is None  # E8M0 has no subnormals
-    True
-    """
-    layout = ([["sign", 1]] if fmt.signed else []) + ([["exponent", fmt.exponent_bits]] if fmt.exponent_bits else [])
-    layout += [["mantissa", fmt.mantissa_bits]] if fmt.mantissa_bits else []
-    return {"name": fmt.name, "bits": fmt.bits, **{k: getattr(fmt, k) for k in _FIELDS},
-            "twos_complement": fmt.twos_complement, "layout": layout, "max": number_text(fmt.max),
-            "min_normal": number_text(fmt.min_normal),
-            "min_subnormal": None if (sub := smallest_subnormal(fmt)) is None else number_text(sub)}
-
-
-def formats_payload() -> dict[str, Any]:
-    """What the page loads first: the registered formats, the modes, the block formats."""
-    blocks = [{"name": n, "block_size": get_block_format(n).block_size, "nvfp4": get_block_format(n).is_nvfp4}
-              for n in BLOCK_NAMES]
-    return {"formats": [format_fields(f) for f in FORMATS.values()], "roundings": list(ROUNDINGS),
-            "block_roundings": list(BLOCK_ROUNDINGS), "seeded_roundings": list(STOCHASTIC),
-            "sr_bits_roundings": list(STOCHASTIC_WITH_BITS),
-            "overflows": list(OVERFLOWS), "nans": list(NANS), "nans_without_nan": list(NAN_POLICIES_WITHOUT_NAN),
-            "blocks": blocks, "scale_roundings": list(SCALE_RULES)}
-
+           "whole_number", "code_hex", "code_bits", "code_class", "exact_text", "ROUNDINGS", "BLOCK_ROUNDINGS",
+           "OVERFLOWS", "NANS", "number_text"]
 
 def _code_from(fmt: Format, code: Any) -> int:
     """A code from a string of bits (``"00111000"``), a hex string (``"0x38"``) or an int."""
@@ -109,16 +40,21 @@ def _code_from(fmt: Format, code: Any) -> int:
         raise TypeError("a code is a string of bits, a hex string or an integer")
     if isinstance(code, str):
         text = code.strip().replace("_", "").replace(" ", "")
-        if text.lower().startswith("0x"):
-            raw = int(text, 16) >> fmt.code_shift
+        if text.lower().startswith("0x") and len(text) > 2 and all(c in "0123456789abcdefABCDEF" for c in text[2:]):
+            stored = int(text, 16)
         elif text and set(text) <= {"0", "1"} and len(text) == fmt.bits:
-            raw = int(text, 2)
+            stored = int(text, 2) << fmt.code_shift
         else:
-            raise ValueError(f"a code of {fmt.name} is {fmt.bits} bits (0/1) or hex, got {code!r}")
+            raise ValueError(f"a code of {fmt.name} is {fmt.bits} bits (0/1) or hex (0x...), got {code!r}")
     elif is_whole(code):
-        raw = int(code) >> fmt.code_shift
+        stored = int(code)
     else:
         raise TypeError("a code is a string of bits, a hex string or an integer")
+    if stored & ((1 << fmt.code_shift) - 1):  # (TF32: 19 bits in the top of 32; the rest are 0)
+        raise ValueError(f"a code of {fmt.name} is {fmt.bits} bits stored in the top of {fmt.storage_bits}: its low "
+                         f"{fmt.code_shift} bits are 0, got 0x{stored:X} = {stored}; the next code is "
+                         f"{1 << fmt.code_shift} further")
+    raw = stored >> fmt.code_shift
     if not 0 <= raw < fmt.num_codes:
         raise ValueError(f"code {code!r} is out of range for {fmt.name} ({fmt.bits} bits)")
     return raw << fmt.code_shift
@@ -136,14 +72,28 @@ def _neighbour(fmt: Format, value: float, up: bool) -> dict[str, str] | None:
         return None
     got += 0.0  # the neighbour zero is +0, whichever zero the rounding gave
     code = int(encode(np.array([got]), fmt)[0])
-    return {"value": number_text(got), "code": _hex(fmt, code), "bits": _bits(fmt, code)}
+    return {"value": number_text(got), "value_exact": exact_text(got), "code": code_hex(fmt, code), "bits": code_bits(fmt, code)}
 
 
-def _hex(fmt: Format, code: int) -> str:
+def _no_neighbour(fmt: Format, value: float, up: bool) -> str:
+    """Why a value has no finite neighbour on one side, in words (the page shows it)."""
+    if np.isnan(value):
+        return "none: NaN is not on the number line"
+    if np.isinf(value):
+        return f"none: {number_text(value)} is past every finite value"
+    if up and value == fmt.max:
+        return (f"none: {short_label(fmt.max)} is the largest finite value of {fmt.name} "
+                f"({'overflow' if fmt.has_inf or fmt.has_nan else 'saturation'} {overflow_from(fmt)})")
+    if not up and value == fmt.lowest:
+        return f"none: {short_label(fmt.lowest)} is the lowest value of {fmt.name}"
+    return "none"
+
+
+def code_hex(fmt: Format, code: int) -> str:
     return f"0x{code:0{(fmt.storage_bits + 3) // 4}X}"
 
 
-def _bits(fmt: Format, code: int) -> str:
+def code_bits(fmt: Format, code: int) -> str:
     return format(code >> fmt.code_shift, f"0{fmt.bits}b")
 
 
@@ -161,10 +111,10 @@ def describe_code(fmt: Any, code: Any) -> dict[str, Any]:
     value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
     raw = code >> fmt.code_shift
     M, E = fmt.mantissa_bits, fmt.exponent_bits
-    bits = _bits(fmt, code)
+    bits = code_bits(fmt, code)
     frac, efield = raw & ((1 << M) - 1), (raw >> M) & ((1 << E) - 1)
     negative = bool(fmt.signed and raw >> (E + M))
-    cls = _class(fmt, value, efield)
+    cls = code_class(fmt, value, efield)
     fields, at = [], 0
     for name, width in format_fields(fmt)["layout"]:
         field = int(bits[at:at + width], 2)
@@ -175,13 +125,16 @@ def describe_code(fmt: Any, code: Any) -> dict[str, Any]:
         formula = _formula(fmt, raw, efield, frac, negative, cls)
     else:
         formula = {"nan": "NaN: not a number", "inf": "infinity", "zero": "zero"}[cls]
-    return {"format": format_fields(fmt), "code": _hex(fmt, code), "integer": str(code), "bits": bits,
+    down, up = _neighbour(fmt, value, up=False), _neighbour(fmt, value, up=True)
+    return {"format": format_fields(fmt), "code": code_hex(fmt, code), "integer": str(code), "bits": bits,
             "fields": fields, "sign": "-" if negative else "+", "exponent_field": efield, "class": cls,
-            "value": number_text(value), "value_exact": _exact(value), "formula": formula, "down": _neighbour(fmt, value, up=False),
-            "up": _neighbour(fmt, value, up=True)}
+            "value": number_text(value), "value_exact": exact_text(value), "formula": formula, "down": down,
+            "up": up, "down_none": None if down else _no_neighbour(fmt, value, up=False),
+            "up_none": None if up else _no_neighbour(fmt, value, up=True),
+            "line": strips(fmt, value)}
 
 
-def _class(fmt: Format, value: float, efield: int) -> str:
+def code_class(fmt: Format, value: float, efield: int) -> str:
     if np.isnan(value):
         return "nan"
     if np.isinf(value):
@@ -210,7 +163,7 @@ def _meaning(fmt: Format, name: str, field: int, cls: str) -> str:
     return f"{lead} + {field}/{1 << M} = {exact_decimal(lead + field / (1 << M))}"  # (exact: M <= 52)
 
 
-def _exact(value: float) -> str:
+def exact_text(value: float) -> str:
     """A value's whole decimal, or inf, -inf, nan (as :func:`number_text`)."""
     return exact_decimal(value) if np.isfinite(value) else number_text(value)
 
@@ -258,8 +211,10 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
         raise ValueError(f"unknown overflow {overflow!r}; choose one of {', '.join(OVERFLOWS)}")
     if nan not in NANS:
         raise ValueError(f"unknown NaN rule {nan!r}; choose one of {', '.join(NANS)}")
+    seed = whole_number(seed)
     if not is_whole(seed) or not 0 <= int(seed) < 2**63:
         raise ValueError(f"the seed of stochastic rounding is a whole number 0 .. 2^63-1, got {seed!r}")
+    sr_bits = whole_number(sr_bits)
     with_bits = rounding in STOCHASTIC_WITH_BITS
     x = parse_exact(text)
     if isinstance(x, float) and np.isnan(x) and not fmt.has_nan and nan == "default":
@@ -277,5 +232,18 @@ def encode_number(fmt: Any, text: Any, rounding: str = "nearest_even", overflow:
                error=None if err is None else number_text(fraction_float(err)),
                error_exact=None if err is None else decimal_text(err, max_digits=60),
                relative_error=None if rel is None else number_text(fraction_float(rel)),
-               relative_error_exact=None if rel is None else decimal_text(rel, max_digits=60))
+               relative_error_exact=None if rel is None else decimal_text(rel, max_digits=60),
+               line=strips(fmt, facts["value"], x))
     return out
+
+
+def whole_number(value: Any) -> Any:
+    """A whole number typed on the page (``"12"``) as an int; anything else as it came, for the
+    check that refuses it to name it (``'abc'``, not None).
+
+    >>> whole_number(" 12 "), whole_number("abc"), whole_number(3), whole_number(None)
+    (12, 'abc', 3, None)
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value

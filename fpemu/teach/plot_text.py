@@ -12,10 +12,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..codec import exact_decimal
 from ..formats import Format, get_format
 from .values import overflow_inclusive, overflow_threshold
 
-__all__ = ["label_number", "overflow_label", "line_title", "spacing_title", "relative_title"]
+__all__ = ["label_number", "short_exact", "overflow_label", "line_title", "spacing_title", "relative_title"]
 
 
 def overflow_label(fmt: Format) -> str:
@@ -38,6 +39,31 @@ def label_number(value: float) -> str:
     if mantissa == 0.5:
         return f"2^{exponent - 1}"
     return repr(value) if len(repr(value)) <= 10 else f"≈{value:.4g}"
+
+
+def short_exact(value: float, width: int = 11) -> str:
+    """A value exactly in few characters, for a label or a table cell: its whole decimal where
+    that takes at most ``width`` characters, else ``2^k`` or ``m×2^k`` (m an odd integer),
+    else ``≈`` and 4 digits (marked: the one text that is not exact).
+
+    >>> [short_exact(v) for v in (0.5, -448.0, 0.001953125, 2.0**-16, 3 * 2.0**-16, -0.0, float("inf"))]
+    ['0.5', '-448', '0.001953125', '2^-16', '3×2^-16', '-0', 'inf']
+    >>> short_exact(0.1)
+    '≈0.1'
+    """
+    value = float(value)
+    if value == 0 or not np.isfinite(value):
+        return ("-0" if np.signbit(value) else "0") if value == 0 else ("nan" if np.isnan(value) else f"{value:g}")
+    whole = exact_decimal(value)
+    whole = whole[:-2] if whole.endswith(".0") else whole
+    if len(whole) <= width:
+        return whole
+    m, k = value.as_integer_ratio()
+    power = k.bit_length() - 1 if k > 1 else 0
+    while m % 2 == 0:
+        m, power = m // 2, power - 1
+    text = (("-" if m < 0 else "") + f"2^{-power}") if abs(m) == 1 else f"{m}×2^{-power}"
+    return text if len(text) <= width + 4 else f"≈{value:.4g}"
 
 
 def line_title(lines: Sequence[dict[str, Any]]) -> str:

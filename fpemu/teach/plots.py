@@ -17,7 +17,9 @@ import numpy as np
 from ..errors import RunError
 from ..formats import get_format
 from ..outputs import atomic_output, check_output_path
-from .plot_data import block_format_or_none, log2_ticks, number_line, range_entry, shared_line_span, spacing
+from .plot_data import block_format_or_none, log2_ticks, number_line, shared_line_span, spacing
+from .plot_ranges import draw_ranges
+from .plot_style import FORMAT_COLOURS, LANDMARK_COLOUR, OVERFLOW_COLOUR, SUBNORMAL_COLOUR, format_colour
 from .plot_text import label_number, line_title, relative_title, spacing_title
 from .values import MAX_LISTED_BITS
 
@@ -26,10 +28,6 @@ __all__ = ["KINDS", "plot", "draw_number_line", "draw_spacing", "draw_ranges", "
 
 #: What ``fpemu plot --kind`` draws: every panel, or one of them.
 KINDS = ("all", "line", "spacing", "ranges")
-#: Orange means subnormal and red overflow in every panel; formats take the other colours.
-SUBNORMAL_COLOUR, OVERFLOW_COLOUR, LANDMARK_COLOUR = "tab:orange", "tab:red", "0.25"
-FORMAT_COLOURS = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
-                  "tab:gray", "navy", "darkgreen")
 
 
 def _pyplot():
@@ -76,16 +74,6 @@ def check_plot_request(formats: Sequence[str], kind: str) -> list[str]:
                              "use --kind ranges")
         names.append(fmt.name)
     return names
-
-
-def format_colour(index: int) -> str:
-    """The colour of the ``index``-th format of a figure: never the subnormal colour (orange)
-    nor the overflow red, so that a colour means one thing throughout.
-
-    >>> format_colour(0), format_colour(1), SUBNORMAL_COLOUR in FORMAT_COLOURS
-    ('tab:blue', 'tab:green', False)
-    """
-    return FORMAT_COLOURS[index % len(FORMAT_COLOURS)]
 
 
 def draw_number_line(axes: Sequence[Any], formats: Sequence[str]) -> list[dict[str, Any]]:
@@ -199,55 +187,6 @@ def draw_spacing(ax_gap: Any, ax_rel: Any, formats: Sequence[str]) -> list[dict[
     ax_rel.set_xlabel("magnitude")
     # 125: the floats' one sentence (123 characters) stays one line, as the figure has room for
     ax_rel.set_title(textwrap.fill(relative_title(out), 125), fontsize=10)
-    return out
-
-
-def draw_ranges(ax: Any, names: Sequence[str]) -> list[dict[str, Any]]:
-    """One horizontal bar per format from log2(smallest positive) to log2(max), in the
-    format's colour with the subnormal part orange (none where a format has no subnormals,
-    fixed point included); a block format also gets a black inner bar, the range of one
-    block with its scale at 1, and one with a per-tensor scale (NVFP4) arrows saying that
-    scale slides the whole bar. The legend names only what is drawn.
-    Returns each :func:`range_entry` with ``x`` (log2 of its three landmarks)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    out, shown = [], {}
-    for row, name in enumerate(names):
-        entry = range_entry(name)
-        y = -row
-        lo, mid, hi = np.log2([entry["min_positive"], entry["min_normal"], entry["max"]])
-        entry["x"] = np.array([lo, mid, hi])
-        if mid > lo:  # a subnormal part: orange, and named in the legend, first
-            ax.barh(y, mid - lo, left=lo, height=0.6, color=SUBNORMAL_COLOUR, alpha=0.6)
-            shown = {"subnormals": Patch(color=SUBNORMAL_COLOUR, alpha=0.6), **shown}
-        ax.barh(y, hi - mid, left=mid, height=0.6, color=format_colour(row), alpha=0.75)
-        if "block_min" in entry:
-            b_lo, b_hi = np.log2([entry["block_min"], entry["block_max"]])
-            ax.barh(y, b_hi - b_lo, left=b_lo, height=0.25, color="k")
-            shown["one block, its scale at 1"] = Patch(color="k")
-        words = f"{entry['binades']:.1f} binades"
-        if entry.get("tensor_scale"):
-            for end, away in ((lo, -1), (hi, 1)):  # the bar moves both ways with the tensor scale
-                ax.annotate("", (end + 10 * away, y + 0.38), xytext=(end, y + 0.38),
-                            arrowprops={"arrowstyle": "->", "color": format_colour(row), "lw": 1.2})
-            words += " (tensor scale 1)"
-            shown[f"its {entry['tensor_scale'].upper()} tensor scale slides the bar"] = Line2D(
-                [], [], color="0.3", marker=">", lw=1.2)
-        ax.annotate(words, (hi, y), xytext=(4, -3), textcoords="offset points", fontsize=8)
-        out.append(entry)
-    ax.set_yticks([-i for i in range(len(names))], [e["name"] for e in out])
-    for i, label in enumerate(ax.get_yticklabels()):
-        label.set_color(format_colour(i))
-    ax.axvline(0, color="0.5", lw=0.8, zorder=0)
-    ax.set_xlabel("log2 |value|")
-    ax.set_title("Dynamic range: smallest positive value to largest finite value")
-    ax.grid(axis="x", alpha=0.3)
-    if shown:  # nothing to name (no subnormals, no blocks): no empty legend box
-        ax.legend(shown.values(), shown.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    left, right = min(float(e["x"][0]) for e in out), max(float(e["x"][2]) for e in out)
-    ax.set_xlim(left - 0.03 * (right - left) - 1 - 10 * any(e.get("tensor_scale") for e in out),
-                right + 0.3 * (right - left) + 8)
     return out
 
 

@@ -1,8 +1,11 @@
 """The explorer's web server: Python's standard library only (:mod:`http.server`), bound to
 127.0.0.1, serving the page shipped in ``fpemu/teach/static`` and the JSON API.
 
-Routes: ``GET /`` (the page), ``GET /static/<file>``, ``GET /api/formats``, and ``POST``
-``/api/code``, ``/api/encode``, ``/api/block`` with a JSON object. A bad request is answered
+Routes: ``GET /`` (the page), ``GET /static/<file>``, ``GET /docs/<name>.md`` (fpemu's docs,
+as text, where the page runs from a checkout that has them), ``GET /api/formats``, and
+``POST`` ``/api/code``, ``/api/encode``, ``/api/compare`` (one number in several formats),
+``/api/table`` (every code of a small format), ``/api/block`` and ``/api/blocks`` (MXFP4 floor,
+rceil and NVFP4 side by side) with a JSON object. A bad request is answered
 ``400 {"error": "..."}`` in one line, as the command line would say it.
 
 >>> server = make_server(0)
@@ -14,22 +17,35 @@ Routes: ``GET /`` (the page), ``GET /static/<file>``, ``GET /api/formats``, and 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import Path
 from typing import Any, Callable
 
 from ..arguments import is_whole
-from .api import describe_code, encode_number, formats_payload
-from .blocks import describe_block
+from .api import describe_code, encode_number
+from .blocks import compare_blocks, describe_block
+from .options import COMPARED, formats_payload
+from .side_by_side import compare_formats, table_payload
 
 __all__ = ["make_server", "serve_in_thread", "handle_api", "STATIC_FILES"]
 
 HOST = "127.0.0.1"
 #: The page's files, and the only files served (no path from a request reaches the disk).
-STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "style.css": "text/css"}
+STATIC_FILES = {"index.html": "text/html", "app.js": "text/javascript", "views.js": "text/javascript",
+                "style.css": "text/css"}
 _MAX_BODY = 1 << 16
+#: fpemu's docs, where this is a checkout (an installed package has none: the page then names
+#: them without a link). Only ``<name>.md`` files directly in it are served.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+_DOC_NAME = re.compile(r"[a-z0-9_]+\.md")
+
+
+def docs_available() -> bool:
+    return (DOCS / "mx.md").is_file()
 
 
 def _code(body: dict[str, Any]) -> dict[str, Any]:
@@ -44,11 +60,25 @@ def _encode(body: dict[str, Any]) -> dict[str, Any]:
 
 def _block(body: dict[str, Any]) -> dict[str, Any]:
     return describe_block(body.get("format"), body.get("values"), body.get("scale_rounding", "floor"),
-                          body.get("rounding", "nearest_even"), body.get("seed", 0))
+                          body.get("rounding", "nearest_even"), body.get("seed", 0), body.get("tensor_amax"))
+
+
+def _compare(body: dict[str, Any]) -> dict[str, Any]:
+    return compare_formats(body.get("value"), body.get("formats") or COMPARED, body.get("rounding", "nearest_even"),
+                           body.get("seed", 0), body.get("sr_bits"))
+
+
+def _table(body: dict[str, Any]) -> dict[str, Any]:
+    return table_payload(body.get("format"))
+
+
+def _blocks(body: dict[str, Any]) -> dict[str, Any]:
+    return compare_blocks(body.get("values"), body.get("tensor_amax"))
 
 
 _POST: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "/api/code": _code, "/api/encode": _encode, "/api/block": _block}
+    "/api/code": _code, "/api/encode": _encode, "/api/block": _block, "/api/compare": _compare,
+    "/api/table": _table, "/api/blocks": _blocks}
 
 
 def handle_api(path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
@@ -61,7 +91,7 @@ def handle_api(path: str, body: dict[str, Any] | None = None) -> tuple[int, dict
     "unknown format 'fp9'; "
     """
     if path == "/api/formats" and body is None:
-        return 200, formats_payload()
+        return 200, {**formats_payload(), "docs": docs_available()}
     if path not in _POST or body is None:
         return 404, {"error": f"no such API call: {'POST' if body is not None else 'GET'} {path}"}
     if not isinstance(body, dict):
@@ -114,6 +144,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(204, b"", "image/x-icon")
         if path.startswith("/api/"):
             return self._json(*handle_api(path))
+        if path.startswith("/docs/"):
+            name = path.removeprefix("/docs/")
+            if not _DOC_NAME.fullmatch(name) or not (DOCS / name).is_file():
+                return self._json(404, {"error": f"not found: {path}"})
+            return self._send(200, (DOCS / name).read_bytes(), "text/plain")
         name = "index.html" if path in ("/", "/index.html") else path.removeprefix("/static/")
         if name not in STATIC_FILES or (path not in ("/", "/index.html") and not path.startswith("/static/")):
             return self._json(404, {"error": f"not found: {path}"})
