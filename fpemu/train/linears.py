@@ -12,6 +12,7 @@ other activation gradients, and ``"weight"``, ``"bias"`` for what the GEMMs writ
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
@@ -41,6 +42,30 @@ class Linear(Protocol):
             need_dx: bool = True) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]: ...
 
     def end_step(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class OperandView:
+    """One operand of a forward GEMM as a layer cast it, for reports: ``values`` (FP32, real
+    units: the dequantized operand), ``saturated`` (where the value the cast rounds lay beyond
+    the format's largest magnitude: it saturated or overflowed) and ``scale`` (None where the
+    cast has no scale; the per-tensor ``scale_inv`` the GEMM multiplies back; the scale of
+    each element's block)."""
+
+    values: np.ndarray
+    saturated: np.ndarray
+    scale: np.ndarray | np.float32 | None = None
+
+
+def beyond(t: np.ndarray, limit: np.float32 | np.ndarray, scale: np.float32 | None = None) -> np.ndarray:
+    """Where ``|t|`` (times ``scale`` in FP32, as a scaled cast computes it) exceeds ``limit``.
+
+    >>> beyond(np.float32([1.0, -500.0, np.inf, np.nan]), np.float32(448)).tolist()
+    [False, True, True, False]
+    """
+    t = np.asarray(t, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.abs(t if scale is None else t * scale) > limit
 
 
 def _plain(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
@@ -75,6 +100,11 @@ class LinearFP32:
 
     def end_step(self) -> None:
         pass
+
+    def operands(self, x: np.ndarray, w: np.ndarray, ctx) -> tuple[OperandView, OperandView]:
+        """The forward GEMM's operands as this layer cast ``x`` and ``w`` (``ctx``: what
+        :meth:`fwd` returned with them), for reports (:class:`OperandView`)."""
+        return OperandView(x, np.zeros(np.shape(x), bool)), OperandView(w, np.zeros(np.shape(w), bool))
 
 
 class LinearLow(LinearFP32):
@@ -125,6 +155,10 @@ class LinearLow(LinearFP32):
         dw = self._cast(self.mm(xq.T, dyq, self.low, self.low), stats, "weight")
         return dx, dw, self._cast(dyq.sum(axis=0, dtype=np.float32), stats, "bias")
 
+    def operands(self, x, w, ctx):
+        top = np.float32(self.low.max)
+        return OperandView(ctx[0], beyond(x, top)), OperandView(ctx[1], beyond(w, top))
+
 
 class LinearFP8(LinearFP32):
     """TransformerEngine's FP8 ``Linear`` (HYBRID): X and W in E4M3, dY in E5M2, each tensor
@@ -147,15 +181,19 @@ class LinearFP8(LinearFP32):
         self.mm = matmul or _plain
 
     def _quantize(self, role: str, t: np.ndarray, record: bool = True) -> tuple[np.ndarray, np.float32]:
+        """One tensor's cast with its slot's scale (scripts/gen_gpt_doc.py reads casts this way)."""
         return fp8_cast(t, self.bwd_fmt if role == "dy" else self.fwd_fmt, self.scales[role].scale_for(t, record))
 
     def fwd(self, x, w, b, record=True):
-        (xq, ix), (wq, iw) = self._quantize("x", x, record), self._quantize("w", w, record)
+        # The scales are kept with the casts: a report compares each element times its scale
+        # with the format's maximum, as the cast does (operands()).
+        sx, sw = self.scales["x"].scale_for(x, record), self.scales["w"].scale_for(w, record)
+        (xq, ix), (wq, iw) = fp8_cast(x, self.fwd_fmt, sx), fp8_cast(w, self.fwd_fmt, sw)
         y = self.mm(xq, wq, self.fwd_fmt, self.fwd_fmt) * ix * iw
-        return (y if b is None else y + b), (xq, ix, wq, iw)
+        return (y if b is None else y + b), (xq, ix, wq, iw, sx, sw)
 
     def bwd(self, dy, ctx, stats, kind="act", need_dx=True):
-        xq, ix, wq, iw = ctx
+        xq, ix, wq, iw = ctx[:4]
         s = self.scales["dy"].scale_for(dy)
         dyq, idy = fp8_cast(dy, self.bwd_fmt, s)
         if stats is not None:
@@ -167,3 +205,8 @@ class LinearFP8(LinearFP32):
     def end_step(self) -> None:
         for state in self.scales.values():
             state.update()
+
+    def operands(self, x, w, ctx):
+        xq, ix, wq, iw, sx, sw = ctx
+        top = np.float32(self.fwd_fmt.max)
+        return OperandView(xq * ix, beyond(x, top, sx), ix), OperandView(wq * iw, beyond(w, top, sw), iw)
