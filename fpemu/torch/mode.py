@@ -3,8 +3,9 @@
 :class:`~torch.overrides.TorchFunctionMode` that is pushed on entry and popped on exit
 (exceptions included), with the module hooks that name each call site.
 
-A call site is named after the innermost module running and the order of the call in that
-module's forward: the second ``matmul`` of ``layers.0.attn`` is ``layers.0.attn.matmul.1``
+A call site is named after the innermost module running and the order of the call among that
+function's calls in the module's forward: the second ``matmul`` of ``layers.0.attn`` is
+``layers.0.attn.matmul.1``
 (a plain ``nn.Linear``'s own ``F.linear`` is the Linear's name), so a site keeps its state
 (delayed scaling's amax history, NVFP4's random stream) from one forward pass to the next.
 Calls inside an excluded module, inside a module the bridge leaves in float32, and fpemu's own
@@ -111,7 +112,7 @@ class Emulating:
     def __init__(self, emulation: Emulation, module: nn.Module | None) -> None:
         self.emulation, self.module = emulation, module
         self.stack: list[nn.Module] = []
-        self.counts: dict[int | None, int] = {}
+        self.counts: dict[tuple[int | None, str], int] = {}
         self.names: dict[int, str] = {}
         self.not_emulated: dict[str, int] = {}
         self._hooks: list = []
@@ -122,7 +123,8 @@ class Emulating:
         if self.module is not None and module is self.module:
             self.emulation.end_step()  # a forward of the model is a step
         self.stack.append(module)
-        self.counts[id(module)] = 0
+        for op in set(EMULATED.values()):
+            self.counts.pop((id(module), op), None)
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         if self.stack and self.stack[-1] is module:
@@ -136,7 +138,7 @@ class Emulating:
 
     def site(self, op: str):
         owner = self.stack[-1] if self.stack else None
-        key = None if owner is None else id(owner)
+        key = (None if owner is None else id(owner), op)
         n = self.counts.get(key, 0)
         self.counts[key] = n + 1
         base = "" if owner is None else self.names.get(id(owner), type(owner).__name__)

@@ -54,6 +54,11 @@ def torch_product(a: np.ndarray, b: np.ndarray, fa: Any = None, fb: Any = None) 
     return torch.matmul(as_tensor(np.asarray(a, dtype=np.float32)), as_tensor(np.asarray(b, dtype=np.float32))).numpy()
 
 
+def torch_sum_rows(t: np.ndarray) -> np.ndarray:
+    """The sum over the rows by torch (a bias gradient summed in the order torch sums it)."""
+    return as_tensor(np.asarray(t, dtype=np.float32)).sum(dim=0).numpy()
+
+
 def torch_block_product(a: mx.BlockArray, b: mx.BlockArray) -> np.ndarray:
     """Two block arrays' values multiplied by torch in float32 (formats only)."""
     return torch_product(np.asarray(a.dequantize(), dtype=np.float32), np.asarray(b.dequantize(), dtype=np.float32))
@@ -87,14 +92,18 @@ class Precision:
 
     def make(self, seed: int) -> Any:
         """A new layer of :mod:`fpemu.train` in this precision (its own scaling state and, for
-        NVFP4's stochastic rounding, its own random stream from ``seed``)."""
+        NVFP4's stochastic rounding, its own random stream from ``seed``), whose bias gradients
+        torch sums."""
         if self.inputs in LOW:
-            return LinearLow(self.inputs, self._dense_product(get_format(self.inputs)), round_dx=True)
-        if self.inputs in SCALED:
+            layer = LinearLow(self.inputs, self._dense_product(get_format(self.inputs)), round_dx=True)
+        elif self.inputs in SCALED:
             fwd, bwd = get_format(self.recipe.fwd_format), get_format(self.recipe.bwd_format)
-            return LinearFP8(self.recipe, self._dense_product(fwd, bwd))
-        return LinearBlock(self.inputs, self.recipe if self.inputs == "nvfp4" else None, seed=seed,
-                           matmul=self._block_product(), options=None if self.inputs == "nvfp4" else self.recipe)
+            layer = LinearFP8(self.recipe, self._dense_product(fwd, bwd))
+        else:
+            layer = LinearBlock(self.inputs, self.recipe if self.inputs == "nvfp4" else None, seed=seed,
+                                matmul=self._block_product(), options=None if self.inputs == "nvfp4" else self.recipe)
+        layer.sum_rows = torch_sum_rows
+        return layer
 
     def _dense_product(self, *formats) -> Callable[..., np.ndarray]:
         if self.accumulator is None:

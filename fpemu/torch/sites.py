@@ -95,8 +95,8 @@ def check_tensor(t: Any, what: str) -> None:
     if t.device.type != "cpu":
         raise ValueError(f"{what} is on {t.device}; fpemu computes on the CPU: move the model and its inputs there "
                          "(model.cpu(), x.cpu()) before emulating")
-    if t.dtype != torch.float32:
-        raise TypeError(f"{what} is {t.dtype}; fpemu.torch emulates float32 GEMMs: use a float32 model (model.float()) "
+    if t.dtype != torch.float32:  # (a ValueError: torch's ``@`` turns a TypeError into "unsupported operand")
+        raise ValueError(f"{what} is {t.dtype}; fpemu.torch emulates float32 GEMMs: use a float32 model (model.float()) "
                         "and float32 inputs (the formats' casts start from float32, as a real kernel's do)")
 
 

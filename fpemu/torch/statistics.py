@@ -9,9 +9,10 @@ Definitions (every number is counted, none estimated):
   in float64; ``ref`` is torch's float32 product of the unquantized operands (plus the bias);
   ``inf`` where y equals ref.
 * flushed: a finite nonzero element whose cast value is 0;
-* saturated: an element whose magnitude (times its scale, for FP8's per-tensor scaling, as the
-  cast computes it) exceeds the largest the format holds at its scale: it is cast to that
-  maximum, or to Inf where the format overflows (BF16, FP16);
+* saturated: a finite element that the cast rounds beyond the format's largest magnitude at its
+  scale (RNE past the midpoint above it; the scaled value as the cast computes it, for FP8's
+  per-tensor scales and MX's powers of two): it is cast to that maximum (saturation), or to
+  Inf where the format overflows (BF16, FP16);
 * scale: the factor the element values are multiplied by: the block scales (MX, NVFP4 times its
   tensor scale), FP8's per-tensor ``scale_inv`` (1/scale); none for BF16/FP16.
 

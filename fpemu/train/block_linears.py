@@ -200,7 +200,7 @@ class LinearBlock(LinearFP32):
         dx = self.mm(qdy, transposed(qw if self.recipe.weights_2d else self._q(w, 1))) if need_dx else None
         xt, dyt = (hadamard_rows(x, self.rht), hadamard_rows(dy, self.rht)) if self.rht is not None else (x, dy)
         dw = self.mm(transposed(self._q(xt, 0)), self._q(dyt, 0, grad=True))
-        return dx, dw, dy.sum(axis=0)
+        return dx, dw, self.sum_rows(dy)
 
     def operands(self, x, w, ctx) -> tuple[OperandView, OperandView]:
         _, _, qx, qw = ctx
@@ -208,11 +208,11 @@ class LinearBlock(LinearFP32):
 
 
 def block_view(t: np.ndarray, q: mx.BlockArray) -> OperandView:
-    """``t`` as the block array ``q`` holds it: its values, where ``|t|`` exceeds the largest
-    magnitude its block holds (the element maximum times the block's scale: exact for MX's
-    powers of two; NVFP4's scaled values are rounded products, compared here in real units),
-    and each element's scale (its block's, times NVFP4's per-tensor scale): the value of the
-    code of 1 in every block.
+    """``t`` as the block array ``q`` holds it: its values, where ``t`` divided by its block's
+    scale rounds beyond the element format (:func:`~.linears.beyond`; exact for MX's powers of
+    two; NVFP4's kernels multiply by a rounded reciprocal instead, so at its boundary this can
+    differ from the cast by an ulp), and each element's scale (its block's, times NVFP4's
+    per-tensor scale): the value of the code of 1 in every block.
 
     >>> t = np.float32([0.5, 3.0, 5e-5, 1.0, 7.0] + [0.0] * 11)
     >>> v = block_view(t, mx.quantize(t, "mxfp4"))
@@ -224,4 +224,7 @@ def block_view(t: np.ndarray, q: mx.BlockArray) -> OperandView:
     elem = q.format.element
     ones = q.with_layout(np.full(q.codes.shape, encode(1.0, elem)[()], dtype=q.codes.dtype), q.scales)
     scale = np.asarray(ones.dequantize(), dtype=np.float32)
-    return OperandView(np.asarray(q.dequantize(), dtype=np.float32), beyond(t, scale * np.float32(elem.max)), scale)
+    t = np.asarray(t, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.divide(t, scale, out=np.zeros_like(t), where=scale > 0)  # a zero scale holds zeros only
+    return OperandView(np.asarray(q.dequantize(), dtype=np.float32), beyond(scaled, elem), scale)

@@ -48,7 +48,7 @@ class Linear(Protocol):
 class OperandView:
     """One operand of a forward GEMM as a layer cast it, for reports: ``values`` (FP32, real
     units: the dequantized operand), ``saturated`` (where the value the cast rounds lay beyond
-    the format's largest magnitude: it saturated or overflowed) and ``scale`` (None where the
+    the format's range: :func:`beyond`) and ``scale`` (None where the
     cast has no scale; the per-tensor ``scale_inv`` the GEMM multiplies back; the scale of
     each element's block)."""
 
@@ -57,15 +57,22 @@ class OperandView:
     scale: np.ndarray | np.float32 | None = None
 
 
-def beyond(t: np.ndarray, limit: np.float32 | np.ndarray, scale: np.float32 | None = None) -> np.ndarray:
-    """Where ``|t|`` (times ``scale`` in FP32, as a scaled cast computes it) exceeds ``limit``.
+def beyond(t: np.ndarray, fmt: Format, scale: np.float32 | None = None) -> np.ndarray:
+    """Where ``t`` (times ``scale`` in FP32, as a scaled cast computes it) is finite and rounds
+    past ``fmt``'s largest finite magnitude under RNE: beyond the midpoint above it, or on that
+    midpoint where the largest value's last bit is 1. A cast saturates these or overflows.
 
-    >>> beyond(np.float32([1.0, -500.0, np.inf, np.nan]), np.float32(448)).tolist()
-    [False, True, True, False]
+    >>> e4m3 = get_format("e4m3")  # 448, then the midpoint 464 rounds to even: 448
+    >>> beyond(np.float32([448.0, 464.0, -465.0, np.inf, np.nan]), e4m3).tolist()
+    [False, False, True, False, False]
+    >>> beyond(np.float32([7.0, 6.9]), get_format("e2m1")).tolist()  # 6 is odd: 7 rounds to 8
+    [True, False]
     """
     t = np.asarray(t, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.abs(t if scale is None else t * scale) > limit
+        a = np.abs(t if scale is None else t * scale).astype(np.float64)
+    limit = fmt.max + 2.0 ** (fmt.emax - fmt.mantissa_bits - 1)
+    return np.isfinite(t) & ((a > limit) | ((a == limit) & bool(fmt.max_code & 1)))
 
 
 def _plain(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:
@@ -96,7 +103,13 @@ class LinearFP32:
     def bwd(self, dy: np.ndarray, ctx: tuple, stats, kind: str = "act",
             need_dx: bool = True) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         x, w = ctx
-        return (dy @ w.T if need_dx else None), x.T @ dy, dy.sum(axis=0)
+        return (dy @ w.T if need_dx else None), x.T @ dy, self.sum_rows(dy)
+
+    @staticmethod
+    def sum_rows(t: np.ndarray) -> np.ndarray:
+        """The bias gradient's sum over the rows (tokens), in NumPy's order; a layer may be given
+        another (the torch bridge sets torch's, the order ``nn.Linear``'s bias gradient has)."""
+        return t.sum(axis=0)
 
     def end_step(self) -> None:
         pass
@@ -153,11 +166,10 @@ class LinearLow(LinearFP32):
         if dx is not None and self.round_dx:
             dx = self._cast(dx, stats, "act")
         dw = self._cast(self.mm(xq.T, dyq, self.low, self.low), stats, "weight")
-        return dx, dw, self._cast(dyq.sum(axis=0, dtype=np.float32), stats, "bias")
+        return dx, dw, self._cast(self.sum_rows(dyq), stats, "bias")
 
     def operands(self, x, w, ctx):
-        top = np.float32(self.low.max)
-        return OperandView(ctx[0], beyond(x, top)), OperandView(ctx[1], beyond(w, top))
+        return OperandView(ctx[0], beyond(x, self.low)), OperandView(ctx[1], beyond(w, self.low))
 
 
 class LinearFP8(LinearFP32):
@@ -200,7 +212,7 @@ class LinearFP8(LinearFP32):
             stats.add(dy, dyq, overflowed=np.abs(dy * s) > np.float32(self.bwd_fmt.max), kind=kind)
         dx = self.mm(dyq, wq.T, self.bwd_fmt, self.fwd_fmt) * idy * iw if need_dx else None
         dw = self.mm(xq.T, dyq, self.fwd_fmt, self.bwd_fmt) * ix * idy
-        return dx, dw, dy.sum(axis=0)
+        return dx, dw, self.sum_rows(dy)
 
     def end_step(self) -> None:
         for state in self.scales.values():
@@ -208,5 +220,4 @@ class LinearFP8(LinearFP32):
 
     def operands(self, x, w, ctx):
         xq, ix, wq, iw, sx, sw = ctx
-        top = np.float32(self.fwd_fmt.max)
-        return OperandView(xq * ix, beyond(x, top, sx), ix), OperandView(wq * iw, beyond(w, top, sw), iw)
+        return OperandView(xq * ix, beyond(x, self.fwd_fmt, sx), ix), OperandView(wq * iw, beyond(w, self.fwd_fmt, sw), iw)
