@@ -22,8 +22,8 @@ from fpemu.train.linears import LinearFP8, LinearLow  # noqa: E402
 from fpemu.train.recipes import CurrentScaling  # noqa: E402
 from torch_helpers import F32, deq, gemm_by_hand, inputs, linear_io, net, t_mm  # noqa: E402
 
-FORMATS = ["bf16", "fp16", "e4m3", "e5m2", "mxfp8", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "nvfp4"]
-WITH_UNITS = [("bf16", "h100"), ("fp16", "a100"), ("bf16", "mi300x"), ("e4m3", "h100"), ("e5m2", "b200"),
+FORMATS = ["bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "mxfp8", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "nvfp4"]
+WITH_UNITS = [("bf16", "h100"), ("fp16", "a100"), ("bf16", "mi300x"), ("e4m3", "h100"), ("e5m2", "b200"), ("e4m3fnuz", "mi300x"),
               ("mxfp8", "b200"), ("mxfp6_e3m2", "b200"), ("mxfp4", "b200"), ("nvfp4", "b200")]
 
 

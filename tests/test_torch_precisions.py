@@ -33,7 +33,7 @@ from fpemu.train import CurrentScaling, DelayedScaling, NVFP4Recipe  # noqa: E40
 
 
 def test_names_recipes_and_labels():
-    assert INPUTS == ("bf16", "fp16", "e4m3", "e5m2", "mxfp8", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2",
+    assert INPUTS == ("bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "mxfp8", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2",
                       "mxfp6_e2m3", "mxfp4", "nvfp4")
     cases = [(("BF16", None, None), ("bf16", "LinearLow")), ((" e5m2", None, "H100"), ("e5m2/current@h100", "LinearFP8")),
              (("e4m3", "delayed", None), ("e4m3/delayed", "LinearFP8")),
@@ -49,6 +49,8 @@ def test_names_recipes_and_labels():
         assert (p.label, type(p.make(0)).__name__) == (label, cls)
     fp8 = make_precision("e5m2", "delayed", None).recipe
     assert (fp8.fwd_format, fp8.bwd_format) == ("e5m2", "e5m2")
+    fnuz = make_precision("e4m3fnuz", None, "mi300x").recipe
+    assert (fnuz.fwd_format, fnuz.bwd_format) == ("e4m3fnuz", "e5m2fnuz")
     assert make_precision("mxfp8", None, None).make(0).options == {"scale_rounding": "rceil"}
     assert make_precision("mxfp4", None, None).make(0).options == {}
 

@@ -79,7 +79,7 @@ def gemm_by_hand(precision: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | N
         q = lambda t: np.asarray(fpemu.quantize(np.asarray(t, F32), precision), F32)  # noqa: E731
         y = t_mm(q(x), q(w)) if accumulator is None else fpemu.gemm(q(x), q(w), inputs=precision, accumulator=accumulator)
         return q(y if b is None else y + q(b))
-    if precision in ("e4m3", "e5m2"):  # current scaling, per tensor (TransformerEngine's rule)
+    if precision in ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"):  # current scaling, per tensor (TE's rule)
         tx, tw = fpemu.scaled_cast(x, precision), fpemu.scaled_cast(w, precision)
         xq, wq = (np.asarray(fpemu.decode(t.codes, precision), F32) for t in (tx, tw))
         p = t_mm(xq, wq) if accumulator is None else fpemu.gemm(xq, wq, inputs=precision, accumulator=accumulator)

@@ -67,9 +67,10 @@ def emulate(module: nn.Module, *, inputs: str, accumulator: Any = None, recipe: 
     """Run every ``nn.Linear`` of ``module`` through fpemu (in place; the module is returned).
 
     Args:
-        inputs: the operands' format: ``"bf16"``, ``"fp16"``, ``"e4m3"``, ``"e5m2"`` (per-tensor
-            scaling), ``"mxfp8"`` (= ``"mxfp8_e4m3"``), ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``,
-            ``"mxfp6_e2m3"``, ``"mxfp4"``, ``"nvfp4"`` (blocks along each GEMM's K).
+        inputs: the operands' format: ``"bf16"``, ``"fp16"``, ``"e4m3"``, ``"e5m2"``,
+            ``"e4m3fnuz"``, ``"e5m2fnuz"`` (per-tensor scaling), ``"mxfp8"`` (= ``"mxfp8_e4m3"``),
+            ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``, ``"mxfp4"``, ``"nvfp4"`` (blocks
+            along each GEMM's K). docs/torch.md has the table of what each one does.
         accumulator: None (formats only: the dequantized operands multiplied by torch in
             float32) or a matrix unit (a preset name such as ``"h100"``, ``"b200"``,
             ``"mi300x"``, or an Accumulator / BlockScaledAccumulator) through :func:`fpemu.gemm`.

@@ -36,7 +36,7 @@ from ..train.linears import LinearFP8, LinearLow
 from ..train.recipes import CurrentScaling, DelayedScaling, NoScaling, as_fp8_recipe, recipe_name
 
 LOW = ("bf16", "fp16")
-SCALED = ("e4m3", "e5m2")
+SCALED = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz")  # FNUZ: AMD MI300's FP8
 BLOCKS = tuple(BLOCK_PRECISIONS)
 INPUTS = LOW + SCALED + BLOCKS
 # The mx.quantize keywords an MX recipe may set (the rest is the layer's: axes, tiles, rounding).
@@ -157,8 +157,8 @@ def _recipe(name: str, recipe: Any) -> Any:
     if name in SCALED:
         # Current scaling by default: a model run once has no amax history for delayed scaling.
         fp8 = as_fp8_recipe("current" if recipe is None else recipe)
-        if isinstance(recipe, str) or recipe is None:
-            return dataclasses.replace(fp8, fwd_format=name)
+        if isinstance(recipe, str) or recipe is None:  # HYBRID: E5M2 (of the same family) for gradients
+            return dataclasses.replace(fp8, fwd_format=name, bwd_format="e5m2fnuz" if name.endswith("fnuz") else "e5m2")
         if get_format(fp8.fwd_format).name != get_format(name).name:
             raise ValueError(f"the recipe's fwd_format {fp8.fwd_format!r} is not the inputs format {name!r}")
         return fp8
