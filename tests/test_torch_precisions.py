@@ -100,3 +100,14 @@ def test_delayed_scaling_steps_once_per_forward_and_not_in_eval():
         model(torch.full((2, 8), 100.0))  # evaluation: no amax recorded
         model(x1)
     assert float(state["x"].scale) == 448.0 / 4.0  # the history's max (step 2's 4), not 100
+
+
+def test_a_deep_copy_keeps_its_own_scaling_state():
+    import copy
+
+    model = ft.emulate(nn.Sequential(nn.Linear(8, 4)), inputs="e4m3", recipe="delayed")
+    twin = copy.deepcopy(model)
+    for _ in range(2):
+        twin(torch.full((2, 8), 2.0))
+    assert float(twin[0].site.linear.scales["x"].scale) == 224.0
+    assert float(model[0].site.linear.scales["x"].scale) == 1.0

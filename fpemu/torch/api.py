@@ -62,6 +62,17 @@ def _attach(module: nn.Module, emulation: Emulation) -> None:
     module.__dict__.setdefault(_ATTR, []).append(emulation)
 
 
+class _EndStep:
+    """The model's forward pre-hook: a forward pass is a step (delayed scaling's update). An
+    object, not a closure, so that a deep copy of the model steps its own copy of the state."""
+
+    def __init__(self, emulation: Emulation) -> None:
+        self.emulation = emulation
+
+    def __call__(self, module: nn.Module, args: Any) -> None:
+        self.emulation.end_step()
+
+
 def emulate(module: nn.Module, *, inputs: str, accumulator: Any = None, recipe: Any = None, exclude: Any = (),
             backward: bool = True, seed: int = 0, stats: bool = False) -> nn.Module:
     """Run every ``nn.Linear`` of ``module`` through fpemu (in place; the module is returned).
@@ -90,7 +101,7 @@ def emulate(module: nn.Module, *, inputs: str, accumulator: Any = None, recipe: 
     _check_patterns(module, emulation.exclude)
     module = emulate_module(module, emulation)
     _attach(module, emulation)
-    module.register_forward_pre_hook(lambda m, args: emulation.end_step())  # a forward pass is a step
+    module.register_forward_pre_hook(_EndStep(emulation))
     return module
 
 
