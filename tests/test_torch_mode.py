@@ -68,10 +68,10 @@ def test_gradients_of_a_batched_product_go_through_the_layer_per_matrix():
         y = a @ b
     y.backward(dy)
     q = lambda t: np.asarray(fpemu.quantize(np.asarray(t, F32), "bf16"), F32)  # noqa: E731
-    for i in range(2):  # autocast's backward: dY, dA and dB rounded to bf16
+    for i in range(2):  # dY rounded to bf16 as the backward GEMMs' operand; FP32 dA and dB
         A, B, D = a[i].detach().numpy(), b[i].detach().numpy(), dy[i].numpy()
-        assert np.array_equal(a.grad[i].numpy(), q(t_mm(q(D), q(B).T)))
-        assert np.array_equal(b.grad[i].numpy(), q(t_mm(q(A).T, q(D))))
+        assert np.array_equal(a.grad[i].numpy(), t_mm(q(D), q(B).T))
+        assert np.array_equal(b.grad[i].numpy(), t_mm(q(A).T, q(D)))
 
 
 def test_sites_are_named_after_the_module_and_the_call_order():

@@ -27,25 +27,25 @@ WITH_UNITS = [("bf16", "h100"), ("fp16", "a100"), ("bf16", "mi300x"), ("e4m3", "
               ("mxfp8", "b200"), ("mxfp6_e3m2", "b200"), ("mxfp4", "b200"), ("nvfp4", "b200")]
 
 
-def _run(precision: str, accumulator: str | None = None):
-    model = ft.emulate(net(), inputs=precision, accumulator=accumulator)
+def _run(precision: str, accumulator: str | None = None, recipe=None):
+    model = ft.emulate(net(), inputs=precision, accumulator=accumulator, recipe=recipe)
     io = linear_io(model)
     with ft.emulating(model):
         y = model(inputs())
     return model, io, y
 
 
-def _check_forward(precision, accumulator, model, io):
+def _check_forward(precision, accumulator, model, io, autocast=False):
     for name, (x, y) in io.items():
         lin = model.get_submodule(name)
         w, b = lin.weight.detach().numpy().T, lin.bias.detach().numpy()
-        assert np.array_equal(y, gemm_by_hand(precision, x, w, b, accumulator)), name
+        assert np.array_equal(y, gemm_by_hand(precision, x, w, b, accumulator, autocast)), name
     seen = model.attn.seen
     for i in range(2):
         for h in range(2):  # one GEMM per matrix of the batched product
             s = {k: v[i, h].detach().numpy() for k, v in seen.items()}
-            assert np.array_equal(s["scores"], gemm_by_hand(precision, s["q"], s["kt"], None, accumulator))
-            assert np.array_equal(s["pv"], gemm_by_hand(precision, s["att"], s["v"], None, accumulator))
+            assert np.array_equal(s["scores"], gemm_by_hand(precision, s["q"], s["kt"], None, accumulator, autocast))
+            assert np.array_equal(s["pv"], gemm_by_hand(precision, s["att"], s["v"], None, accumulator, autocast))
 
 
 @pytest.mark.parametrize("precision", FORMATS)
@@ -62,18 +62,29 @@ def test_accumulator_mode_is_fpemu_gemm_with_the_preset(precision, accumulator):
     _check_forward(precision, accumulator, model, io)
 
 
+@pytest.mark.parametrize("precision, accumulator", [("bf16", None), ("fp16", None), ("bf16", "h100")])
+def test_autocast_rounds_the_bias_and_the_output_too(precision, accumulator):
+    model, io, _ = _run(precision, accumulator, recipe="autocast")
+    _check_forward(precision, accumulator, model, io, autocast=True)
+    _, io_plain, _ = _run(precision, accumulator)
+    assert not np.array_equal(io["inp"][1], io_plain["inp"][1])
+
+
 def test_the_preset_changes_the_bits():
     # h100's truncating fp32 sums of e4m3 products differ from torch's float32 product somewhere
     _, io_plain, y_plain = _run("e4m3")
     _, io_unit, y_unit = _run("e4m3", "h100")
     assert any(not np.array_equal(io_plain[n][1], io_unit[n][1]) for n in io_plain)
-    # bf16: 1 + 2^-8 + 1.5 * 2^-24 rounds up in torch's fp32 sum (then above bf16's tie: 1 + 2^-7);
-    # h100 keeps it exactly and rounds toward zero (1 + 2^-8: a tie, to even: 1)
+    # bf16: 1 + 2^-8 + 1.5 * 2^-24 rounds up in torch's fp32 sum; h100 keeps it exactly and rounds
+    # toward zero; with autocast's output rounding that is 1 + 2^-7 (above bf16's tie) against 1
+    # (on the tie: to even)
     lin = nn.Linear(3, 1, bias=False)
     with torch.no_grad():
         lin.weight.copy_(torch.tensor([[1.0, 2.0**-8, 1.5 * 2.0**-24]]))
-    got = [float(ft.emulate(lin, inputs="bf16", accumulator=a)(torch.ones(1, 3)).detach()) for a in (None, "h100")]
-    assert got == [1 + 2.0**-7, 1.0]
+    got = {(a, r): float(ft.emulate(lin, inputs="bf16", accumulator=a, recipe=r)(torch.ones(1, 3)).detach())
+           for a in (None, "h100") for r in (None, "autocast")}
+    assert got == {(None, None): 1 + 2.0**-8 + 2.0**-23, ("h100", None): 1 + 2.0**-8,
+                   (None, "autocast"): 1 + 2.0**-7, ("h100", "autocast"): 1.0}
 
 
 def _grads(precision, recipe=None, backward=True, seed=0):
@@ -106,7 +117,7 @@ def _train_layer(precision, name, seed):
     """fpemu.train's layer for a precision, built directly, with torch's float32 product and
     bias-gradient sum."""
     if precision in ("bf16", "fp16"):
-        layer = LinearLow(precision, _torch_mm, round_dx=True)
+        layer = LinearLow(precision, _torch_mm, round_dx=False, round_output=False)
     elif precision == "e4m3":
         layer = LinearFP8(CurrentScaling(), _torch_mm)
     else:
@@ -134,9 +145,9 @@ def test_gradients_are_fpemu_trains_layer_on_the_same_operands(precision):
 
 
 def test_gradients_by_hand():
-    # bf16 (autocast: dY, dX, dW, db rounded), e4m3 (E5M2 dY with its own current scale), mxfp8
-    # and nvfp4 without stochastic rounding or RHT (each GEMM's operands along its own K)
-    for precision, recipe in (("bf16", None), ("e4m3", None), ("mxfp8", None), ("nvfp4", "2d")):
+    # bf16 (dY rounded; autocast: dX, dW, db too), e4m3 (E5M2 dY with its own current scale),
+    # mxfp8 and nvfp4 without stochastic rounding or RHT (each GEMM's operands along its own K)
+    for precision, recipe in (("bf16", None), ("bf16", "autocast"), ("e4m3", None), ("mxfp8", None), ("nvfp4", "2d")):
         model, io, douts = _grads(precision, recipe)
         x, _ = io["2"]
         dy, dx = douts["2"]
@@ -144,7 +155,9 @@ def test_gradients_by_hand():
         W, dW, db = lin.weight.detach().numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()
         if precision == "bf16":
             q = lambda t: np.asarray(fpemu.quantize(np.asarray(t, F32), "bf16"), F32)  # noqa: E731
-            ref = q(t_mm(q(dy), q(W))), q(t_mm(q(x).T, q(dy))).T, q(_t_sum(q(dy)))
+            ref = t_mm(q(dy), q(W)), t_mm(q(x).T, q(dy)).T, _t_sum(dy)
+            if recipe == "autocast":
+                ref = q(t_mm(q(dy), q(W))), q(t_mm(q(x).T, q(dy))).T, q(_t_sum(q(dy)))
         elif precision == "e4m3":
             tdy, tw, tx = fpemu.scaled_cast(dy, "e5m2"), fpemu.scaled_cast(W.T, "e4m3"), fpemu.scaled_cast(x, "e4m3")
             v = lambda t: np.asarray(fpemu.decode(t.codes, t.format), F32)  # noqa: E731
@@ -214,7 +227,7 @@ def test_bad_input_is_one_clear_error():
         ft.emulate(net(), inputs="bf16", accumulator="v100")
     with pytest.raises(ValueError, match="accumulator 'h100' does not take mxfp8 operands"):
         ft.emulate(net(), inputs="mxfp8", accumulator="h100")
-    with pytest.raises(ValueError, match="bf16 takes no recipe"):
+    with pytest.raises(ValueError, match="bf16's recipe is None .* or 'autocast'"):
         ft.emulate(net(), inputs="bf16", recipe="current")
     with pytest.raises(TypeError, match="emulate takes an nn.Module"):
         ft.emulate(np.ones(3), inputs="bf16")

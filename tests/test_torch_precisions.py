@@ -33,9 +33,9 @@ from fpemu.train import CurrentScaling, DelayedScaling, NVFP4Recipe  # noqa: E40
 
 
 def test_names_recipes_and_labels():
-    assert INPUTS == ("bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "mxfp8", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2",
-                      "mxfp6_e2m3", "mxfp4", "nvfp4")
-    cases = [(("BF16", None, None), ("bf16", "LinearLow")), ((" e5m2", None, "H100"), ("e5m2/current@h100", "LinearFP8")),
+    assert INPUTS == ("bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "mxfp8", "mxfp8_e4m3", "mxfp8_e5m2",
+                      "mxfp6", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "nvfp4")
+    cases = [(("BF16", None, None), ("bf16", "LinearLow")), (("fp16", "Autocast", None), ("fp16/autocast", "LinearLow")), ((" e5m2", None, "H100"), ("e5m2/current@h100", "LinearFP8")),
              (("e4m3", "delayed", None), ("e4m3/delayed", "LinearFP8")),
              (("e4m3", DelayedScaling(margin=1), None), ("e4m3/delayed", "LinearFP8")),
              (("nvfp4", None, None), ("nvfp4/2d+sr+rht", "LinearBlock")),

@@ -46,7 +46,8 @@ def test_a_row_counted_by_hand():
 
 
 def test_the_table_and_the_json():
-    model = ft.emulate(nn.Sequential(_layer(), nn.ReLU(), nn.Linear(4, 2, bias=False)), inputs="bf16", stats=True)
+    model = ft.emulate(nn.Sequential(_layer(), nn.ReLU(), nn.Linear(4, 2, bias=False)), inputs="bf16",
+                       recipe="autocast", stats=True)  # the first layer's output rounded to bf16
     with torch.no_grad():
         model[2].weight.copy_(torch.tensor([[1.0, 2.0, 0.0, 0.5], [0.25, 0.0, 0.0, 1.0]]))
     model(torch.from_numpy(X))
@@ -57,8 +58,8 @@ def test_the_table_and_the_json():
     assert set(lines[1]) == {"-", " "} and len(lines) == 4
     # the second layer's operands are bf16 values with exact products: its SQNR is infinite
     first = lines[2].split()
-    assert first[:3] == ["0", "bf16", "1"] and float(first[3]) > 50 and first[4:] == ["7", "0", "0", "-", "0.5", "0", "0", "-"]
-    assert lines[3].split()[:4] == ["2", "bf16", "1", "inf"]
+    assert first[:3] == ["0", "bf16/autocast", "1"] and float(first[3]) > 50 and first[4:] == ["7", "0", "0", "-", "0.5", "0", "0", "-"]
+    assert lines[3].split()[:4] == ["2", "bf16/autocast", "1", "inf"]
     rows = json.loads(ft.report(model, json=True))
     assert [r["layer"] for r in rows] == ["0", "2"] and rows[1]["sqnr_db"] == "inf"
     assert rows[0]["x"]["scale_min"] is None  # bf16 has no scale

@@ -107,6 +107,10 @@ def test_options_replace_the_default_scale_rule():
     assert np.array_equal(y, ref @ np.eye(32, dtype=F32))
     with pytest.raises(ValueError, match="unknown block precision 'mxfp5'"):
         LinearBlock("mxfp5")
+    assert LinearBlock("mxfp6", scale_rounding="even").options == {"scale_rounding": "even"}
+    assert LinearBlock("mxfp6").block == "mxfp6_e3m2"
+    with pytest.raises(ValueError, match="NVFP4 has its own scale rule"):
+        LinearBlock("nvfp4", scale_rounding="floor")
 
 
 def test_the_matmul_gets_the_block_arrays_of_each_gemm():

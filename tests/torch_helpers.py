@@ -71,13 +71,15 @@ def deq(q) -> np.ndarray:
 
 
 def gemm_by_hand(precision: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
-                 accumulator: str | None = None) -> np.ndarray:
+                 accumulator: str | None = None, autocast: bool = False) -> np.ndarray:
     """``x @ w (+ b)`` (x (M, K), w (K, N)) in a precision of the bridge, from fpemu's public
     functions: formats only (torch's float32 product) or through ``fpemu.gemm``."""
     x, w = np.asarray(x, F32), np.asarray(w, F32)
-    if precision in ("bf16", "fp16"):  # autocast: inputs, bias and output rounded
+    if precision in ("bf16", "fp16"):  # the operands rounded (autocast: the bias and output too)
         q = lambda t: np.asarray(fpemu.quantize(np.asarray(t, F32), precision), F32)  # noqa: E731
         y = t_mm(q(x), q(w)) if accumulator is None else fpemu.gemm(q(x), q(w), inputs=precision, accumulator=accumulator)
+        if not autocast:
+            return y if b is None else y + b
         return q(y if b is None else y + q(b))
     if precision in ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"):  # current scaling, per tensor (TE's rule)
         tx, tw = fpemu.scaled_cast(x, precision), fpemu.scaled_cast(w, precision)

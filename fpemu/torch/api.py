@@ -80,12 +80,13 @@ def emulate(module: nn.Module, *, inputs: str, accumulator: Any = None, recipe: 
     Args:
         inputs: the operands' format: ``"bf16"``, ``"fp16"``, ``"e4m3"``, ``"e5m2"``,
             ``"e4m3fnuz"``, ``"e5m2fnuz"`` (per-tensor scaling), ``"mxfp8"`` (= ``"mxfp8_e4m3"``),
-            ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``, ``"mxfp4"``, ``"nvfp4"`` (blocks
-            along each GEMM's K). docs/torch.md has the table of what each one does.
+            ``"mxfp8_e5m2"``, ``"mxfp6"`` (= ``"mxfp6_e3m2"``), ``"mxfp6_e2m3"``, ``"mxfp4"``,
+            ``"nvfp4"`` (blocks along each GEMM's K). docs/torch.md has the table of what each does.
         accumulator: None (formats only: the dequantized operands multiplied by torch in
             float32) or a matrix unit (a preset name such as ``"h100"``, ``"b200"``,
             ``"mi300x"``, or an Accumulator / BlockScaledAccumulator) through :func:`fpemu.gemm`.
-        recipe: FP8: ``"current"`` (default), ``"delayed"``, ``"unscaled"`` or a recipe object of
+        recipe: BF16/FP16: None (the operands rounded) or ``"autocast"`` (the output, bias and
+            gradients too); FP8: ``"current"`` (default), ``"delayed"``, ``"unscaled"`` or a recipe object of
             :mod:`fpemu.train`; NVFP4: an :class:`~fpemu.train.NVFP4Recipe` or ``"2d,sr,rht"``
             (default: all three); MX: a scale rounding, a convention of :func:`fpemu.mx.quantize`
             or a dict of them (default: ``rceil`` for MXFP8, OCP for MXFP6/MXFP4).

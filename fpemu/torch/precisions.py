@@ -1,9 +1,10 @@
 """What ``inputs=``, ``recipe=`` and ``accumulator=`` name: a :class:`Precision`, which makes
 the linear layer of :mod:`fpemu.train` that runs each emulated GEMM.
 
-Every precision is fpemu.train's own code (no copy of a recipe here): ``"bf16"``/``"fp16"`` are
-:class:`~fpemu.train.linears.LinearLow` (autocast's rounding of inputs, bias, output and
-gradients), ``"e4m3"``/``"e5m2"`` are :class:`~fpemu.train.linears.LinearFP8` (a
+Every precision is fpemu.train's own code (no copy of a recipe here): ``"bf16"``/``"fp16"``
+are :class:`~fpemu.train.linears.LinearLow` (the GEMMs' operands rounded; with
+``recipe="autocast"`` their outputs, the bias and the gradients too, as ``torch.autocast``
+writes them), ``"e4m3"``/``"e5m2"`` are :class:`~fpemu.train.linears.LinearFP8` (a
 TransformerEngine recipe: current, delayed or no scaling, E5M2 gradients), the block formats
 are :class:`~fpemu.train.block_linears.LinearBlock` (MXFP8/MXFP6/MXFP4; NVFP4 with its
 recipe's 2-D weights, stochastic rounding and random Hadamard transform). What this module adds
@@ -84,8 +85,10 @@ class Precision:
             text += "/" + recipe_name(self.recipe)
         elif isinstance(self.recipe, NVFP4Recipe):
             text += "/" + self.recipe.label
-        elif self.recipe:
+        elif isinstance(self.recipe, dict):
             text += "/" + ",".join(f"{v}" for v in self.recipe.values())
+        elif self.recipe:
+            text += "/" + self.recipe
         if self.accumulator is not None:
             text += "@" + (self.accumulator if isinstance(self.accumulator, str) else self.accumulator.name)
         return text
@@ -95,7 +98,9 @@ class Precision:
         NVFP4's stochastic rounding, its own random stream from ``seed``), whose bias gradients
         torch sums."""
         if self.inputs in LOW:
-            layer = LinearLow(self.inputs, self._dense_product(get_format(self.inputs)), round_dx=True)
+            autocast = self.recipe == "autocast"
+            layer = LinearLow(self.inputs, self._dense_product(get_format(self.inputs)), round_dx=autocast,
+                              round_output=autocast)
         elif self.inputs in SCALED:
             fwd, bwd = get_format(self.recipe.fwd_format), get_format(self.recipe.bwd_format)
             layer = LinearFP8(self.recipe, self._dense_product(fwd, bwd))
@@ -175,9 +180,12 @@ def _recipe(name: str, recipe: Any) -> Any:
         return nv
     if name in BLOCKS:
         return _mx_options(name, recipe)
-    if recipe is not None:
-        raise ValueError(f"{name} takes no recipe (got {recipe!r}): its casts have no scale")
-    return None
+    if recipe is None:
+        return None
+    if option_name(recipe) == "autocast":
+        return "autocast"
+    raise ValueError(f"{name}'s recipe is None (the GEMMs' operands rounded) or 'autocast' (their outputs too, as "
+                     f"torch.autocast writes them), not {recipe!r}")
 
 
 def _mx_options(name: str, recipe: Any) -> dict | None:

@@ -110,7 +110,8 @@ def hadamard_rows(x: np.ndarray, m: np.ndarray) -> np.ndarray:
 #: The block format of each precision name a layer takes: fpemu.train's own (``mxfp8``,
 #: ``nvfp4``) and :func:`fpemu.mx.quantize`'s names of the floating-point block formats.
 BLOCK_PRECISIONS = {"mxfp8": "mxfp8_e4m3", "mxfp8_e4m3": "mxfp8_e4m3", "mxfp8_e5m2": "mxfp8_e5m2",
-                    "mxfp6_e3m2": "mxfp6_e3m2", "mxfp6_e2m3": "mxfp6_e2m3", "mxfp4": "mxfp4", "nvfp4": "nvfp4"}
+                    "mxfp6": "mxfp6_e3m2", "mxfp6_e3m2": "mxfp6_e3m2", "mxfp6_e2m3": "mxfp6_e2m3", "mxfp4": "mxfp4",
+                    "nvfp4": "nvfp4"}
 
 
 def default_options(block: str) -> dict:
@@ -150,7 +151,8 @@ class LinearBlock(LinearFP32):
     arithmetic), or any name of :data:`BLOCK_PRECISIONS` (MXFP6, MXFP4: the OCP rule).
 
     ``options`` replaces the format's :func:`default_options` (e.g. ``{"convention":
-    "torchao-0.18", "scale_rounding": "rceil"}`` to quantize as torchao does); ``matmul(a, b)``
+    "torchao-0.18", "scale_rounding": "rceil"}`` to quantize as torchao does; ``scale_rounding``
+    alone names an MX scale rule); ``matmul(a, b)``
     multiplies two :class:`~fpemu.mx.BlockArray` (default :func:`dequantized_matmul`; a
     block-scaled matrix unit through :func:`fpemu.gemm` otherwise). ``recipe`` applies to NVFP4.
 
@@ -162,14 +164,18 @@ class LinearBlock(LinearFP32):
 
     def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0,
                  matmul: Callable[[mx.BlockArray, mx.BlockArray], np.ndarray] | None = None,
-                 options: dict | None = None) -> None:
+                 options: dict | None = None, *, scale_rounding: str | None = None) -> None:
         if kind not in BLOCK_PRECISIONS:
             raise ValueError(f"unknown block precision {kind!r}; choose from {', '.join(BLOCK_PRECISIONS)}")
         self.name, self.block = kind, BLOCK_PRECISIONS[kind]
         nvfp4 = self.block == "nvfp4"
+        if nvfp4 and scale_rounding is not None:
+            raise ValueError("NVFP4 has its own scale rule; scale_rounding applies to the MX formats")
         self.recipe = (recipe or NVFP4Recipe()) if nvfp4 else NVFP4Recipe(False, False, False, 0)
         self.low = mx.get_block_format(self.block).element
         self.options = default_options(self.block) if options is None else dict(options)
+        if scale_rounding is not None:
+            self.options["scale_rounding"] = scale_rounding
         self.mm = matmul or dequantized_matmul
         self.rng = np.random.default_rng([seed, 0x5F4])
         self.rht = hadamard_matrix(seed) if self.recipe.hadamard else None

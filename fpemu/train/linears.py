@@ -131,6 +131,11 @@ class LinearLow(LinearFP32):
     once, on the values the next GEMM takes (rounding commutes with the mask, so only where
     the count is taken changes).
 
+    ``round_output=False`` rounds the GEMMs' operands only, as emulation libraries (torchao,
+    microxcaling) define a format: X and W, then dY, rounded; the FP32 products (or the
+    accumulator model's FP32 output) plus the FP32 bias, and FP32 dX, dW, and the bias
+    gradient summed from the unrounded dY (:mod:`fpemu.torch`'s default for BF16/FP16).
+
     >>> lin = LinearLow("fp16")
     >>> y, ctx = lin.fwd(np.float32([[1e-8, 1.0]]), np.float32([[1.0], [1.0]]), None)
     >>> y.tolist()
@@ -139,18 +144,25 @@ class LinearLow(LinearFP32):
     >>> _, ctx = lin.fwd(x, w, None)
     >>> [float(LinearLow("fp16", round_dx=r).bwd(dy, ctx, None)[0][0, 0]) for r in (True, False)]  # 2^-26
     [0.0, 1.4901161193847656e-08]
+    >>> w3 = np.float32([[1.0], [2.0**-11]])
+    >>> [LinearLow("fp16", round_output=r).fwd(np.float32([[1.0, 1.0]]), w3, None)[0].tolist() for r in (True, False)]
+    [[[1.0]], [[1.00048828125]]]
     """
 
-    def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None, *, round_dx: bool = True) -> None:
+    def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None, *, round_dx: bool = True,
+                 round_output: bool = True) -> None:
         self.low = get_format(fmt)
         self.name = self.low.name
         self.round = rounder(self.low)
         self.mm = matmul or _plain
         self.round_dx = round_dx
+        self.round_output = round_output
 
     def fwd(self, x, w, b, record=True):
         xq, wq = self.round(x), self.round(w)
         y = self.mm(xq, wq, self.low, self.low)
+        if not self.round_output:
+            return (y if b is None else y + b), (xq, wq)
         return self.round(y if b is None else y + self.round(b)), (xq, wq)
 
     def _cast(self, y, stats, kind):
@@ -163,10 +175,12 @@ class LinearLow(LinearFP32):
         xq, wq = ctx
         dyq = self._cast(dy, stats, kind)
         dx = self.mm(dyq, wq.T, self.low, self.low) if need_dx else None
+        dw = self.mm(xq.T, dyq, self.low, self.low)
+        if not self.round_output:  # the operands only: FP32 results, the bias gradient of dY itself
+            return dx, dw, self.sum_rows(dy)
         if dx is not None and self.round_dx:
             dx = self._cast(dx, stats, "act")
-        dw = self._cast(self.mm(xq.T, dyq, self.low, self.low), stats, "weight")
-        return dx, dw, self._cast(self.sum_rows(dyq), stats, "bias")
+        return dx, self._cast(dw, stats, "weight"), self._cast(self.sum_rows(dyq), stats, "bias")
 
     def operands(self, x, w, ctx):
         return OperandView(ctx[0], beyond(x, self.low)), OperandView(ctx[1], beyond(w, self.low))
