@@ -1,5 +1,6 @@
 """A linear layer's GEMMs on block-scaled operands (:func:`fpemu.mx.quantize`): MXFP8 as
-TransformerEngine's ``MXFP8BlockScaling`` runs it, and NVFP4 with the elements of NVIDIA's
+TransformerEngine's ``MXFP8BlockScaling`` runs it, MXFP6 and MXFP4 (forward, for inference),
+and NVFP4 with the elements of NVIDIA's
 NVFP4 pre-training recipe (arXiv 2509.25149) as switchable options (:class:`NVFP4Recipe`);
 the :class:`~.linears.Linear` layers of the MLP and of the transformer alike.
 
@@ -107,41 +108,82 @@ def hadamard_rows(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return (m @ xp.reshape(-1, k, *x.shape[1:])).reshape(xp.shape)
 
 
+# A block precision's name -> the block format of fpemu.mx it quantizes to, and its MX scale
+# rule: NVIDIA's rceil for MXFP8 (TransformerEngine's MXFP8BlockScaling), the OCP rule
+# (mx.quantize's default) for MXFP6 and MXFP4, which no TransformerEngine recipe defines.
+BLOCK_KINDS = {"mxfp8": ("mxfp8_e4m3", "rceil"), "mxfp6": ("mxfp6_e3m2", None), "mxfp4": ("mxfp4", None),
+               "nvfp4": ("nvfp4", None)}
+# NVFP4 in the forward GEMM only (inference): 1-D blocks of 16 along K for the weights too; the
+# recipe's other elements act on gradients.
+NVFP4_FORWARD = NVFP4Recipe(weights_2d=False, stochastic=False, hadamard=False, bf16_last=0)
+
+
 class LinearBlock(LinearFP32):
-    """MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0 scales, NVIDIA's ``rceil``) or NVFP4
-    (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales, TE's arithmetic) GEMMs.
+    """Block-scaled GEMMs along each GEMM's K: MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0
+    scales, NVIDIA's ``rceil``), MXFP6 (``"mxfp6"``: E3M2) and MXFP4 (``"mxfp4"``: E2M1), both
+    with the OCP scale rule, or NVFP4 (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales,
+    TE's arithmetic); the scale rule of an MX kind can be named (``scale_rounding``).
+
+    ``matmul`` (``matmul(A, B)`` of two :class:`~fpemu.mx.BlockArray`, such as
+    :func:`.accumulate.block_matmul`'s) runs the forward GEMM on the quantized operands through
+    a block-scaled matrix-unit model instead of the FP32 product of their values; it needs 1-D
+    weight blocks, and the backward GEMMs then refuse (they are FP32 products only).
 
     >>> lin = LinearBlock("nvfp4", NVFP4Recipe(), seed=0)
     >>> y, ctx = lin.fwd(np.ones((16, 32), np.float32), np.ones((32, 16), np.float32), None)
     >>> float(y[0, 0])
     32.0
+    >>> # x in blocks of scale 0.5: 3.5 saturates to 6 * 0.5; w's scale is 1: 5 ties to 4 (RNE)
+    >>> LinearBlock("mxfp4").fwd(np.float32([[1.0, 3.5]]), np.float32([[5.0], [1.0]]), None)[0].tolist()
+    [[7.0]]
     """
 
-    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0) -> None:
+    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0, *,
+                 scale_rounding: str | None = None, matmul=None) -> None:
+        if kind not in BLOCK_KINDS:
+            raise ValueError(f"unknown block precision {kind!r}; choose from {', '.join(BLOCK_KINDS)}")
         self.name = kind
-        self.recipe = recipe if kind == "nvfp4" else NVFP4Recipe(False, False, False, 0)
-        self.block = "mxfp8_e4m3" if kind == "mxfp8" else "nvfp4"
-        self.low = get_format("e4m3" if kind == "mxfp8" else "e2m1")
+        self.recipe = (recipe or NVFP4Recipe()) if kind == "nvfp4" else NVFP4Recipe(False, False, False, 0)
+        self.block, default_rule = BLOCK_KINDS[kind]
+        if scale_rounding is not None and kind == "nvfp4":
+            raise ValueError("NVFP4 has its own scale rule; scale_rounding applies to the MX kinds")
+        self.scale_rounding = scale_rounding or default_rule
+        self.low = mx.get_block_format(self.block).element
         self.rng = np.random.default_rng([seed, 0x5F4])
         self.rht = hadamard_matrix(seed) if self.recipe.hadamard else None
+        if matmul is not None and self.recipe.weights_2d:
+            raise ValueError("a block-scaled matrix-unit model multiplies operands blocked along K: NVFP4's 16x16 "
+                             "weight tiles (weights_2d) cannot go through it")
+        self.mm = matmul
 
-    def _q(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False) -> np.ndarray:
-        kw: dict = {"scale_rounding": "rceil"} if self.name == "mxfp8" else {}
+    def _block(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False):
+        kw: dict = {"scale_rounding": self.scale_rounding} if self.scale_rounding else {}
         if grad and self.recipe.stochastic:
             kw.update(rounding="stochastic", rng=self.rng)
         if tiles:
             kw.update(axis=(0, 1), block_size=(16, 16))
         else:
             kw.update(axis=axis)
-        return np.asarray(mx.quantize(t, self.block, **kw).dequantize(), dtype=np.float32)
+        return mx.quantize(t, self.block, **kw)
+
+    def _q(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False) -> np.ndarray:
+        return np.asarray(self._block(t, axis, grad, tiles).dequantize(), dtype=np.float32)
 
     def fwd(self, x, w, b, record=True):
-        xq = self._q(x, 1)
-        wq = self._q(w, 0, tiles=self.recipe.weights_2d)
-        y = xq @ wq
+        if self.mm is not None:
+            wb = self._block(w, 0)
+            y = self.mm(self._block(x, 1), wb)
+            wq = np.asarray(wb.dequantize(), dtype=np.float32)
+        else:
+            xq = self._q(x, 1)
+            wq = self._q(w, 0, tiles=self.recipe.weights_2d)
+            y = xq @ wq
         return (y if b is None else y + b), (x, w, wq)
 
     def bwd(self, dy, ctx, stats, kind="act", need_dx=True):
+        if self.mm is not None:
+            raise ValueError(f"{self.name} through a block-scaled matrix-unit model is forward only: its backward "
+                             "GEMMs are not emulated (leave the model out to train)")
         x, w, wq = ctx
         # The dgrad copy of dY is where its underflow is counted, so it is made even where
         # dgrad is skipped: an input layer's dY is counted like every other layer's.

@@ -88,6 +88,11 @@ class LinearLow(LinearFP32):
     once, on the values the next GEMM takes (rounding commutes with the mask, so only where
     the count is taken changes).
 
+    ``round_output=False`` is the forward GEMM alone in the low format, as emulation libraries
+    (torchao, microxcaling) and :mod:`.gemm_precisions` define a precision: input and weight
+    rounded, their FP32 product (or the accumulator model's FP32 output) plus the FP32 bias,
+    not rounded again.
+
     >>> lin = LinearLow("fp16")
     >>> y, ctx = lin.fwd(np.float32([[1e-8, 1.0]]), np.float32([[1.0], [1.0]]), None)
     >>> y.tolist()
@@ -96,18 +101,25 @@ class LinearLow(LinearFP32):
     >>> _, ctx = lin.fwd(x, w, None)
     >>> [float(LinearLow("fp16", round_dx=r).bwd(dy, ctx, None)[0][0, 0]) for r in (True, False)]  # 2^-26
     [0.0, 1.4901161193847656e-08]
+    >>> w3 = np.float32([[1.0], [2.0**-11]])
+    >>> [LinearLow("fp16", round_output=r).fwd(np.float32([[1.0, 1.0]]), w3, None)[0].tolist() for r in (True, False)]
+    [[[1.0]], [[1.00048828125]]]
     """
 
-    def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None, *, round_dx: bool = True) -> None:
+    def __init__(self, fmt: str, matmul: Callable[..., np.ndarray] | None = None, *, round_dx: bool = True,
+                 round_output: bool = True) -> None:
         self.low = get_format(fmt)
         self.name = self.low.name
         self.round = rounder(self.low)
         self.mm = matmul or _plain
         self.round_dx = round_dx
+        self.round_output = round_output
 
     def fwd(self, x, w, b, record=True):
         xq, wq = self.round(x), self.round(w)
         y = self.mm(xq, wq, self.low, self.low)
+        if not self.round_output:
+            return (y if b is None else y + b), (xq, wq)
         return self.round(y if b is None else y + self.round(b)), (xq, wq)
 
     def _cast(self, y, stats, kind):
