@@ -178,9 +178,11 @@ def random_bert(config: BertConfig, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def write_bert(model_dir: str | os.PathLike, config: BertConfig, params: dict[str, np.ndarray], vocab: list[str],
-               max_seq_length: int = 128) -> Path:
+               max_seq_length: int | None = None) -> Path:
     """Write a model directory (config.json, model.safetensors, vocab.txt,
-    sentence_bert_config.json, 1_Pooling/config.json) that :func:`load_bert` reads back."""
+    sentence_bert_config.json, 1_Pooling/config.json) that :func:`load_bert` reads back;
+    ``max_seq_length`` defaults to the positions the model has."""
+    max_seq_length = config.max_position_embeddings if max_seq_length is None else max_seq_length
     if len(vocab) != config.vocab_size or not set(SPECIALS) <= set(vocab):
         raise ValueError(f"the vocabulary must hold {config.vocab_size} tokens, {', '.join(SPECIALS)} among them")
     path = Path(model_dir)

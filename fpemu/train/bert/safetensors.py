@@ -139,7 +139,8 @@ def write_safetensors(path: str | os.PathLike, tensors: dict[str, np.ndarray], m
     header: dict = {"__metadata__": dict(metadata)} if metadata else {}
     blobs, offset = [], 0
     for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
+        arr = np.asarray(tensors[name])
+        arr = arr if arr.flags.c_contiguous else arr.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
         if name in bf16:
             if arr.dtype != np.float32:
                 raise TypeError(f"tensor {name!r} is written as BF16 from float32 values, got {arr.dtype}")

@@ -3,11 +3,13 @@ number), as the model's ``tokenizer.json`` describes it (``BertNormalizer`` with
 ``BertPreTokenizer``, ``WordPiece`` with ``##`` and at most 100 characters a word, the
 ``[CLS] ... [SEP]`` template):
 
-* clean: NUL, U+FFFD and control characters dropped, every white space turned into a space;
+* clean: NUL, U+FFFD and control characters (Cc, Cf, Co, Cs) dropped, every white space
+  turned into a space;
 * CJK ideographs set apart by spaces (each one a word);
 * accents stripped (NFD, combining marks of category Mn dropped) and the text lower-cased;
 * words split on white space, then every punctuation character (ASCII symbols, Unicode
   category P*) made a word of its own;
+* a special token written out (``[SEP]``, ``[MASK]`` ...) kept as that token, first;
 * each word split greedily into the longest pieces of the vocabulary, the pieces after the
   first written ``##piece``; a word with no such split, or of more than 100 characters, is
   ``[UNK]``.
@@ -25,6 +27,7 @@ The checks compare it with the ``tokenizers`` library on the model's own tokeniz
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from typing import Sequence
 
@@ -36,9 +39,12 @@ MAX_WORD_CHARS = 100  # tokenizer.json's max_input_chars_per_word
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 # The CJK ideograph blocks BERT's tokenizer sets apart (the Unicode CJK Unified Ideographs and
-# their extensions A to E, the compatibility ideographs and their supplement).
+# their extensions A to E, the compatibility ideographs and their supplement). Extension E
+# starts at 0x2B920 here, not 0x2B820: the tokenizers library's BertNormalizer (the model's
+# tokenizer.json, what sentence-transformers runs) has it so, where BERT's Python code has
+# 0x2B820; U+2B820..U+2B91F are therefore letters of a word, as the model's tokenizer reads them.
 _CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-        (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+        (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
 def _is_cjk(cp: int) -> bool:
@@ -50,8 +56,9 @@ def _is_whitespace(ch: str) -> bool:
 
 
 def _is_control(ch: str) -> bool:
-    # Tab, newline and carriage return are white space, not control characters.
-    return ch not in "\t\n\r" and unicodedata.category(ch).startswith("C")
+    # Tab, newline and carriage return are white space, not control characters; unassigned
+    # code points (Cn) are kept, as the tokenizers library keeps them (they become [UNK]).
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
 
 
 def _is_punctuation(ch: str) -> bool:
@@ -74,7 +81,9 @@ def _normalize(text: str) -> str:
         else:
             out.append(ch)
     decomposed = unicodedata.normalize("NFD", "".join(out))
-    return "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn").lower()
+    # Lower case one character at a time, as the tokenizers library does: no final-sigma rule
+    # (str.lower() writes a word-final capital sigma as ς, the model's tokenizer as σ).
+    return "".join(ch.lower() for ch in decomposed if unicodedata.category(ch) != "Mn")
 
 
 def basic_words(text: str) -> list[str]:
@@ -115,6 +124,8 @@ class WordPiece:
             raise ValueError(f"the vocabulary lacks the special token {missing[0]}")
         self.pad, self.unk, self.cls, self.sep = (self.ids[t] for t in SPECIALS)
         self.longest = max(len(t) for t in self.vocab)
+        specials = [t for t in (*SPECIALS, "[MASK]") if t in self.ids]
+        self._specials = re.compile("(" + "|".join(map(re.escape, specials)) + ")")
 
     def _pieces(self, word: str) -> list[str]:
         if len(word) > MAX_WORD_CHARS:
@@ -132,8 +143,16 @@ class WordPiece:
         return pieces
 
     def tokens(self, text: str) -> list[str]:
-        """The WordPiece tokens of ``text`` (no special tokens)."""
-        return [p for w in basic_words(text) for p in self._pieces(w)]
+        """The WordPiece tokens of ``text``; a special token written out in it (``[MASK]``,
+        ``[SEP]`` ...) is that token, as the model's tokenizer matches its added tokens first.
+
+        >>> WordPiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]).tokens("a[MASK] a")
+        ['a', '[MASK]', 'a']
+        """
+        out = []
+        for i, part in enumerate(self._specials.split(text)):
+            out.extend([part] if i % 2 else [p for w in basic_words(part) for p in self._pieces(w)])
+        return out
 
     def encode(self, text: str, max_length: int = 256) -> list[int]:
         """``[CLS]``, the token ids of ``text`` cut to ``max_length - 2``, ``[SEP]``."""
