@@ -78,6 +78,14 @@ def test_any_text_as_the_tokenizers_library(model_tokenizer, oracle, text):
 
 
 @needs_model
+def test_the_built_in_pairs_as_the_tokenizers_library(model_tokenizer, oracle):
+    from fpemu.train.bert.pairs import PAIRS
+
+    for text in (s for _, a, b in PAIRS for s in (a, b)):
+        assert model_tokenizer.encode(text) == oracle.encode(text).ids, text
+
+
+@needs_model
 def test_truncation_as_the_tokenizers_library(model_tokenizer, oracle):
     text = " ".join(["word"] * 300)
     oracle.enable_truncation(128)
