@@ -108,26 +108,34 @@ def hadamard_rows(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return (m @ xp.reshape(-1, k, *x.shape[1:])).reshape(xp.shape)
 
 
-# A block precision's name -> the block format of fpemu.mx it quantizes to, and its MX scale
-# rule: NVIDIA's rceil for MXFP8 (TransformerEngine's MXFP8BlockScaling), the OCP rule
-# (mx.quantize's default) for MXFP6 and MXFP4, which no TransformerEngine recipe defines.
-BLOCK_KINDS = {"mxfp8": ("mxfp8_e4m3", "rceil"), "mxfp6": ("mxfp6_e3m2", None), "mxfp4": ("mxfp4", None),
-               "nvfp4": ("nvfp4", None)}
-# NVFP4 in the forward GEMM only (inference): 1-D blocks of 16 along K for the weights too; the
-# recipe's other elements act on gradients.
-NVFP4_FORWARD = NVFP4Recipe(weights_2d=False, stochastic=False, hadamard=False, bf16_last=0)
+# A block precision's name -> the block format of fpemu.mx it quantizes to (the same table and
+# names as the torch bridge's branch, which extends this class to backward GEMMs through a unit).
+BLOCK_PRECISIONS = {"mxfp8": "mxfp8_e4m3", "mxfp6": "mxfp6_e3m2", "mxfp4": "mxfp4", "nvfp4": "nvfp4"}
+
+
+def default_options(block: str) -> dict:
+    """The :func:`fpemu.mx.quantize` keywords of a block format's default recipe: MXFP8 with
+    NVIDIA's ``rceil`` scales (TransformerEngine's ``MXFP8BlockScaling``), MXFP6 and MXFP4 with
+    the OCP rule (no TransformerEngine recipe defines them), NVFP4 with TransformerEngine's
+    arithmetic.
+
+    >>> default_options("mxfp8_e4m3"), default_options("mxfp4"), default_options("nvfp4")
+    ({'scale_rounding': 'rceil'}, {}, {})
+    """
+    return {"scale_rounding": "rceil"} if block.startswith("mxfp8") else {}
 
 
 class LinearBlock(LinearFP32):
     """Block-scaled GEMMs along each GEMM's K: MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0
     scales, NVIDIA's ``rceil``), MXFP6 (``"mxfp6"``: E3M2) and MXFP4 (``"mxfp4"``: E2M1), both
     with the OCP scale rule, or NVFP4 (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales,
-    TE's arithmetic); the scale rule of an MX kind can be named (``scale_rounding``).
+    TE's arithmetic). ``options`` replaces the format's :func:`default_options` (mx.quantize
+    keywords); ``scale_rounding`` alone names an MX scale rule.
 
     ``matmul`` (``matmul(A, B)`` of two :class:`~fpemu.mx.BlockArray`, such as
     :func:`.accumulate.block_matmul`'s) runs the forward GEMM on the quantized operands through
     a block-scaled matrix-unit model instead of the FP32 product of their values; it needs 1-D
-    weight blocks, and the backward GEMMs then refuse (they are FP32 products only).
+    weight blocks, and the backward GEMMs then refuse (they are FP32 products only here).
 
     >>> lin = LinearBlock("nvfp4", NVFP4Recipe(), seed=0)
     >>> y, ctx = lin.fwd(np.ones((16, 32), np.float32), np.ones((32, 16), np.float32), None)
@@ -138,17 +146,19 @@ class LinearBlock(LinearFP32):
     [[7.0]]
     """
 
-    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0, *,
-                 scale_rounding: str | None = None, matmul=None) -> None:
-        if kind not in BLOCK_KINDS:
-            raise ValueError(f"unknown block precision {kind!r}; choose from {', '.join(BLOCK_KINDS)}")
-        self.name = kind
-        self.recipe = (recipe or NVFP4Recipe()) if kind == "nvfp4" else NVFP4Recipe(False, False, False, 0)
-        self.block, default_rule = BLOCK_KINDS[kind]
-        if scale_rounding is not None and kind == "nvfp4":
-            raise ValueError("NVFP4 has its own scale rule; scale_rounding applies to the MX kinds")
-        self.scale_rounding = scale_rounding or default_rule
+    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0, matmul=None,
+                 options: dict | None = None, *, scale_rounding: str | None = None) -> None:
+        if kind not in BLOCK_PRECISIONS:
+            raise ValueError(f"unknown block precision {kind!r}; choose from {', '.join(BLOCK_PRECISIONS)}")
+        self.name, self.block = kind, BLOCK_PRECISIONS[kind]
+        nvfp4 = self.block == "nvfp4"
+        if nvfp4 and scale_rounding is not None:
+            raise ValueError("NVFP4 has its own scale rule; scale_rounding applies to the MX formats")
+        self.recipe = (recipe or NVFP4Recipe()) if nvfp4 else NVFP4Recipe(False, False, False, 0)
         self.low = mx.get_block_format(self.block).element
+        self.options = default_options(self.block) if options is None else dict(options)
+        if scale_rounding is not None:
+            self.options["scale_rounding"] = scale_rounding
         self.rng = np.random.default_rng([seed, 0x5F4])
         self.rht = hadamard_matrix(seed) if self.recipe.hadamard else None
         if matmul is not None and self.recipe.weights_2d:
@@ -157,7 +167,7 @@ class LinearBlock(LinearFP32):
         self.mm = matmul
 
     def _block(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False):
-        kw: dict = {"scale_rounding": self.scale_rounding} if self.scale_rounding else {}
+        kw = dict(self.options)
         if grad and self.recipe.stochastic:
             kw.update(rounding="stochastic", rng=self.rng)
         if tiles:

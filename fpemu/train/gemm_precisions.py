@@ -37,13 +37,16 @@ import numpy as np  # noqa: F401  (the examples above use np)
 
 from ..formats import get_format
 from .accumulate import accumulator_matmul, block_matmul
-from .block_linears import BLOCK_KINDS, NVFP4_FORWARD, LinearBlock
+from .block_linears import BLOCK_PRECISIONS, LinearBlock, NVFP4Recipe
 from .checks import check_int
 from .linears import Linear, LinearFP8, LinearFP32, LinearLow
 from .recipes import CurrentScaling
 
 __all__ = ["GEMM_PRECISIONS", "gemm_precision", "forward_linear", "precision_label"]
 
+# NVFP4 in the forward GEMM only: 1-D blocks of 16 along K for the weights too (no 16x16 tiles);
+# the recipe's other elements act on gradients.
+NVFP4_FORWARD = NVFP4Recipe(weights_2d=False, stochastic=False, hadamard=False, bf16_last=0)
 GEMM_PRECISIONS = ("fp32", "bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4")
 _ALIASES = {"mxfp8_e4m3": "mxfp8", "mxfp6_e3m2": "mxfp6"}
 
@@ -95,5 +98,5 @@ def forward_linear(precision: str, accumulator: object = None, *, seed: int = 0)
     if p == "e4m3":
         mm = accumulator_matmul(accumulator, get_format("e4m3")) if accumulator is not None else None
         return LinearFP8(CurrentScaling(), mm)
-    mm = block_matmul(accumulator, BLOCK_KINDS[p][0]) if accumulator is not None else None
+    mm = block_matmul(accumulator, BLOCK_PRECISIONS[p]) if accumulator is not None else None
     return LinearBlock(p, NVFP4_FORWARD, seed=seed, matmul=mm)
