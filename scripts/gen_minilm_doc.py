@@ -45,16 +45,20 @@ def measure() -> dict:
 
 def render(data: dict) -> str:
     """The markdown table and its caption, from the rows and what the run measured."""
-    rows = data.get("rows") or data["results"]
+    rows = data["results"] if "results" in data else data["rows"]  # the benchmark's JSON, or the CLI's
+    from fpemu.train.bert.study import unit_changes
+
     lines = ["| precision | GEMM sums | cos to fp32: mean | min | Spearman rho | order kept | top-1 kept | "
-             "max change of a pair's similarity | paraphrase / near miss / unrelated | time (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "max change of a pair's similarity | the unit's own change | paraphrase / near miss / unrelated | "
+             "time (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    changes = unit_changes(rows)
     for r in rows:
         sim = r["similarity"]
         sums = "fp32" if r["precision"] == "fp32" else (r["unit"] or "fp32 (formats only)")
         time_s = f"= {r['same_as']}" if r["same_as"] else f"{r['time_s']:.1f}"
+        unit = f"{changes[r['label']]:.4f}" if r["label"] in changes else "-"
         lines.append(f"| {r['precision']} | {sums} | {r['cos_mean']:.6f} | {r['cos_min']:.6f} | {r['spearman']:.4f} | "
-                     f"{100 * r['order_kept']:.1f}% | {100 * r['top1_kept']:.1f}% | {r['max_dsim']:.4f} | "
+                     f"{100 * r['order_kept']:.1f}% | {100 * r['top1_kept']:.1f}% | {r['max_dsim']:.4f} | {unit} | "
                      f"{sim['paraphrase']:.3f} / {sim['near miss']:.3f} / {sim['unrelated']:.3f} | {time_s} |")
     total = data.get("wall_s", data.get("time_s"))
     load = f", load average {data['load_before']:.1f} when it started" if "load_before" in data else ""

@@ -50,8 +50,8 @@ def register_infer(subparsers: argparse._SubParsersAction) -> None:
                    help=f"comma list; gpt: {', '.join(INFER_FORMATS)}; minilm: {', '.join(GEMM_PRECISIONS[1:])} "
                    "(default all)")
     p.add_argument("--accumulators", default=None, metavar="UNITS",
-                   help="minilm: matrix units whose sums to emulate, a comma list of h100, b200 (default both), "
-                   "or none (formats only)")
+                   help="minilm: the matrix units whose sums to emulate, a comma list of presets (default h100,b200; "
+                   "any preset of fpemu.accumulator, with a row for each format it has an MMA for), or none (formats only)")
     p.add_argument("--pairs", type=int, default=None, help="minilm: embed N of the 32 pairs, the kinds in turn (default 32)")
     p.add_argument("--model-dir", default=None, metavar="DIR",
                    help="minilm: a model directory (config.json, model.safetensors, vocab.txt) instead of the "

@@ -61,13 +61,21 @@ def erfc(z: np.ndarray) -> np.ndarray:
     return np.where(z < _Z_MAX, acc, 0.0)
 
 
+_CHUNK = 1 << 16  # elements per pass: the float64 temporaries stay in cache, not in memory
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """``x/2 (1 + erf(x/sqrt 2))`` (torch's ``gelu``, ``approximate="none"``), in float64 and
     rounded once to FP32: ``x/2 erfc(|x|/sqrt 2)`` for negative ``x`` (no cancellation),
-    ``x/2 (2 - erfc(x/sqrt 2))`` otherwise."""
-    x64 = np.asarray(x, dtype=np.float64)
-    e = erfc(np.abs(x64) * math.sqrt(0.5))
-    return (0.5 * x64 * np.where(x64 < 0, e, 2.0 - e)).astype(np.float32)
+    ``x/2 (2 - erfc(x/sqrt 2))`` otherwise; in chunks, so its float64 temporaries take no more
+    memory than a small slice of ``x``."""
+    flat = np.asarray(x).reshape(-1)
+    out = np.empty(flat.shape, dtype=np.float32)
+    for start in range(0, flat.size, _CHUNK):
+        x64 = flat[start : start + _CHUNK].astype(np.float64)
+        e = erfc(np.abs(x64) * math.sqrt(0.5))
+        out[start : start + _CHUNK] = 0.5 * x64 * np.where(x64 < 0, e, 2.0 - e)
+    return out.reshape(np.shape(x))
 
 
 def masked_softmax(scores: np.ndarray, keys: np.ndarray) -> np.ndarray:

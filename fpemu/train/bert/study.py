@@ -12,6 +12,8 @@ Per row (each number against the FP32 row, on the same sentences):
 * ``top-1 kept``: the fraction of first sentences whose most similar second sentence, among
   those of all the pairs, is the one FP32 finds (retrieval unchanged);
 * ``max dsim``: the largest change of a pair's similarity;
+* ``unit dsim``: for a row through a unit, the largest change of a pair's similarity from the
+  same format's formats-only row (what the unit's sums change);
 * ``para``, ``near``, ``unrel``: the mean similarity of the paraphrases, the near misses and the
   unrelated pairs (the FP32 row shows the model's own behaviour);
 * ``time``: seconds to embed the sentences.
@@ -171,16 +173,31 @@ def study_steps(bert: Bert, rows: Sequence, pairs: Sequence = PAIRS, batch_token
     return len(rows) * bert.config.num_hidden_layers * _n_batches(bert, texts, batch_tokens)
 
 
+def unit_changes(rows: Sequence[dict]) -> dict[str, float]:
+    """For each row through a unit whose format also has a formats-only row: the largest change
+    of a pair's similarity between the two (what the unit's sums alone change).
+
+    >>> unit_changes([{"label": "e4m3", "precision": "e4m3", "unit": None, "pair_similarities": [0.5, 0.25]},
+    ...               {"label": "e4m3@h100", "precision": "e4m3", "unit": "h100", "pair_similarities": [0.5, 0.5]}])
+    {'e4m3@h100': 0.25}
+    """
+    alone = {r["precision"]: np.asarray(r["pair_similarities"]) for r in rows if r["unit"] is None}
+    return {r["label"]: float(np.abs(np.asarray(r["pair_similarities"]) - alone[r["precision"]]).max())
+            for r in rows if r["unit"] is not None and r["precision"] in alone}
+
+
 def study_table(rows: list[dict]) -> str:
     """The rows of :func:`run_study` as a text table."""
     head = ("precision", "GEMM sums", "cos mean", "cos min", "rho", "order kept", "top-1 kept", "max dsim",
-            "para", "near", "unrel", "time")
+            "unit dsim", "para", "near", "unrel", "time")
     body = []
+    changes = unit_changes(rows)
     for r in rows:
         sim = r["similarity"]
         body.append((r["precision"], "fp32" if r["precision"] == "fp32" else (r["unit"] or "fp32 (formats only)"),
                      f"{r['cos_mean']:.6f}", f"{r['cos_min']:.6f}", f"{r['spearman']:.4f}",
                      f"{100 * r['order_kept']:.1f}%", f"{100 * r['top1_kept']:.1f}%", f"{r['max_dsim']:.4f}",
+                     f"{changes[r['label']]:.4f}" if r["label"] in changes else "-",
                      *(f"{sim[k]:.3f}" if k in sim else "-" for k in KINDS),
                      f"= {r['same_as']}" if r["same_as"] else f"{r['time_s']:.1f} s"))
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
