@@ -62,6 +62,10 @@ def render(data: dict) -> str:
                      f"{sim['paraphrase']:.3f} / {sim['near miss']:.3f} / {sim['unrelated']:.3f} | {time_s} |")
     total = data.get("wall_s", data.get("time_s"))
     load = f", load average {data['load_before']:.1f} when it started" if "load_before" in data else ""
+    load += f", {data['cpu_s']:.0f} s of CPU time" if "cpu_s" in data else ""
+    if "rss_peak_mib" in data:
+        load += (f"; peak resident memory {data['rss_peak_mib']:.0f} MiB, {data['rss_loaded_mib']:.0f} MiB with the model "
+                 f"opened, one layer's widest operands {data['one_layer_operands_mib']:.1f} MiB")
     lines += ["", f"({data.get('pairs', 32)} pairs, {2 * data.get('pairs', 32)} sentences"
               + (f", {data['tokens']} tokens" if "tokens" in data else "") + f"; the whole table {total:.0f} s on "
               f"{data.get('workers', os.cpu_count())} cores{load}; NumPy {np.__version__}, {platform.machine()}.)"]
