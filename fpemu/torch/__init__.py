@@ -17,7 +17,9 @@ package moves tensors to it and back. docs/torch.md has the guide.
 The package, bottom up: ``precisions`` (a format, recipe and accumulator checked, and the layer
 they make), ``statistics`` (what a report counts, the table and JSON), ``sites`` (an emulated
 GEMM, the autograd function), ``modules`` (the Linear replacement, what is left in float32),
-``mode`` (the ``emulating`` block), ``api`` (the three functions).
+``mode`` (the ``emulating`` block), ``api`` (the three functions), and ``bert`` (the NumPy
+MiniLM encoder of :mod:`fpemu.train.bert` as a torch module through the bridge:
+``from fpemu.torch.bert import bert_module, encode``).
 """
 
 from __future__ import annotations

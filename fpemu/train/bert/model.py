@@ -33,7 +33,7 @@ from ..linears import Linear
 from .files import Bert
 from .layers import gelu, masked_softmax
 
-__all__ = ["LINEARS", "make_linears", "encode", "encode_ids", "batches"]
+__all__ = ["LINEARS", "make_linears", "encode", "encode_ids", "batches", "mean_pool"]
 
 # The linear layers of one BERT layer, by their Hugging Face names.
 LINEARS = {"query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
@@ -114,8 +114,18 @@ def encode_ids(bert: Bert, ids: Sequence[Sequence[int]], linears: list[dict[str,
         x = _ln(bert, h + x, f"encoder.layer.{n}.output.LayerNorm")
         if step is not None:
             step()
+    return mean_pool(x, lengths)
+
+
+def mean_pool(x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each sentence's mean token vector, L2-normalised: ``x`` holds the sentences' tokens
+    packed, ``lengths`` their counts.
+
+    >>> mean_pool(np.float32([[3, 0], [1, 0], [0, 2]]), np.array([2, 1])).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    mean = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
+    mean = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths)[:, None].astype(np.float32)
     return mean / np.maximum(np.sqrt((mean * mean).sum(axis=1, keepdims=True)), np.float32(1e-12))
 
 

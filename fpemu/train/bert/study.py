@@ -131,9 +131,11 @@ def compare(emb: np.ndarray, ref: np.ndarray, kinds: Sequence[str]) -> dict:
 
 def run_study(bert: Bert, rows: Sequence[tuple[str, str | None]], pairs: Sequence[tuple[str, str, str]] = PAIRS, *,
               batch_tokens: int = BATCH_TOKENS, step: Callable[[], None] | None = None,
-              done: Callable[[dict], None] | None = None) -> list[dict]:
+              done: Callable[[dict], None] | None = None, encoder: Callable[..., np.ndarray] = encode) -> list[dict]:
     """Embed the pairs' sentences for every row (``rows[0]`` must be FP32) and compare each
-    with FP32. ``step()`` after each layer of each batch, ``done(row)`` after each row."""
+    with FP32. ``step()`` after each layer of each batch, ``done(row)`` after each row.
+    ``encoder`` embeds one row, with the arguments of :func:`.model.encode` (the same encoder
+    through the torch bridge: :func:`fpemu.torch.bert.encode`)."""
     if not rows or rows[0] != ("fp32", None):
         raise ValueError("the first row is the fp32 reference")
     texts = [s for _, a, b in pairs for s in (a, b)]
@@ -151,7 +153,7 @@ def run_study(bert: Bert, rows: Sequence[tuple[str, str | None]], pairs: Sequenc
                 for _ in range(bert.config.num_hidden_layers * _n_batches(bert, texts, batch_tokens)):
                     step()
         else:
-            emb, same = encode(bert, texts, precision, unit, batch_tokens=batch_tokens, step=step), None
+            emb, same = encoder(bert, texts, precision, unit, batch_tokens=batch_tokens, step=step), None
             seen[key] = (emb, label)
         seconds = time.perf_counter() - start
         ref = emb if ref is None else ref
