@@ -4,8 +4,8 @@ or a model directory: per row of ``fpemu infer --model minilm``'s table,
 
 * ``layers``: of the linear layers the NumPy path runs (6 per BERT layer and batch), how many
   of the bridge's, fed the same input, write the same bits; formats only, also against the
-  NumPy layer with torch's FP32 product (``torch prod``), and the largest difference in units
-  in the last place of the output (``ulps``);
+  NumPy layer with torch's FP32 product (``torch prod``), and the largest difference, in units
+  in the last place of the layer's largest output (``ulps``);
 * ``emb diff``: the largest difference of an embedding component between the two paths (the
   bridge with torch's own LayerNorm, GELU, softmax and attention products), beside the NumPy
   row's own largest difference from FP32 (``to fp32``) and their ratio; ``pair dsim``: the
@@ -41,11 +41,12 @@ from fpemu.train.block_linears import LinearBlock
 from fpemu.train.gemm_precisions import precision_label
 
 
-def ulps(a: np.ndarray, b: np.ndarray) -> int:
-    """The largest distance between two float32 arrays in units in the last place (same signs)."""
-    ia, ib = (np.ascontiguousarray(t, np.float32).view(np.int32).astype(np.int64) for t in (a, b))
-    ia, ib = (np.where(i < 0, -(i & 0x7FFFFFFF), i) for i in (ia, ib))
-    return int(np.abs(ia - ib).max())
+def ulps_of_amax(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest difference between two float32 arrays in units in the last place of the
+    largest magnitude of ``b`` (a layer's output: an ulp count of each element would make a
+    difference between two values near 0 look huge)."""
+    b = np.asarray(b, np.float32)
+    return float(np.abs(np.asarray(a, np.float64) - b).max() / np.spacing(np.abs(b).max()))
 
 
 def recorded_numpy_path(bert, texts, precision, unit) -> tuple[np.ndarray, list]:
@@ -96,7 +97,7 @@ def agreement(bert, texts, rows) -> list[dict]:
             with torch.no_grad():
                 mine = layers[name](torch.from_numpy(x)).numpy()
             same += np.array_equal(mine.view(np.uint32), y.view(np.uint32))
-            worst = max(worst, ulps(mine, y))
+            worst = max(worst, ulps_of_amax(mine, y))
             if unit is None:
                 alt = np.asarray(with_torch_product(precision, unit).fwd(x, w, b, record=False)[0], np.float32)
                 same_torch += np.array_equal(mine.view(np.uint32), alt.view(np.uint32))
@@ -109,13 +110,13 @@ def agreement(bert, texts, rows) -> list[dict]:
                        bert_model.make_linears(bert.config.num_hidden_layers, precision)]
             blas = float(np.abs(similarities(encode_with(bert, texts, linears)) - similarities(emb)).max())
         row = {"label": precision_label(precision, unit), "layers": len(calls), "same": int(same),
-               "same_torch_product": None if unit is not None else int(same_torch), "max_ulps": worst,
+               "same_torch_product": None if unit is not None else int(same_torch), "max_ulps_of_amax": worst,
                "embedding_diff": diff, "numpy_to_fp32": to_fp32, "pair_similarity_diff": dsim,
                "pair_similarity_diff_torch_product": blas,
                "seconds": time.perf_counter() - t0}
         out.append(row)
         print(f"{row['label']:<12} {same:>3}/{len(calls):<3} {'-' if unit else f'{same_torch}/{len(calls)}':>9} "
-              f"{worst:>5}   {diff:9.2e}  {to_fp32:9.2e}  {diff / to_fp32 if to_fp32 else 0:5.2f}   {dsim:9.4f}"
+              f"{worst:>5.0f}   {diff:9.2e}  {to_fp32:9.2e}  {diff / to_fp32 if to_fp32 else 0:5.2f}   {dsim:9.4f}"
               f"   {'-' if blas is None else f'{blas:.4f}':>9}",
               flush=True)
     return out
@@ -154,7 +155,8 @@ def main() -> None:
     torch.set_num_threads(1)  # as the NumPy path's BLAS (single_threaded_blas)
     load0, t0 = os.getloadavg()[0], time.perf_counter()
     print(f"{len(texts)} sentences; per row: linear-layer outputs of the bridge bit-identical to the NumPy path's "
-          "(given its input), to the NumPy layer with torch's product, the largest ulp difference; the largest "
+          "(given its input), to the NumPy layer with torch's product, the largest difference in ulps of the layer's "
+          "largest output; the largest "
           "embedding difference between the paths, the NumPy row's from fp32, their ratio; the largest change of a "
           "pair's similarity between the paths, and (formats only) between the NumPy path and the same with "
           "torch's FP32 product")

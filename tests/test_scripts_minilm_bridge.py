@@ -22,12 +22,12 @@ def tiny(tmp_path_factory):
     return load_bert(d)
 
 
-def test_ulps():
-    one = np.float32([1.0, -2.0, 0.0])
-    up = np.nextafter(one, np.float32(np.inf))
-    assert script.ulps(one, one) == 0 and script.ulps(one, up) == 1
-    tiny = np.float32([2.0**-149])
-    assert script.ulps(-tiny, tiny) == 2 and script.ulps(np.float32([-0.0]), np.float32([0.0])) == 0
+def test_ulps_of_amax():
+    y = np.float32([4.0, 1e-9, -2.0])
+    assert script.ulps_of_amax(y, y) == 0.0
+    assert script.ulps_of_amax(np.float32([4.0, -1e-9, -2.0]), y) == pytest.approx(2e-9 / 2.0**-21)  # not 2^30 ulps
+    assert script.ulps_of_amax(np.float32([4.0, 1e-9, -2.0 - 2.0**-22]), y) == 0.5
+    assert script.ulps_of_amax(np.float32([4.0 + 2.0**-21, 1e-9, -2.0]), y) == 1.0
 
 
 def test_agreement_counts_every_linear_layer(tiny, capsys):
@@ -38,7 +38,7 @@ def test_agreement_counts_every_linear_layer(tiny, capsys):
     e4m3, unit = rows
     assert e4m3["layers"] == unit["layers"] == layers
     assert e4m3["same_torch_product"] == layers and unit["same_torch_product"] is None
-    assert unit["same"] == layers and unit["max_ulps"] == 0
+    assert unit["same"] == layers and unit["max_ulps_of_amax"] == 0
     assert e4m3["pair_similarity_diff_torch_product"] >= 0 and unit["pair_similarity_diff_torch_product"] is None
     assert 0 <= e4m3["embedding_diff"] <= 0.25 * e4m3["numpy_to_fp32"]
     assert capsys.readouterr().out.startswith("e4m3          12/12      12/12     0")
