@@ -267,6 +267,25 @@ def test_encode_batches_steps_and_refusals(tiny):
         tb.encode(tiny, TEXTS, "fp32", "h100")
 
 
+@pytest.mark.parametrize("ids,lengths,error,says", [
+    ([2, 5, 3], [3.0], TypeError, "lengths is a 1-D tensor of torch.long"),
+    ([[2, 5, 3]], [3], TypeError, "ids is a 1-D tensor"),
+    ([2, 5, 3], [2], ValueError, "the lengths add up to 2 tokens, ids holds 3"),
+    ([2, 5, 3], [3, 0], ValueError, "every sentence needs 1..64 tokens"),
+    ([2] * 65, [65], ValueError, "every sentence needs 1..64 tokens"),
+    ([2, 300, 3], [3], ValueError, "token ids must be in 0..299"),
+])
+def test_the_module_refuses_bad_batches(tiny, ids, lengths, error, says):
+    module = tb.bert_module(tiny)
+    with pytest.raises(error, match=says):
+        module(torch.tensor(ids), torch.tensor(lengths))
+
+
+def test_embed_takes_the_bert_module(tiny):
+    with pytest.raises(TypeError, match="embed runs a BertModule"):
+        tb.embed(nn.Linear(2, 2), tiny, TEXTS)
+
+
 def test_the_study_through_the_bridge(tiny):
     pairs = [(k, a, b) for k, a, b in PAIRS[:4]]
     rows = study_rows(("bf16", "nvfp4"), ("b200",))

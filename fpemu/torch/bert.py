@@ -12,8 +12,10 @@ lengths; attention pads each sentence's Q, K, V and leaves the padded keys out o
 
 :func:`emulate_options` names the bridge's options for a precision of
 :mod:`fpemu.train.gemm_precisions` (NVFP4: its forward recipe, 1-D blocks for the weights too);
-:func:`encode` is :func:`fpemu.train.bert.encode` through the bridge (same arguments, same
-result up to torch's FP32 arithmetic outside the GEMMs: docs/torch.md).
+:func:`encode` is :func:`fpemu.train.bert.encode` through the bridge (the same arguments; each
+linear layer writes the NumPy layer's bits given the same input, while torch's FP32 layer norm,
+GELU, softmax and attention products differ from NumPy's in last bits, which a low format's
+casts can carry into visible differences of the embeddings: docs/torch.md).
 
 >>> import numpy as np
 >>> from fpemu.train.bert import Bert, BertConfig, WordPiece, random_bert
@@ -187,11 +189,25 @@ class BertModule(nn.Module):
         self.pooling = MeanPooling()
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        self._check(ids, lengths)
         packing = Packing(lengths)
         x = self.embeddings(ids, packing.index[1])
         for layer in self.encoder.layer:
             x = layer(x, packing)
         return self.pooling(x, packing)
+
+
+    def _check(self, ids: torch.Tensor, lengths: torch.Tensor) -> None:
+        cfg = self.config
+        for name, t in (("ids", ids), ("lengths", lengths)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.dtype != torch.long:
+                raise TypeError(f"{name} is a 1-D tensor of torch.long (the packed token ids, each sentence's length)")
+        if len(lengths) == 0 or int(lengths.min()) < 1 or int(lengths.max()) > cfg.max_position_embeddings:
+            raise ValueError(f"every sentence needs 1..{cfg.max_position_embeddings} tokens, got lengths {lengths.tolist()}")
+        if int(lengths.sum()) != len(ids):
+            raise ValueError(f"the lengths add up to {int(lengths.sum())} tokens, ids holds {len(ids)}")
+        if int(ids.min()) < 0 or int(ids.max()) >= cfg.vocab_size:
+            raise ValueError(f"token ids must be in 0..{cfg.vocab_size - 1}")
 
 
 def bert_module(bert: Bert) -> BertModule:
@@ -232,6 +248,8 @@ def embed(module: BertModule, bert: Bert, texts: Sequence[str], *, batch_tokens:
     """The embeddings of ``texts`` by ``module`` (emulated or not), tokenized by ``bert``'s
     tokenizer and batched as :func:`fpemu.train.bert.encode` batches them; ``step()`` after
     each layer of each batch."""
+    if not isinstance(module, BertModule):
+        raise TypeError(f"embed runs a BertModule (bert_module's result), got {type(module).__name__}")
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be a sequence of strings")
     ids = [bert.tokenizer.encode(t, bert.max_seq_length) for t in texts]
