@@ -214,8 +214,11 @@ def bert_module(bert: Bert) -> BertModule:
     """A new :class:`BertModule` holding (copies of) ``bert``'s weights, in evaluation mode."""
     if not isinstance(bert, Bert):
         raise TypeError(f"bert_module takes a fpemu.train.bert.Bert (load_bert's result), got {type(bert).__name__}")
-    module = BertModule(bert.config)
-    module.load_state_dict({k: torch.tensor(np.asarray(v, np.float32)) for k, v in bert.params.items()}, strict=True)
+    with torch.device("meta"):  # no memory for an initialisation the weights replace
+        module = BertModule(bert.config)
+    # One copy of each weight (the NumPy model's may be a read-only memory map), the module's own.
+    weights = {k: torch.tensor(np.asarray(v, np.float32)) for k, v in bert.params.items()}
+    module.load_state_dict(weights, strict=True, assign=True)
     return module.eval()
 
 
