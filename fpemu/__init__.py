@@ -46,7 +46,7 @@ __all__ = [
 # core alone: ``fpemu.train``, ``fpemu.vectors.make_vectors``, ``from fpemu import testing``
 # import their package when first named. (tests/test_import_cost.py holds the core to this.)
 _LAZY = ("testing", "train", "teach", "fit", "probe", "crosscheck", "vectors", "cases", "backends", "tables",
-         "cli", "errors", "progress", "pages")
+         "cli", "errors", "progress", "pages", "torch")
 
 
 def __getattr__(name: str):

@@ -23,11 +23,20 @@ def wanted(quiet: bool = False) -> bool:
 
 
 @contextlib.contextmanager
-def progress(total: int, label: str, enabled: bool | None = None) -> Iterator[Callable[[int], None]]:
+def progress(total: int, label: str, enabled: bool | None = None,
+             lines_every: float | None = None) -> Iterator[Callable[[int], None]]:
     """A ``step(n=1)`` callback that advances a bar of ``total`` steps, shown when ``enabled``
-    (default: :func:`wanted`); the bar is cleared when the block ends."""
+    (default: :func:`wanted`); the bar is cleared when the block ends.
+
+    ``lines_every`` (seconds), for a command of minutes: where ``enabled`` is None and stderr is
+    not a terminal (a log, a pipe), a line ``label: i/total (s)`` on stderr at most that often,
+    the first one only after that long (a short run stays silent); ``enabled=False`` (--quiet)
+    silences both."""
     if enabled is None:
         enabled = wanted()
+        if not enabled and lines_every is not None:
+            yield _lines(total, label, lines_every)
+            return
     if not enabled:
         yield lambda n=1: None
         return
@@ -55,3 +64,18 @@ def progress(total: int, label: str, enabled: bool | None = None) -> Iterator[Ca
     finally:
         sys.stderr.write("\r" + " " * (len(label) + 2 * len(str(total)) + 4) + "\r")
         sys.stderr.flush()
+
+
+def _lines(total: int, label: str, every: float) -> Callable[[int], None]:
+    """A ``step`` that prints a progress line at most every ``every`` seconds."""
+    start = time.monotonic()
+    done, last = [0], [start]
+
+    def step(n: int = 1) -> None:
+        done[0] += n
+        now = time.monotonic()
+        if now - last[0] >= every:
+            last[0] = now
+            print(f"{label}: {done[0]}/{total} ({now - start:.0f} s)", file=sys.stderr, flush=True)
+
+    return step

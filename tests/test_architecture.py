@@ -26,7 +26,7 @@ LAYERS = [
     {"mx", "scaling"},
     {"accumulator"},
     {"train"},
-    {"cases", "backends"},
+    {"cases", "backends", "torch"},
     {"crosscheck", "fit", "probe", "vectors", "teach", "testing"},
     {"cli", "__main__", ""},  # "": the package's own __init__
 ]

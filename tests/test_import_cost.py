@@ -23,7 +23,7 @@ NOT_AT_IMPORT = [
     "fpemu.probe", "fpemu.probe.cli",
     "fpemu.crosscheck", "fpemu.crosscheck.cli",
     "fpemu.vectors", "fpemu.vectors.cli",
-    "fpemu.testing", "fpemu.backends", "fpemu.cases", "fpemu.tables", "fpemu.progress",
+    "fpemu.testing", "fpemu.backends", "fpemu.cases", "fpemu.tables", "fpemu.progress", "fpemu.torch",
     "argparse", "dask", "dask.array", "matplotlib", "matplotlib.pyplot", "http.server", "torch",
     "importlib.metadata",
 ]

@@ -10,9 +10,11 @@ import fpemu
 from fpemu.train.block_linears import (
     LinearBlock,
     NVFP4Recipe,
+    block_view,
     hadamard_matrix,
     hadamard_rows,
     parse_recipe,
+    transposed,
 )
 from fpemu.train.stats import CastStats
 
@@ -81,3 +83,63 @@ def test_recipes_parse():
     assert parse_recipe("sr,last2") == NVFP4Recipe(False, True, False, 2)
     with pytest.raises(ValueError, match="unknown NVFP4 recipe element 'hadamard'"):
         parse_recipe("2d,hadamard")
+
+
+@pytest.mark.parametrize("kind, block, options", [
+    ("mxfp6_e3m2", "mxfp6_e3m2", {}), ("mxfp4", "mxfp4", {}), ("mxfp8_e5m2", "mxfp8_e5m2", {"scale_rounding": "rceil"}),
+])
+def test_every_mx_format_quantizes_along_each_k(kind, block, options):
+    lin = LinearBlock(kind)
+    assert lin.options == options and lin.low is fpemu.mx.get_block_format(block).element
+    y, ctx = lin.fwd(X, W, None)
+    q = {ax: (lambda t, a=ax: _deq(fpemu.mx.quantize(t, block, axis=a, **options))) for ax in (0, 1)}
+    assert np.array_equal(y, q[1](X) @ q[0](W))
+    dx, dw, db = lin.bwd(DY, ctx, None)
+    assert np.array_equal(dx, q[1](DY) @ q[1](W).T)
+    assert np.array_equal(dw, q[0](X).T @ q[0](DY)) and np.array_equal(db, DY.sum(axis=0))
+
+
+def test_options_replace_the_default_scale_rule():
+    lin = LinearBlock("mxfp8", options={"convention": "torchao-0.18", "scale_rounding": "rceil"})
+    x = np.float32([[2.0**-120 * 1.0000001] * 32, [448.0 * 1.5] + [1.0] * 31])  # where the two RCEILs part
+    ref = _deq(fpemu.mx.quantize(x, "mxfp8_e4m3", axis=1, convention="torchao-0.18", scale_rounding="rceil"))
+    y, _ = lin.fwd(x, np.eye(32, dtype=F32), None)
+    assert np.array_equal(y, ref @ np.eye(32, dtype=F32))
+    with pytest.raises(ValueError, match="unknown block precision 'mxfp5'"):
+        LinearBlock("mxfp5")
+    assert LinearBlock("mxfp6", scale_rounding="even").options == {"scale_rounding": "even"}
+    assert LinearBlock("mxfp6").block == "mxfp6_e3m2"
+    with pytest.raises(ValueError, match="NVFP4 has its own scale rule"):
+        LinearBlock("nvfp4", scale_rounding="floor")
+
+
+def test_the_matmul_gets_the_block_arrays_of_each_gemm():
+    seen = []
+
+    def mm(a, b):
+        seen.append((a.axes, b.axes, a.shape, b.shape))
+        return fpemu.gemm(a, b, accumulator="b200")
+
+    lin = LinearBlock("nvfp4", NVFP4Recipe(weights_2d=True, stochastic=False, hadamard=False, bf16_last=0), matmul=mm)
+    y, ctx = lin.fwd(X, W, None)
+    lin.bwd(DY, ctx, None)
+    # forward X (along K=32) @ W tiles; dgrad dY @ W^T (the same tiles, turned); wgrad X^T @ dY along the tokens
+    assert seen == [((1,), (0, 1), (64, 32), (32, 48)), ((1,), (0, 1), (64, 48), (48, 32)), ((1,), (0,), (32, 64), (64, 48))]
+    qx = fpemu.mx.quantize(X, "nvfp4", axis=1)
+    qw = fpemu.mx.quantize(W, "nvfp4", axis=(0, 1), block_size=(16, 16))
+    assert np.array_equal(y, fpemu.gemm(qx, qw, accumulator="b200"))
+
+
+def test_transposed_and_operand_views():
+    q = fpemu.mx.quantize(W, "nvfp4", axis=(0, 1), block_size=(16, 16))
+    t = transposed(q)
+    assert t.block_size == (16, 16) and np.array_equal(t.dequantize(), q.dequantize().T)
+    x = X.copy()
+    x[0, :32] = [1.0] + [0.0] * 30 + [1e-6]  # 1e-6 is below the block's smallest E2M1 step: flushed
+    view = block_view(x, fpemu.mx.quantize(x, "mxfp4", axis=1))
+    assert view.values[0, 31] == 0 and float(view.scale[0, 0]) == 0.25  # amax 1: 2^(0 - 2)
+    # OCP's floor rule: scale 2^(floor(log2 amax) - 2), so a block whose amax reaches 7 * scale
+    # (where E2M1's RNE goes past 6, odd, to 8) saturates it, and nothing else
+    scale = 2.0 ** (np.floor(np.log2(np.abs(x).max(axis=1, keepdims=True))) - 2)
+    assert np.array_equal(view.scale, np.broadcast_to(scale, x.shape))
+    assert np.array_equal(view.saturated, np.abs(x) >= 7 * scale) and view.saturated.sum() > 0

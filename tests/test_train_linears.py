@@ -91,3 +91,24 @@ def test_unscaled_fp8_casts_with_scale_one():
     # E5M2 without a scale: below half its smallest subnormal (2^-16) is 0, beyond 57344 saturates.
     assert dw.tolist() == [[0.0, 2.0**-16, 3.0, 57344.0]]
     assert stats.underflow == 1 and stats.overflow == 1
+
+
+def test_operand_views_count_saturation_where_the_cast_does():
+    x = np.float32([[1.0, -3.5, 1e-9]])
+    w = np.float32([[1.0], [2.0], [3.0]])
+    cur = LinearFP8(CurrentScaling())
+    vx, vw = cur.operands(x, w, cur.fwd(x, w, None)[1])
+    # current scaling puts the amax exactly at 448: nothing saturates; 1e-9 * 128 flushes
+    assert not vx.saturated.any() and vx.values.tolist() == [[1.0, -3.5, 0.0]] and float(vx.scale) == 1 / 128
+    delayed = LinearFP8(DelayedScaling())
+    delayed.fwd(x, w, None)
+    delayed.end_step()  # the next step's scale is 448 / 3.5 = 128
+    vx, _ = delayed.operands(2 * x, w, delayed.fwd(2 * x, w, None)[1])
+    assert vx.saturated.tolist() == [[False, True, False]] and vx.values[0, 1] == -3.5  # -7 * 128 > 448
+    low = LinearLow("fp16")
+    big = np.float32([[1.0, 7e4]])
+    vx, vw = low.operands(big, w[:2], low.fwd(big, w[:2], None)[1])
+    assert vx.saturated.tolist() == [[False, True]] and np.isinf(vx.values[0, 1]) and vx.scale is None
+    vx, _ = LinearFP32().operands(big, w[:2], (big, w[:2]))
+    assert not vx.saturated.any() and vx.values is big
+

@@ -45,14 +45,18 @@ The package, in the order data flows (each module imports only those above it):
 * ``accumulate``: GEMMs through an accumulator model (with DeepSeek-V3's promotion).
 * ``linears``, ``block_linears``: a linear layer's three GEMMs in each precision (FP32,
   FP16/BF16, FP8; MXFP8, NVFP4 with :class:`NVFP4Recipe`), the one set both networks use.
+* ``gemm_precisions``: one name per forward GEMM precision (bf16, fp16, e4m3, MXFP8/6/4,
+  NVFP4), formats only or through a matrix unit's model, built from those layers.
 * ``policies``: the MLP's linear layer of each precision, per layer (:func:`make_policy`).
 * ``task``, ``network``, ``optimizers``: the data, the MLP, SGD and Adam.
 * ``history``, ``blas``: what a run records; OpenBLAS on one thread.
 * ``loop``: :func:`run` and :func:`compare`.
 * ``gpt``: the transformer task (its own subpackage).
+* ``bert``: a pretrained sentence encoder, all-MiniLM-L6-v2, in NumPy (``fpemu infer --model
+  minilm``; its own subpackage).
 * ``report``, ``lesson``, ``plots``: the table (its title, the measured lesson, a verdict and a
   sentence per run, the legend), the figures.
-* ``files``, ``cli``: output files; the ``fpemu train`` and ``fpemu infer`` commands.
+* ``files``, ``cli``, ``infer_cli``: output files; the ``fpemu train`` and ``fpemu infer`` commands.
 """
 
 from __future__ import annotations

@@ -46,3 +46,24 @@ def accumulator_matmul(name: str, *formats: Format, promote: int | None = None) 
         return gemm(a, b, inputs=(fa, fb), accumulator=model(fa, fb))
 
     return matmul
+
+
+def block_matmul(name: str, kind: str) -> Callable[..., np.ndarray]:
+    """``matmul(A, B)``: the product of two :class:`~fpemu.mx.BlockArray` of the block format
+    ``kind`` (blocked along K) as the named block-scaled unit sums it (``fpemu.gemm``, FP32
+    output). The model is looked up now, so a unit that has no MMA for the format fails
+    before any work.
+
+    >>> from fpemu import mx
+    >>> mm = block_matmul("b200", "mxfp8_e4m3")
+    >>> mm(mx.quantize(np.ones((1, 64)), "mxfp8_e4m3"), mx.quantize(np.ones((64, 1)), "mxfp8_e4m3", axis=0)).tolist()
+    [[64.0]]
+    """
+    from ..accumulator import gemm, get_accumulator
+
+    model = get_accumulator(name, kind)
+
+    def matmul(a, b) -> np.ndarray:
+        return gemm(a, b, accumulator=model)
+
+    return matmul

@@ -12,12 +12,12 @@ FP32; bias gradients come from the unquantized dY.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from .. import mx
-from ..formats import get_format
-from .linears import LinearFP32
+from .linears import LinearFP32, OperandView, beyond
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,54 @@ def hadamard_rows(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return (m @ xp.reshape(-1, k, *x.shape[1:])).reshape(xp.shape)
 
 
+#: The block format of each precision name a layer takes: fpemu.train's own (``mxfp8``,
+#: ``nvfp4``) and :func:`fpemu.mx.quantize`'s names of the floating-point block formats.
+BLOCK_PRECISIONS = {"mxfp8": "mxfp8_e4m3", "mxfp8_e4m3": "mxfp8_e4m3", "mxfp8_e5m2": "mxfp8_e5m2",
+                    "mxfp6": "mxfp6_e3m2", "mxfp6_e3m2": "mxfp6_e3m2", "mxfp6_e2m3": "mxfp6_e2m3", "mxfp4": "mxfp4",
+                    "nvfp4": "nvfp4"}
+
+
+def default_options(block: str) -> dict:
+    """The :func:`fpemu.mx.quantize` keywords of a block format's default recipe: MXFP8 with
+    NVIDIA's ``rceil`` scales (TransformerEngine's ``MXFP8BlockScaling``), MXFP6 and MXFP4 with
+    the OCP rule (no TransformerEngine recipe; torchao's and ``fpemu infer``'s default), NVFP4
+    with TransformerEngine's arithmetic.
+
+    >>> default_options("mxfp8_e4m3"), default_options("mxfp4"), default_options("nvfp4")
+    ({'scale_rounding': 'rceil'}, {}, {})
+    """
+    return {"scale_rounding": "rceil"} if block.startswith("mxfp8") else {}
+
+
+def dequantized_matmul(a: mx.BlockArray, b: mx.BlockArray) -> np.ndarray:
+    """The default product of two block arrays: their values multiplied in FP32."""
+    return np.asarray(a.dequantize(), dtype=np.float32) @ np.asarray(b.dequantize(), dtype=np.float32)
+
+
+def transposed(q: mx.BlockArray) -> mx.BlockArray:
+    """A 2-D block array's transpose: the same codes and scales (views), the blocks turned with
+    them, so a weight quantized once serves the forward GEMM and, transposed, dgrad.
+
+    >>> q = mx.quantize(np.arange(64.0).reshape(2, 32), "mxfp8_e4m3")
+    >>> t = transposed(q)
+    >>> t.axis, t.shape, bool(np.array_equal(t.dequantize(), q.dequantize().T))
+    (0, (32, 2), True)
+    """
+    if len(q.axes) == 1:
+        return q.with_layout(q.codes.T, q.scales.T, axis=1 - q.axes[0])
+    return q.with_layout(q.codes.T, q.scales.T, axis=(0, 1), block_size=q.block_shape[::-1])
+
+
 class LinearBlock(LinearFP32):
-    """MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0 scales, NVIDIA's ``rceil``) or NVFP4
-    (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales, TE's arithmetic) GEMMs.
+    """Block-scaled GEMMs: MXFP8 (``"mxfp8"``: E4M3 in blocks of 32, E8M0 scales, NVIDIA's
+    ``rceil``), NVFP4 (``"nvfp4"``: E2M1 in blocks of 16, UE4M3 and FP32 scales, TE's
+    arithmetic), or any name of :data:`BLOCK_PRECISIONS` (MXFP6, MXFP4: the OCP rule).
+
+    ``options`` replaces the format's :func:`default_options` (e.g. ``{"convention":
+    "torchao-0.18", "scale_rounding": "rceil"}`` to quantize as torchao does; ``scale_rounding``
+    alone names an MX scale rule); ``matmul(a, b)``
+    multiplies two :class:`~fpemu.mx.BlockArray` (default :func:`dequantized_matmul`; a
+    block-scaled matrix unit through :func:`fpemu.gemm` otherwise). ``recipe`` applies to NVFP4.
 
     >>> lin = LinearBlock("nvfp4", NVFP4Recipe(), seed=0)
     >>> y, ctx = lin.fwd(np.ones((16, 32), np.float32), np.ones((32, 16), np.float32), None)
@@ -117,38 +162,75 @@ class LinearBlock(LinearFP32):
     32.0
     """
 
-    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0) -> None:
-        self.name = kind
-        self.recipe = recipe if kind == "nvfp4" else NVFP4Recipe(False, False, False, 0)
-        self.block = "mxfp8_e4m3" if kind == "mxfp8" else "nvfp4"
-        self.low = get_format("e4m3" if kind == "mxfp8" else "e2m1")
+    def __init__(self, kind: str, recipe: NVFP4Recipe | None = None, seed: int = 0,
+                 matmul: Callable[[mx.BlockArray, mx.BlockArray], np.ndarray] | None = None,
+                 options: dict | None = None, *, scale_rounding: str | None = None) -> None:
+        if kind not in BLOCK_PRECISIONS:
+            raise ValueError(f"unknown block precision {kind!r}; choose from {', '.join(BLOCK_PRECISIONS)}")
+        self.name, self.block = kind, BLOCK_PRECISIONS[kind]
+        nvfp4 = self.block == "nvfp4"
+        if nvfp4 and scale_rounding is not None:
+            raise ValueError("NVFP4 has its own scale rule; scale_rounding applies to the MX formats")
+        self.recipe = (recipe or NVFP4Recipe()) if nvfp4 else NVFP4Recipe(False, False, False, 0)
+        self.low = mx.get_block_format(self.block).element
+        self.options = default_options(self.block) if options is None else dict(options)
+        if scale_rounding is not None:
+            self.options["scale_rounding"] = scale_rounding
+        self.mm = matmul or dequantized_matmul
         self.rng = np.random.default_rng([seed, 0x5F4])
         self.rht = hadamard_matrix(seed) if self.recipe.hadamard else None
 
-    def _q(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False) -> np.ndarray:
-        kw: dict = {"scale_rounding": "rceil"} if self.name == "mxfp8" else {}
+    def _q(self, t: np.ndarray, axis: int, grad: bool = False, tiles: bool = False) -> mx.BlockArray:
+        kw = dict(self.options)
         if grad and self.recipe.stochastic:
             kw.update(rounding="stochastic", rng=self.rng)
         if tiles:
             kw.update(axis=(0, 1), block_size=(16, 16))
         else:
             kw.update(axis=axis)
-        return np.asarray(mx.quantize(t, self.block, **kw).dequantize(), dtype=np.float32)
+        return mx.quantize(t, self.block, **kw)
 
     def fwd(self, x, w, b, record=True):
-        xq = self._q(x, 1)
-        wq = self._q(w, 0, tiles=self.recipe.weights_2d)
-        y = xq @ wq
-        return (y if b is None else y + b), (x, w, wq)
+        qx = self._q(x, 1)
+        qw = self._q(w, 0, tiles=self.recipe.weights_2d)
+        y = self.mm(qx, qw)
+        return (y if b is None else y + b), (x, w, qx, qw)
 
     def bwd(self, dy, ctx, stats, kind="act", need_dx=True):
-        x, w, wq = ctx
+        x, w, _, qw = ctx
         # The dgrad copy of dY is where its underflow is counted, so it is made even where
         # dgrad is skipped: an input layer's dY is counted like every other layer's.
-        dyq = self._q(dy, 1, grad=True)
+        qdy = self._q(dy, 1, grad=True)
         if stats is not None:
-            stats.add(dy, dyq, kind=kind)
-        dx = dyq @ (wq if self.recipe.weights_2d else self._q(w, 1)).T if need_dx else None
+            stats.add(dy, np.asarray(qdy.dequantize(), dtype=np.float32), kind=kind)
+        dx = self.mm(qdy, transposed(qw if self.recipe.weights_2d else self._q(w, 1))) if need_dx else None
         xt, dyt = (hadamard_rows(x, self.rht), hadamard_rows(dy, self.rht)) if self.rht is not None else (x, dy)
-        dw = self._q(xt, 0).T @ self._q(dyt, 0, grad=True)
-        return dx, dw, dy.sum(axis=0)
+        dw = self.mm(transposed(self._q(xt, 0)), self._q(dyt, 0, grad=True))
+        return dx, dw, self.sum_rows(dy)
+
+    def operands(self, x, w, ctx) -> tuple[OperandView, OperandView]:
+        _, _, qx, qw = ctx
+        return block_view(x, qx), block_view(w, qw)
+
+
+def block_view(t: np.ndarray, q: mx.BlockArray) -> OperandView:
+    """``t`` as the block array ``q`` holds it: its values, where ``t`` divided by its block's
+    scale rounds beyond the element format (:func:`~.linears.beyond`; exact for MX's powers of
+    two; NVFP4's kernels multiply by a rounded reciprocal instead, so at its boundary this can
+    differ from the cast by an ulp), and each element's scale (its block's, times NVFP4's
+    per-tensor scale): the value of the code of 1 in every block.
+
+    >>> t = np.float32([0.5, 3.0, 5e-5, 1.0, 7.0] + [0.0] * 11)
+    >>> v = block_view(t, mx.quantize(t, "mxfp4"))
+    >>> v.values[:5].tolist(), v.saturated[:5].tolist(), float(v.scale[0])
+    ([0.5, 3.0, 0.0, 1.0, 6.0], [False, False, False, False, True], 1.0)
+    """
+    from ..codec import encode
+
+    elem = q.format.element
+    ones = q.with_layout(np.full(q.codes.shape, encode(1.0, elem)[()], dtype=q.codes.dtype), q.scales)
+    scale = np.asarray(ones.dequantize(), dtype=np.float32)
+    t = np.asarray(t, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.divide(t, scale, out=np.zeros_like(t), where=scale > 0)  # a zero scale holds zeros only
+    return OperandView(np.asarray(q.dequantize(), dtype=np.float32), beyond(scaled, elem), scale)

@@ -18,8 +18,9 @@ from ..progress import wanted
 from .blas import single_threaded_blas
 from .checks import check_scale
 from .files import check_json_file, finite_or_null
-from .gpt.cli import gpt_setups, register_infer
+from .gpt.cli import gpt_setups
 from .gpt.loop import CLI_GPT_STEPS, train_gpt_setup
+from .infer_cli import register_infer
 from .loop import COMPARE_RUNS, DEFAULT_STEPS, MAX_STEPS, compare_setups, make_run_setup, train_setup
 from .plots import PLOT_FILES, plot_directory, pyplot_agg, plot
 from .policies import PRECISIONS

@@ -1,5 +1,5 @@
-"""The transformer on the command line: the runs of ``fpemu train --task gpt`` and the
-``fpemu infer`` command."""
+"""The transformer on the command line: the runs of ``fpemu train --task gpt`` and
+``fpemu infer --model gpt`` (registered by :mod:`fpemu.train.infer_cli`)."""
 
 from __future__ import annotations
 
@@ -91,21 +91,3 @@ def _formats(text: str | None) -> tuple[str, ...]:
     if bad or not names:
         raise ValueError(f"--formats: unknown format {bad[0] if bad else text!r}; choose from {', '.join(INFER_FORMATS)}")
     return names
-
-
-def register_infer(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``infer`` subcommand."""
-    p = subparsers.add_parser(
-        "infer",
-        help="post-training FP8/FP4 quantization of the small transformer: loss and logit error",
-        description="Train the small transformer of 'fpemu train --task gpt' in fp32, then run its "
-        "blocks' linear layers with weights and activations in per-tensor FP8 (calibrated, as "
-        "TransformerEngine), MXFP8, MXFP4 and NVFP4, and compare loss, perplexity and logits with fp32.",
-    )
-    p.add_argument("--steps", type=whole_number(1, MAX_STEPS), default=None, help=f"fp32 training steps (default {DEFAULT_GPT_STEPS})")
-    p.add_argument("--seed", type=whole_number(0), default=0, help="seed of the corpus, initialisation and batches")
-    p.add_argument("--formats", default=None, help=f"comma list of {', '.join(INFER_FORMATS)} (default all)")
-    p.add_argument("--json", action="store_true", help="print the table's numbers as JSON instead of the table")
-    p.add_argument("--json-file", metavar="FILE", help="write the table's numbers (JSON) to FILE")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar (it shows only on a terminal)")
-    p.set_defaults(func=cmd_infer)

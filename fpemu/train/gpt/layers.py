@@ -14,8 +14,9 @@ LN_EPS = 1e-5
 _GELU_C = float(np.sqrt(2.0 / np.pi))
 
 
-def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, tuple]:
-    """``(x - mean) / sqrt(var + eps) * g + b`` over the last axis (biased variance, as torch).
+def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = LN_EPS) -> tuple[np.ndarray, tuple]:
+    """``(x - mean) / sqrt(var + eps) * g + b`` over the last axis (biased variance, as torch;
+    ``eps`` 1e-5 as torch's default, BERT's is 1e-12).
 
     >>> y, _ = layer_norm(np.array([[1.0, 3.0]]), np.ones(2), np.zeros(2))
     >>> np.round(y, 4).tolist()
@@ -23,7 +24,7 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray,
     """
     mu = x.mean(axis=-1, keepdims=True)
     xc = x - mu
-    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + LN_EPS)
+    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + np.asarray(eps, x.dtype))
     xh = xc * rstd
     return xh * g + b, (xh, rstd)
 
