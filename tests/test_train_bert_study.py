@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fpemu.train.bert.pairs import KINDS, PAIRS, first_pairs
-from fpemu.train.bert.study import compare, run_study, spearman, study_rows, study_table
+from fpemu.train.bert.study import compare, run_study, spearman, study_rows, study_steps, study_table
 
 
 def test_rows_are_the_units_that_take_each_format():
@@ -90,3 +90,15 @@ def test_a_unit_with_the_same_model_runs_once(tiny):
         run_study(tiny, rows[1:], first_pairs(2))
     with pytest.raises(ValueError, match="h100 \\(hopper\\) has no block-scaled MMA"):
         run_study(tiny, [("fp32", None), ("mxfp4", "h100")], first_pairs(2))
+
+
+def test_the_rows_are_the_same_on_one_thread_or_several(tiny):
+    """Rows run side by side on threads; each row's arithmetic does not depend on it."""
+    rows = [("fp32", None), ("bf16", None), ("e4m3", "h100"), ("mxfp4", None), ("nvfp4", "b200"), ("bf16", "b200")]
+    steps = []
+    one = run_study(tiny, rows, first_pairs(6), workers=1)
+    four = run_study(tiny, rows, first_pairs(6), workers=4, step=lambda: steps.append(1))
+    drop = ("time_s",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in one] == \
+           [{k: v for k, v in r.items() if k not in drop} for r in four]
+    assert len(steps) == study_steps(tiny, rows, first_pairs(6))  # every row counted once

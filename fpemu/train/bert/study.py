@@ -25,7 +25,9 @@ alike) is not run twice: the row repeats that row's embeddings and says so.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 import numpy as np
@@ -131,37 +133,56 @@ def compare(emb: np.ndarray, ref: np.ndarray, kinds: Sequence[str]) -> dict:
 
 def run_study(bert: Bert, rows: Sequence[tuple[str, str | None]], pairs: Sequence[tuple[str, str, str]] = PAIRS, *,
               batch_tokens: int = BATCH_TOKENS, step: Callable[[], None] | None = None,
-              done: Callable[[dict], None] | None = None, encoder: Callable[..., np.ndarray] = encode) -> list[dict]:
+              done: Callable[[dict], None] | None = None, encoder: Callable[..., np.ndarray] = encode,
+              workers: int | None = None) -> list[dict]:
     """Embed the pairs' sentences for every row (``rows[0]`` must be FP32) and compare each
-    with FP32. ``step()`` after each layer of each batch, ``done(row)`` after each row.
-    ``encoder`` embeds one row, with the arguments of :func:`.model.encode` (the same encoder
-    through the torch bridge: :func:`fpemu.torch.bert.encode`)."""
+    with FP32. ``step()`` after each layer of each batch, ``done(row)`` after each row, in
+    row order. ``encoder`` embeds one row, with the arguments of :func:`.model.encode` (the
+    same encoder through the torch bridge: :func:`fpemu.torch.bert.encode`).
+
+    The rows are independent, so ``workers`` threads embed them at once (default: every core
+    for the NumPy encoder; one for another encoder, whose library's thread settings and modes
+    are its own);
+    each row's arithmetic is the same whichever thread runs it (BLAS pinned to one thread per
+    call by the caller's ``single_threaded_blas``), so the table's numbers do not depend on
+    ``workers``; a row's ``time_s`` is its wall time, shared with the rows beside it."""
     if not rows or rows[0] != ("fp32", None):
         raise ValueError("the first row is the fp32 reference")
     texts = [s for _, a, b in pairs for s in (a, b)]
     kinds = [k for k, _, _ in pairs]
-    out, seen, ref = [], {}, None
     for precision, unit in rows:
         forward_linear(precision, unit)  # a bad name or a unit without the format fails before any work
+    first: dict[tuple, tuple[str, str | None, str]] = {}  # a model's key -> the first row that runs it
     for precision, unit in rows:
-        key = _model_key(precision, unit)
-        label = precision_label(precision, unit)
+        first.setdefault(_model_key(precision, unit), (precision, unit, precision_label(precision, unit)))
+
+    def embed(precision: str, unit: str | None) -> tuple[np.ndarray, float]:
         start = time.perf_counter()
-        if key in seen:
-            emb, same = seen[key]
-            if step is not None:
-                for _ in range(bert.config.num_hidden_layers * _n_batches(bert, texts, batch_tokens)):
-                    step()
-        else:
-            emb, same = encoder(bert, texts, precision, unit, batch_tokens=batch_tokens, step=step), None
-            seen[key] = (emb, label)
-        seconds = time.perf_counter() - start
-        ref = emb if ref is None else ref
-        row = {"precision": precision, "unit": unit, "label": label, "same_as": same, "time_s": seconds,
-               **compare(emb, ref, kinds)}
-        out.append(row)
-        if done is not None:
-            done(row)
+        emb = encoder(bert, texts, precision, unit, batch_tokens=batch_tokens, step=step)
+        return emb, time.perf_counter() - start
+
+    if workers is None:
+        workers = min(len(first), os.cpu_count() or 1) if encoder is encode else 1
+    n = max(1, workers)
+    out, ref = [], None
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        runs = {key: pool.submit(embed, p, u) for key, (p, u, _) in first.items()}
+        for precision, unit in rows:
+            key = _model_key(precision, unit)
+            label = precision_label(precision, unit)
+            emb, seconds = runs[key].result()
+            same = None if first[key][2] == label else first[key][2]
+            if same is not None:
+                seconds = 0.0
+                if step is not None:  # the progress counts the row it did not need to run
+                    for _ in range(bert.config.num_hidden_layers * _n_batches(bert, texts, batch_tokens)):
+                        step()
+            ref = emb if ref is None else ref
+            row = {"precision": precision, "unit": unit, "label": label, "same_as": same, "time_s": seconds,
+                   **compare(emb, ref, kinds)}
+            out.append(row)
+            if done is not None:
+                done(row)
     return out
 
 
