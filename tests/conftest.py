@@ -33,6 +33,16 @@ def default_runs(default_task):
     return [T.run(p, ls, DEFAULT_STEPS, DEFAULT_SEED, task=default_task) for p, ls in DEFAULT_RUNS]
 
 
+@pytest.fixture(autouse=True)
+def _no_progress_lines(monkeypatch):
+    """No timed progress line on stderr in a test (a command run in a pipe prints one every
+    few seconds, so a slow machine would change what a test reads); the tests of those lines
+    set ``fpemu.progress.LINES_EVERY_S`` themselves."""
+    import fpemu.progress
+
+    monkeypatch.setattr(fpemu.progress, "LINES_EVERY_S", float("inf"))
+
+
 @pytest.fixture
 def plt():
     """matplotlib.pyplot on the Agg backend (skipped without matplotlib); figures closed after."""

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+import fpemu.progress
 from cli_helpers import fails
 
 from fpemu.cli import main
-from fpemu.train.bert import cli as bert_cli
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def test_json_and_json_file(model_dir, tmp_path, capsys):
 
 
 def test_progress_lines_where_stderr_is_not_a_terminal(model_dir, capsys, monkeypatch):
-    monkeypatch.setattr(bert_cli, "PROGRESS_LINES_S", 0.0)
+    monkeypatch.setattr(fpemu.progress, "LINES_EVERY_S", 0.0)
     assert main(["infer", "--model", "minilm", "--model-dir", model_dir, "--pairs", "2", "--formats", "bf16",
                  "--accumulators", "none"]) == 0
     err = capsys.readouterr().err.splitlines()

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..arguments import option_name, whole_number
 from ..outputs import atomic_output, check_output_path
-from ..progress import wanted
+from ..progress import step_lines, wanted
 from .blas import single_threaded_blas
 from .checks import check_scale
 from .files import check_json_file, finite_or_null
@@ -124,7 +124,7 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
     args = argparse.Namespace(**{**vars(args), "fp8_recipe": args.fp8_recipe or "delayed",
                                  "growth_interval": DEFAULT_GROWTH_INTERVAL if args.growth_interval is None
                                  else args.growth_interval})  # fmt: skip
-    progress = _progress_bar(sys.stderr) if wanted(args.quiet) else None
+    progress = None if args.quiet else _progress_bar(sys.stderr) if wanted() else step_lines()
     if args.task == "gpt":
         return gpt_setups(args, progress), lambda setup: train_gpt_setup(setup)[0]
     steps = DEFAULT_STEPS if args.steps is None else args.steps

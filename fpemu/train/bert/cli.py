@@ -17,7 +17,6 @@ from .files import load_bert
 from .pairs import PAIRS, first_pairs
 from .study import FORMATS, UNITS, run_study, study_rows, study_steps, study_table
 
-PROGRESS_LINES_S = 5.0  # a progress line this often where stderr is not a terminal
 
 
 def _names(option: str, text: str | None, default: tuple[str, ...], check) -> tuple[str, ...]:
@@ -74,8 +73,7 @@ def cmd_infer_minilm(args: argparse.Namespace) -> int:
     pairs = first_pairs(n_pairs)
     start = time.perf_counter()
     quiet = False if args.quiet else None
-    with single_threaded_blas(), progress(study_steps(bert, rows, pairs), "minilm", enabled=quiet,
-                                          lines_every=PROGRESS_LINES_S) as step:
+    with single_threaded_blas(), progress(study_steps(bert, rows, pairs), "minilm", enabled=quiet) as step:
         results = run_study(bert, rows, pairs, step=lambda: step())
     seconds = time.perf_counter() - start
     payload = {"model": "minilm", "source": bert.source, "pairs": n_pairs, "sentences": 2 * n_pairs,

@@ -10,7 +10,7 @@ from typing import Callable
 
 from ...arguments import whole_number
 from ...outputs import atomic_output
-from ...progress import progress, wanted
+from ...progress import progress
 from ..blas import single_threaded_blas
 from ..loop import MAX_STEPS
 from .infer import INFER_FORMATS, inference_table, quantized_inference
@@ -60,8 +60,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
             check_json_file(args.json_file)
         except OSError as exc:
             raise path_error("--json-file", args.json_file, exc) from None
-    # One bar (stderr, terminal only, off with --quiet): the training steps, then one step per format.
-    with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=wanted(args.quiet)) as step:
+    # One bar (stderr; a line every few seconds where it is not a terminal; off with --quiet):
+    # the training steps, then one step per format.
+    with single_threaded_blas(), progress(steps + len(formats), "infer", enabled=False if args.quiet else None) as step:
         setup = replace(setup, progress=lambda i, n: step())
         _, params = train_gpt_setup(setup)
         rows = quantized_inference(params, setup.task, formats, seed=setup.seed, progress=lambda i, n: step())
