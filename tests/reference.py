@@ -627,3 +627,17 @@ def table_rne(x: np.ndarray, fmt: Format) -> np.ndarray:
         code = np.where(a_clean == 0, nan_pos, code)
     code = np.where(nan_in, nan_signed, code)
     return code.astype(np.uint8 if _width(fmt) <= 8 else np.uint16)
+
+
+def assert_same_floats(got: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """Equal values, NaN where NaN, and the same sign on zeros (and everything else)."""
+    # float32 signalling NaNs (the fp32/tf32 word sweeps hold them) raise "invalid" when
+    # widened to float64; the comparison is NaN-aware, so that flag is expected here.
+    with np.errstate(invalid="ignore"):
+        got = np.asarray(got, dtype=np.float64)
+        expected = np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape
+    nan_g, nan_e = np.isnan(got), np.isnan(expected)
+    bad = (nan_g != nan_e) | (~nan_e & ((got != expected) | (np.signbit(got) != np.signbit(expected))))
+    idx = np.flatnonzero(bad)
+    assert idx.size == 0, f"{what}: {idx.size} differ, first at {idx[:5].tolist()}: got {got[idx[:5]]} expected {expected[idx[:5]]}"

@@ -15,7 +15,7 @@ import fpemu
 from fpemu import Format, decode
 from fpemu.formats import format_names, get_format
 
-from reference import ML_DTYPES_TYPES, decode_table, oracle_type, ref_decode
+from reference import ML_DTYPES_TYPES, assert_same_floats, decode_table, oracle_type, ref_decode
 
 SMALL = [n for n in format_names() if get_format(n).bits <= 16]
 SMALL_ML = [n for n in SMALL if n in ML_DTYPES_TYPES]  # (skipped where the installed release lacks one)
@@ -25,27 +25,13 @@ def _all_codes(fmt) -> np.ndarray:
     return np.arange(1 << fmt.bits, dtype=np.uint32).astype(fmt.code_dtype)
 
 
-def _assert_same_floats(got: np.ndarray, expected: np.ndarray, what: str) -> None:
-    """Equal values, NaN where NaN, and the same sign on zeros (and everything else)."""
-    # float32 signalling NaNs (the fp32/tf32 word sweeps hold them) raise "invalid" when
-    # widened to float64; the comparison is NaN-aware, so that flag is expected here.
-    with np.errstate(invalid="ignore"):
-        got = np.asarray(got, dtype=np.float64)
-        expected = np.asarray(expected, dtype=np.float64)
-    assert got.shape == expected.shape
-    nan_g, nan_e = np.isnan(got), np.isnan(expected)
-    bad = (nan_g != nan_e) | (~nan_e & ((got != expected) | (np.signbit(got) != np.signbit(expected))))
-    idx = np.flatnonzero(bad)
-    assert idx.size == 0, f"{what}: {idx.size} differ, first at {idx[:5].tolist()}: got {got[idx[:5]]} expected {expected[idx[:5]]}"
-
-
 @pytest.mark.parametrize("name", SMALL)
 def test_decode_every_code_matches_reference(name):
     fmt = get_format(name)
     codes = _all_codes(fmt)
     got = fpemu.decode(codes, fmt)
     assert got.dtype == np.float64
-    _assert_same_floats(got, decode_table(fmt), f"decode {name} vs reference")
+    assert_same_floats(got, decode_table(fmt), f"decode {name} vs reference")
 
 
 @pytest.mark.parametrize("name", SMALL)
@@ -54,7 +40,7 @@ def test_decode_float32_every_code_matches_reference(name):
     got = fpemu.decode(_all_codes(fmt), fmt, dtype=np.float32)
     assert got.dtype == np.float32
     # Every value of these formats is a float32, so the float32 decode is exact too.
-    _assert_same_floats(got, decode_table(fmt), f"decode {name} as float32")
+    assert_same_floats(got, decode_table(fmt), f"decode {name} as float32")
 
 
 @pytest.mark.parametrize("name", SMALL_ML)
@@ -64,7 +50,7 @@ def test_decode_every_code_matches_ml_dtypes(name):
     codes = _all_codes(fmt)
     with np.errstate(invalid="ignore"):
         expected = codes.view(oracle_type(name)).astype(np.float64)
-    _assert_same_floats(fpemu.decode(codes, fmt), expected, f"decode {name} vs ml_dtypes")
+    assert_same_floats(fpemu.decode(codes, fmt), expected, f"decode {name} vs ml_dtypes")
 
 
 def _edge_and_random_words(seed: int) -> np.ndarray:
@@ -83,13 +69,13 @@ def test_decode_fp32_matches_numpy_and_reference():
     got = fpemu.decode(words, fmt)
     with np.errstate(invalid="ignore"):  # numpy's oracle widens signalling NaN words
         numpy_view = words.view(np.float32).astype(np.float64)
-    _assert_same_floats(got, numpy_view, "fp32 decode vs numpy view")
+    assert_same_floats(got, numpy_view, "fp32 decode vs numpy view")
     sample = words[::20]
     expected = np.array([ref_decode(int(w), fmt).to_float() for w in sample])
-    _assert_same_floats(got[::20], expected, "fp32 decode vs reference")
+    assert_same_floats(got[::20], expected, "fp32 decode vs reference")
     got32 = fpemu.decode(words, fmt, dtype=np.float32)
     assert got32.dtype == np.float32
-    _assert_same_floats(got32, words.view(np.float32), "fp32 decode as float32")
+    assert_same_floats(got32, words.view(np.float32), "fp32 decode as float32")
 
 
 def test_decode_tf32_matches_reference_and_ignores_low_bits():
@@ -98,11 +84,11 @@ def test_decode_tf32_matches_reference_and_ignores_low_bits():
     got = fpemu.decode(words, fmt)
     sample = words[::20]
     expected = np.array([ref_decode(int(w), fmt).to_float() for w in sample])
-    _assert_same_floats(got[::20], expected, "tf32 decode vs reference")
+    assert_same_floats(got[::20], expected, "tf32 decode vs reference")
     # The low 13 bits are ignored on read: the value is the fp32 value of the cleared word.
     with np.errstate(invalid="ignore"):  # the cleared words include signalling NaNs
         cleared = (words & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    _assert_same_floats(got, cleared, "tf32 decode vs fp32 view of the cleared word")
+    assert_same_floats(got, cleared, "tf32 decode vs fp32 view of the cleared word")
     # SPEC: a NaN whose payload lies only in the low 13 bits reads as Inf.
     assert fpemu.decode(np.array([0x7F800001, 0xFF801000], dtype=np.uint32), fmt).tolist() == [np.inf, -np.inf]
 

@@ -23,6 +23,7 @@ import fpemu
 from fpemu.formats import format_names, get_format
 
 from reference import (
+    assert_same_floats,
     ML_DTYPES_TYPES,
     ml_dtypes_has,
     nan_table,
@@ -38,20 +39,6 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 SMALL = [n for n in format_names() if get_format(n).bits <= 16]
 SMALL_ML = [n for n in SMALL if n in ML_DTYPES_TYPES]  # (skipped where the installed release lacks one)
 SMALL_NO_ML = [n for n in SMALL if not ml_dtypes_has(n)]  # ue4m3, P3109; float8_e5m3fnu before 0.7
-
-
-def _assert_same_floats(got: np.ndarray, expected: np.ndarray, what: str) -> None:
-    """Equal values, NaN where NaN, and the same sign on zeros (and everything else)."""
-    # float32 signalling NaNs (the fp32/tf32 word sweeps hold them) raise "invalid" when
-    # widened to float64; the comparison is NaN-aware, so that flag is expected here.
-    with np.errstate(invalid="ignore"):
-        got = np.asarray(got, dtype=np.float64)
-        expected = np.asarray(expected, dtype=np.float64)
-    assert got.shape == expected.shape
-    nan_g, nan_e = np.isnan(got), np.isnan(expected)
-    bad = (nan_g != nan_e) | (~nan_e & ((got != expected) | (np.signbit(got) != np.signbit(expected))))
-    idx = np.flatnonzero(bad)
-    assert idx.size == 0, f"{what}: {idx.size} differ, first at {idx[:5].tolist()}: got {got[idx[:5]]} expected {expected[idx[:5]]}"
 
 
 def _encode_kwargs(name: str) -> dict:
@@ -329,7 +316,7 @@ def test_quantize_all_float16_inputs_matches_ml_dtypes_round_trip(name):
         # ml_dtypes' NaN codes for FP4/FP6 decode to -0 / +0: compare only the real inputs.
         keep = ~np.isnan(x)
         got, expected = got[keep], expected[keep]
-    _assert_same_floats(got, expected, f"quantize {name} vs ml_dtypes round trip")
+    assert_same_floats(got, expected, f"quantize {name} vs ml_dtypes round trip")
 
 
 # (a regression, issue 9: it once gave wrong bits or a traceback; worked out by hand from the format's definition)
