@@ -15,7 +15,7 @@ pytestmark = pytest.mark.xdist_group("default_runs")
 
 # ---- the default task's claims (fixed seed 0, 300 steps) --------------------------------------
 # ``default_runs`` (tests/conftest.py): fp32, fp16 unscaled, fp16 with dynamic scaling and bf16,
-# 300 steps of seed 0, trained once per session and shared with tests/test_train_torch.py.
+# 300 steps of seed 0, trained once per session and shared with tests/train/test_torch.py.
 
 
 def test_fp16_without_scaling_flushes_and_stalls(default_runs):

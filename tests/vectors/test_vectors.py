@@ -71,7 +71,7 @@ def test_cast_vectors_agree_with_ml_dtypes():
         assert np.array_equal(x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8), v["code"])
     v = cast_vectors("bf16", "exhaustive")
     x = v["input_bits"].view(np.float32)
-    assert x.size == 392448  # see tests/test_vectors_exhaustive.py for why these are all the cases
+    assert x.size == 392448  # see tests/vectors/test_exhaustive.py for why these are all the cases
     finite = ~np.isnan(x)  # (ml_dtypes keeps NaN payloads; fpemu's default gives the canonical NaN)
     assert np.array_equal(x[finite].astype(ml_dtypes.bfloat16).view(np.uint16), v["code"][finite])
     decoded = v["code"].view(ml_dtypes.bfloat16).astype(np.float64)

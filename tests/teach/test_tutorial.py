@@ -17,7 +17,7 @@ import fpemu
 from fpemu.teach.plots import check_plot_request
 import script_helpers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 
 

@@ -1,5 +1,5 @@
 """fit on the hardware dumps, and the batched kernel against fpemu.accumulator.dot (probe with fake
-devices: tests/test_probe.py)."""
+devices: tests/probe/test_probe.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from fpemu.fit.kernel import batch_matches, model_matches
 from fpemu.fit.search import _used_fraction_bits, candidate_models
 from fpemu.vectors import dot_vectors, write_vectors
 
-HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
+HWDATA = Path(__file__).resolve().parents[2].parent / "shared" / "hwdata"
 
 # (file, output column) -> the GPU whose preset must be named; None: open (no model must fit).
 EXPECTED = {

@@ -13,7 +13,7 @@ from fpemu.accumulator import BlockFMA, BlockModel, dot
 from fpemu.fit import Dump, DumpError, fit, load_dump, report
 from fpemu.vectors import dot_vectors, write_vectors
 
-HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
+HWDATA = Path(__file__).resolve().parents[2].parent / "shared" / "hwdata"
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -16,7 +16,7 @@ from fpemu.train.bert import cli as bert_cli
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    from test_train_bert_model import CFG, tiny_vocab
+    from train.bert.test_model import CFG, tiny_vocab
 
     from fpemu.train.bert.files import random_bert, write_bert
 

@@ -2,7 +2,7 @@
 Playwright, clicking bits and typing numbers, and checking what the page shows against fpemu's
 codec computed here. The newer controls (hex and integer entry, stepping, the URL, the phone
 width, the NaN rule, stochastic rounding, the block view's marks) are driven in
-tests/test_teach_browser_explorer.py.
+tests/teach/test_browser_explorer.py.
 
 Skipped when the ``playwright`` package or a Chromium binary is missing (``.ci/run`` installs
 both); see tests/browser_helpers.py.

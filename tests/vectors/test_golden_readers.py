@@ -18,7 +18,7 @@ import pytest
 from fpemu import cli
 from fpemu.vectors import read_vectors
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "golden.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "golden.md"
 CXX = shutil.which("g++") or shutil.which("c++")
 CC = shutil.which("gcc") or shutil.which("cc")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++ or c++) on PATH")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from torch_mlp_reference import train_torch  # noqa: E402
 
 # the default runs are trained once per worker: keep both files that use them on one
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.xdist_group("default_runs")
 
 @pytest.fixture(scope="module")
 def both(default_task, default_runs):
-    """fpemu's default runs (tests/conftest.py, shared with test_train_claims.py) and torch's."""
+    """fpemu's default runs (tests/conftest.py, shared with test_claims.py) and torch's."""
     ours = {f"{h.precision}+{h.loss_scale}": h for h in default_runs}
     assert list(ours) == ["fp32+none", "fp16+none", "fp16+dynamic", "bf16+none"]
     theirs = {k: train_torch(0, *k.split("+"), 300, task=default_task) for k in ours}

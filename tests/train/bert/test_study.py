@@ -68,7 +68,7 @@ def test_pairs_data():
 
 @pytest.fixture(scope="module")
 def tiny():
-    from test_train_bert_model import CFG, tiny_vocab
+    from train.bert.test_model import CFG, tiny_vocab
 
     from fpemu.train.bert.files import Bert, random_bert
     from fpemu.train.bert.tokenizer import WordPiece

@@ -4,7 +4,7 @@ holds every output the model's arithmetic gives, and is tight.
 Checked against fpemu.gemm for every preset (its own interval, its vendor family's, and the
 any-order bound), against fpemu.gemm on permuted products (the any-order bound), against
 parameter families (the hull is the members' spread), and rejected: fp16 accumulation, a
-reversed order, fewer kept bits. MMA-Sim and the hardware dumps: tests/test_testing_tolerance_oracles.py.
+reversed order, fewer kept bits. MMA-Sim and the hardware dumps: tests/testing/test_tolerance_oracles.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from fpemu import Format, decode, encode, get_format, quantize
 from fpemu.formats import p3109
 
-TABLES = np.load(Path(__file__).parent / "data" / "p3109_value_tables_k3_k8.npz")
+TABLES = np.load(Path(__file__).parents[1] / "data" / "p3109_value_tables_k3_k8.npz")
 NAMES = sorted(n for n in TABLES.files if not n.endswith("_subnormal"))
 
 

@@ -24,7 +24,7 @@ from research.fp8_fp16.staged import MIDS, NAMED, Staged, describe, order_of
 from research.fp8_fp16.staged_kernel import evaluate_many, fp16_bits_as_fp32, prepare, round_to, staged_dot
 from research.fp8_fp16.staged_search import residuals, search_space
 
-HWDATA = Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"
+HWDATA = Path(__file__).resolve().parents[4] / "shared" / "hwdata"
 COLUMNS = ("h100_e4m3", "h100_e5m2", "b200_e4m3", "b200_e5m2")
 
 
@@ -290,7 +290,7 @@ def test_fit_cli_space_as_a_module(tmp_path):
     import sys
 
     _dump("h100_e5m2")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"axes": {"order": ["bit1"], "stage": [16], "mid": ["fp16"]}}))
     run = lambda *a: subprocess.run([sys.executable, "-m", "research.fp8_fp16", *a], cwd=root,  # noqa: E731
@@ -325,7 +325,7 @@ def test_fpemu_never_imports_research():
 
     code = ("import fpemu, fpemu.fit, fpemu.probe, fpemu.cli; fpemu.cli._register_feature_commands(); "
             "import sys; print(' '.join(sorted(sys.modules)))")  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3],
                           capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
     modules = done.stdout.split()
     assert "fpemu.fit.cli" in modules and "fpemu.probe.cli" in modules

@@ -125,7 +125,7 @@ def test_probe_as_a_module(tmp_path):
 
     done = subprocess.run([sys.executable, "-m", "research.fp8_fp16", "probe", "--device", "fake:exact-rne",
                            "--inputs", "e4m3", "--no-search", "--record", str(tmp_path)],
-                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)  # fmt: skip
+                          cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0 and done.stderr == ""
     assert "consistent with every row: exact-rne" in done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-exact-rne_e4m3_fake.npz", "fake-exact-rne_fp8_fp16_probe.txt"]
@@ -173,7 +173,7 @@ def test_recorded_gpu_results_read_back():
     where they come from, and are judged the same way again (skipped until there are some)."""
     from pathlib import Path
 
-    files = sorted((Path(__file__).resolve().parent / "data" / "fp8_fp16_probe").glob("*.npz"))
+    files = sorted((Path(__file__).resolve().parents[3] / "tests" / "data" / "fp8_fp16_probe").glob("*.npz"))
     if not files:
         pytest.skip("no recorded fp8-fp16 probe results yet (tests/data/fp8_fp16_probe/)")
     for path in files:

@@ -17,7 +17,7 @@ from fpemu.vectors import MAX_HEADER_BYTES, cast_vectors, read_vectors, verify_v
 from fpemu.vectors.binary import array_key, binary_bytes, parse_binary
 from fpemu.vectors.cheader import c_header_text, parse_c_header
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "golden.md"
 
 
@@ -188,8 +188,8 @@ def _code(path: Path) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-@pytest.mark.parametrize("name", ["test_vectors_golden_workflow.py", "test_vectors_golden_example.py"])
+@pytest.mark.parametrize("name", ["test_golden_workflow.py", "test_golden_example.py"])
 def test_the_page_shows_the_test_file(name):
     blocks = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), re.DOTALL | re.MULTILINE)
     shown = [re.sub(r"\n{3,}", "\n\n", b).strip() for b in blocks if not b.startswith(">>>")]
-    assert _code(ROOT / "tests" / name) in shown, f"docs/golden.md no longer shows tests/{name} as it is"
+    assert _code(ROOT / "tests" / "vectors" / name) in shown, f"docs/golden.md no longer shows tests/vectors/{name} as it is"

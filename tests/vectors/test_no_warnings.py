@@ -1,6 +1,6 @@
 """No floating-point warning escapes vectors on extreme inputs (issue 9; the same checks of the
 cases, of crosscheck's matrix products and of probe are in tests/test_cases.py,
-tests/test_crosscheck_matmul.py and tests/test_probe.py).
+tests/crosscheck/test_matmul.py and tests/probe/test_probe.py).
 
 pytest's configuration turns RuntimeWarnings raised in fpemu modules into errors, so running
 every public function over every format, option and preset is the test; the assertions check
