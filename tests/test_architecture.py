@@ -273,7 +273,7 @@ def test_no_compatibility_machinery():
 
 
 # Suites about the package as a whole, not one module: named after what they check.
-CROSS_CUTTING_TESTS = ("architecture", "import_cost", "regressions", "packaging")
+CROSS_CUTTING_TESTS = ("architecture", "import_cost", "packaging")
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 

@@ -13,6 +13,7 @@ import pytest
 
 from fpemu import cli
 from fpemu.vectors import dot_vectors, write_vectors
+from cli_helpers import fails
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +219,10 @@ def test_library_sizes_are_bounded(call, says):
     finally:
         tracemalloc.stop()
     assert peak < 20 << 20
+
+
+# Regressions (each failed on the code before its fix): empty fields.
+@pytest.mark.parametrize("argv,says", [(["--backend", "numpy,,torch"], "--backend: field 2 of 'numpy,,torch' is empty"),
+                                       (["--backend", "numpy", "--formats", "fp16,"], "--formats: field 2 of 'fp16,'")])
+def test_crosscheck_refuses_empty_fields(capsys, argv, says):
+    fails(["crosscheck", *argv, "--n", "10"], 2, capsys, says=says)

@@ -154,3 +154,14 @@ def test_p3109_is_a_plain_format():
     fmt = p3109(6, 3)
     assert fmt == Format("binary6p3se", 3, 2, 4, inf="top", nan="neg_zero")
     assert (fmt.max, fmt.min_subnormal, fmt.nan_code, fmt.inf_code) == (12.0, 2.0**-5, 0x20, 0x1F)
+
+
+# Regressions (each failed on the code before its fix): NumPy integers wherever an int is taken.
+def test_p3109_takes_numpy_integers():
+    assert p3109(np.int64(8), 3) == p3109(8, 3)
+    assert p3109(np.int32(4), np.uint8(2), domain="finite") == p3109(4, 2, domain="finite")
+    assert p3109(np.int64(3)) == p3109(3)
+    assert type(p3109(np.int64(8), np.int64(3)).bias) is int
+    for bad in (True, np.bool_(True), 8.0):
+        with pytest.raises(TypeError, match="P3109 K must be an integer"):
+            p3109(bad, 3)

@@ -280,3 +280,15 @@ def test_handle_api():
     status, payload = handle_api("/api/encode", {"format": "e4m3", "value": "x"})
     assert status == 400 and payload == {"error": "cannot read 'x' as a number"}
     assert handle_api("/api/block", {"format": "mxfp4", "values": [1, 2]})[1]["scale"]["value"] == "0.5"
+
+
+# Regressions (each failed on the code before its fix): NumPy integers wherever an int is taken.
+def test_explorer_codes_and_ports_take_numpy_integers():
+    from fpemu.teach.api import _code_from
+    from fpemu.teach.server import make_server
+
+    assert _code_from(get_format("e4m3"), np.uint8(0x38)) == 0x38
+    with pytest.raises(TypeError):
+        _code_from(get_format("e4m3"), np.bool_(True))
+    server = make_server(np.int64(0))
+    server.server_close()

@@ -214,3 +214,22 @@ def test_plot_json_says_what_was_drawn(tmp_path, capsys):
     assert main(["plot", "e4m3", "mxfp4", "--kind", "ranges", "-o", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"path": str(out), "panels": ["ranges"], "formats": ["e4m3", "mxfp4"]}
     assert out.stat().st_size > 0
+
+
+# Regressions (each failed on the code before its fix): the image type.
+# ---- 6. plot: the image type of the suffix ---------------------------------------------------------
+@pytest.mark.parametrize("suffix,magic", [(".jpg", b"\xff\xd8\xff"), (".JPEG", b"\xff\xd8\xff"), (".png", b"\x89PNG"),
+                                          (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_plot_writes_the_type_of_the_suffix(tmp_path, capsys, suffix, magic):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / f"r{suffix}"
+    assert main(["plot", "e2m1", "--kind", "ranges", "--out", str(out)]) == 0
+    assert out.read_bytes().startswith(magic)
+    assert str(out) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name,says", [("r.txt", "'.txt'"), ("r", "no suffix"), ("r.png.part", "'.part'")])
+def test_plot_refuses_a_suffix_matplotlib_cannot_write(tmp_path, capsys, name, says):
+    pytest.importorskip("matplotlib")
+    fails(["plot", "e2m1", "--kind", "ranges", "--out", str(tmp_path / name)], 2, capsys, says=says)
+    assert not list(tmp_path.iterdir())

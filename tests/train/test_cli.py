@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from fpemu import train as T
+from fpemu.cli import main
 
 
 # ---- CLI -------------------------------------------------------------------------------------
@@ -79,3 +82,36 @@ def test_lesson_figure_and_sentences():
     other = T.run("fp16", "none", 4, 0, task=task)
     ex = excess_curve(other, base, 1)
     assert ex.shape == (4,) and np.allclose(ex, 100 * (other.loss / base.loss - 1))
+
+
+# Regressions (each failed on the code before its fix): progress lines kept out of a piped stdout.
+# ---- 8. progress lines go to stderr ---------------------------------------------------------------
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fpemu", *argv], capture_output=True, text=True, timeout=300)
+
+
+def test_train_lines_per_run_go_to_stderr():
+    got = _run("train", "--steps", "2")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.startswith("fpemu train: ") and "trained" not in got.stdout
+    assert "trained fp32 (1/6) in " in got.stderr and "trained fp8[unscaled]+none (6/6) in " in got.stderr
+    got = _run("train", "--steps", "2", "--json")
+    assert got.returncode == 0 and len(json.loads(got.stdout)["runs"]) == 6
+    assert "trained fp8[unscaled]+none (6/6)" in got.stderr
+
+
+def test_gpt_and_infer_lines_go_to_stderr(capsys):
+    assert main(["train", "--task", "gpt", "--steps", "1"]) == 0
+    got = capsys.readouterr()
+    assert got.out.startswith("fpemu train: a 3-block transformer") and "trained" not in got.out
+    assert got.err.count("trained ") == 8 and "(8/8)" in got.err
+    got = _run("infer", "--steps", "2", "--formats", "fp8", "--json")
+    assert got.returncode == 0 and [r["format"] for r in json.loads(got.stdout)["rows"]] == ["fp32", "fp8"]
+
+
+def test_train_plot_lines_go_to_stderr(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    assert main(["train", "-p", "fp16", "--steps", "2", "--plot", str(tmp_path / "img"), "--json"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out)["runs"][0]["summary"]["run"] == "fp16+dynamic"
+    assert f"wrote {tmp_path / 'img' / 'lesson.png'}" in got.err

@@ -23,6 +23,7 @@ def no_training(monkeypatch):
         raise AssertionError("training started before the arguments and paths were checked")
 
     monkeypatch.setattr("fpemu.train.loop._train_loop", trained)  # where train_setup looks it up
+    monkeypatch.setattr("fpemu.train.gpt.loop._loop", trained)
 
 
 # ---- train: bad values (usage errors, 2) --------------------------------------------------------
@@ -166,3 +167,68 @@ def test_ctrl_c_during_training_leaves_no_plot_directory(tmp_path, capsys, monke
     assert main(["train", "--plot", str(target)]) == 130
     assert capsys.readouterr().err == "fpemu: error: interrupted\n"
     assert not target.exists()
+
+
+# Regressions (each failed on the code before its fix): options that apply only to other options' values.
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["-p", "bf16", "--fp8-recipe", "current"], "--fp8-recipe applies to --precision fp8"),
+        (["-p", "bf16", "--fp8-recipe", "delayed"], "--fp8-recipe applies to --precision fp8"),
+        (["-p", "fp16", "--loss-scale", "none", "--init-scale", "8"], "--init-scale applies to"),
+        (["-p", "bf16", "--init-scale", "8"], "--init-scale applies to"),
+        (["-p", "fp16", "--loss-scale", "static", "--growth-interval", "10"], "--growth-interval applies to"),
+        (["-p", "bf16", "--growth-interval", "2000"], "--growth-interval applies to"),
+        (["-p", "fp32", "--loss-scale", "dynamic"], "--loss-scale dynamic does not apply to --precision fp32"),
+        (["-p", "fp32", "--loss-scale", "static", "--init-scale", "4"], "does not apply to --precision fp32"),
+        (["-p", "fp32", "--growth-interval", "10"], "--growth-interval applies to"),
+        (["--task", "gpt", "-p", "bf16", "--fp8-recipe", "current"], "--fp8-recipe applies to --precision fp8"),
+        (["--task", "gpt", "--fp8-recipe", "current"], "--fp8-recipe does not apply to the gpt comparison"),
+        (["--task", "gpt", "-p", "fp16", "--nvfp4-recipe", "2d"], "--nvfp4-recipe applies to --precision nvfp4"),
+        (["--task", "gpt", "-p", "fp32", "--loss-scale", "static"], "does not apply to --precision fp32"),
+        (["--task", "gpt", "-p", "bf16", "--init-scale", "4"], "--init-scale applies to"),
+        (["--task", "gpt", "-p", "fp16", "--loss-scale", "static", "--growth-interval", "5"],
+         "--growth-interval applies to"),
+    ],
+)
+def test_train_refuses_options_that_do_not_apply(argv, says, capsys, no_training):
+    fails(["train", *argv], 2, capsys, says=says)
+
+
+@pytest.mark.parametrize("argv", [["-p", "fp16", "--growth-interval", "10"], ["-p", "fp16", "--loss-scale", "static",
+                                  "--init-scale", "8"], ["-p", "fp8", "--fp8-recipe", "unscaled"], ["--init-scale", "8"],
+                                  ["--growth-interval", "10"], ["-p", "fp32", "--loss-scale", "none"],
+                                  ["-p", "fp8", "--fp8-recipe", "delayed"], ["-p", "bf16", "--loss-scale", "dynamic",
+                                  "--growth-interval", "10", "--init-scale", "2"],
+                                  ["--task", "gpt", "-p", "fp8", "--fp8-recipe", "current"],
+                                  ["--task", "gpt", "--nvfp4-recipe", "none"], ["--task", "gpt", "--init-scale", "8"],
+                                  ["--task", "gpt", "-p", "nvfp4", "--nvfp4-recipe", "2d"]])
+def test_train_options_that_apply_reach_training(argv, monkeypatch, no_training):
+    monkeypatch.setenv("FPEMU_TRACEBACK", "1")
+    with pytest.raises(AssertionError, match="training started"):
+        main(["train", *argv])
+
+
+def test_infer_refuses_empty_format_fields(capsys, no_training):
+    fails(["infer", "--formats", "nvfp4,,fp8"], 2, capsys, says="--formats: field 2 of 'nvfp4,,fp8' is empty")
+
+
+# ---- 5. train --plot in a missing directory --------------------------------------------------------
+def test_train_plot_in_a_missing_directory(tmp_path, capsys, no_training):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "missing" / "dir" / "img"
+    fails(["train", "--plot", str(target)], 2, capsys, names=str(target), says="does not exist")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_train_plot_takes_a_directory_not_an_image_name(tmp_path, capsys, no_training):
+    pytest.importorskip("matplotlib")
+    fails(["train", "--plot", str(tmp_path / "x.png")], 2, capsys, says="--plot takes a directory")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_json_file_is_checked_before_the_work(tmp_path, capsys, no_training):
+    target = tmp_path / "missing" / "o.json"
+    for argv in (["train"], ["infer"], ["crosscheck", "--backend", "numpy", "--n", "10"]):
+        line = fails([*argv, "--json-file", str(target)], 2, capsys, names=str(target))
+        assert argv[0] == "crosscheck" or "--json-file" in line

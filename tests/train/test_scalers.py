@@ -3,6 +3,8 @@ torch.amp.GradScaler, and the static scaler."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,42 @@ def test_scaler_matches_torch_gradscaler():
         mine = box[0]
         assert ours.get_scale() == ts.get_scale(), i
         assert np.array_equal(mine.view(np.uint32), p.detach().numpy().view(np.uint32)), i
+
+
+# Regressions (each failed on the code before its fix): non-float gradients.
+# ---- GradScaler: non-float gradients -----------------------------------------------------------
+BAD_GRADS = [np.array([1 + 1j], np.complex64), np.array([1 + 1j]), np.array([1, 2], np.int32),
+             np.array([True]), np.array([1.0], dtype=object), np.array(["1.0"])]
+
+
+@pytest.mark.parametrize("g", BAD_GRADS, ids=lambda g: str(g.dtype))
+def test_scalers_refuse_non_float_gradients(g):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way to the error
+        calls = [lambda: T.GradScaler().unscale([g]), lambda: T.unscale_grads([g], 2.0),
+                 lambda: T.GradScaler().step(lambda gs: None, [g]),
+                 lambda: T.GradScaler(enabled=False).unscale([g]),
+                 lambda: T.GradScaler(enabled=False).step(lambda gs: None, [g]),
+                 lambda: T.StaticLossScaler().unscale([np.ones(2, F32), g])]
+        for call in calls:
+            with pytest.raises(TypeError, match=str(g.dtype)):
+                call()
+
+
+def test_scaler_scale_refuses_non_real_losses():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x in (np.complex64(1 + 1j), 1 + 2j, np.array([True]), np.array([1.0], dtype=object), "2"):
+            with pytest.raises(TypeError, match="loss"):
+                T.GradScaler().scale(x)
+            with pytest.raises(TypeError, match="loss"):
+                T.GradScaler(enabled=False).scale(x)
+    assert T.GradScaler(init_scale=4.0).scale(3).tolist() == 12.0  # an integer loss is a number
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_scalers_take_float_gradients(dtype):
+    g = np.array([2.0, -6.0], dtype=dtype)
+    out = T.GradScaler(init_scale=2.0).unscale([g])[0]
+    assert out.dtype == F32 and out.tolist() == [1.0, -3.0] and g.dtype == dtype
+    assert T.GradScaler(init_scale=2.0).scale(np.float16(1.5)).tolist() == 3.0

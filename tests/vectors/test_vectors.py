@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from cli_helpers import fails
 
 from fpemu import cli
+from fpemu.cli import main
 from fpemu.vectors import (
     block_vectors,
     cast_vectors,
@@ -158,3 +162,124 @@ def test_verify_says_what_is_wrong_with_the_file(capsys, tmp_path, make, says):
     assert err.count("\n") == 1 and says in err and str(path) in err and "pickle" not in err
     assert cli.main(["verify", "."]) == 2
     assert capsys.readouterr().err == "fpemu: error: is a directory, not a vector file: .\n"
+
+
+# Regressions (each failed on the code before its fix): options and files of the command line.
+# ---- 1. vectors: an option that does not apply is refused, never dropped ---------------------------
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (["nvfp4", "--scale-rounding", "rceil"], "--scale-rounding does not apply to block vectors (nvfp4)"),
+        (["nvfp4", "--kind", "random", "--scale-rounding", "floor"], "--scale-rounding does not apply"),
+        (["e4m3", "--seed", "3"], "--seed applies to --kind random"),
+        (["e4m3", "--kind", "exhaustive", "--seed", "3"], "--seed applies to --kind random"),
+        (["mxfp4", "--kind", "edge", "--seed", "3"], "--seed applies to --kind random"),
+        (["nvfp4", "--kind", "edge", "--seed", "0"], "--seed applies to --kind random"),
+        (["nvfp4", "--accumulator", "b200", "--n", "2", "--scheduler", "tcp://127.0.0.1:9"],
+         "--scheduler does not apply to block-scaled GEMM vectors"),
+    ],
+)
+def test_vectors_refuse_options_that_do_not_apply(tmp_path, capsys, argv, says):
+    out = tmp_path / "v.npz"
+    fails(["vectors", *argv, "--out", str(out)], 2, capsys, says=says)
+    assert not out.exists()
+
+
+def test_vectors_options_that_apply_still_work(tmp_path, capsys):
+    from fpemu.vectors import block_vectors, read_vectors
+
+    for argv in (["e4m3", "--rounding", "sr", "--seed", "7"], ["e4m3", "--kind", "random", "--n", "20", "--seed", "3"],
+                 ["mxfp4", "--kind", "random", "--n", "4", "--scale-rounding", "rceil", "--seed", "2"],
+                 ["nvfp4", "--kind", "random", "--n", "4", "--seed", "2"]):
+        out = tmp_path / "v.npz"
+        assert main(["vectors", *argv, "--out", str(out)]) == 0, capsys.readouterr().err
+        meta = read_vectors(out)["meta"]
+        assert meta["seed"] == int(argv[argv.index("--seed") + 1])
+    assert meta["format"] == "nvfp4" and meta["scale_rounding"] is None
+    assert read_vectors(tmp_path / "v.npz")["meta"]["seed"] == 2
+    with pytest.raises(ValueError, match="scale_rounding"):
+        block_vectors("nvfp4", n=2, scale_rounding="rceil")  # the library refuses it too
+
+
+# ---- 2. verify_vectors on a file that is not a vector file ------------------------------------------
+def _not_vector_files(tmp_path):
+    files = {}
+    files["cases.json"] = tmp_path / "cases.json"
+    files["cases.json"].write_text('{"cases": []}')
+    files["empty.csv"] = tmp_path / "empty.csv"
+    files["empty.csv"].write_text("")
+    files["hwdata.npz"] = tmp_path / "hwdata.npz"
+    np.savez(files["hwdata.npz"], a=np.zeros((2, 4), np.uint32), b=np.zeros((2, 4), np.uint32), c=np.zeros(2, np.uint32),
+             d_fp32=np.zeros(2, np.uint32))
+    files["text.json"] = tmp_path / "text.json"
+    files["text.json"].write_text("not json")
+    files["list.json"] = tmp_path / "list.json"
+    files["list.json"].write_text("[1, 2]")
+    files["garbage.npz"] = tmp_path / "garbage.npz"
+    files["garbage.npz"].write_bytes(b"PK\x03\x04 not really a zip")
+    files["garbage.bin"] = tmp_path / "garbage.bin"
+    files["garbage.bin"].write_bytes(b"\x00\x01\x02")
+    files["garbage.h"] = tmp_path / "garbage.h"
+    files["garbage.h"].write_text("int x;\n")
+    files["header.csv"] = tmp_path / "header.csv"
+    files["header.csv"].write_text('# {"type": "cast"}\n')
+    return files
+
+
+def _meta_only_npz(tmp_path, meta: dict):
+    path = tmp_path / "meta.npz"
+    np.savez(path, meta=json.dumps(meta), code=np.zeros(3, np.uint8))
+    return path
+
+
+@pytest.mark.parametrize("name,says", [("cases.json", "arrays"), ("empty.csv", "empty"), ("hwdata.npz", "meta"),
+                                       ("text.json", "JSON"), ("list.json", "meta"), ("garbage.npz", ""),
+                                       ("garbage.bin", ""), ("garbage.h", ""), ("header.csv", "arrays")])
+def test_verify_vectors_names_the_file_and_what_is_missing(tmp_path, name, says):
+    from fpemu.vectors import VectorFileError, verify_vectors
+
+    path = _not_vector_files(tmp_path)[name]
+    with pytest.raises(VectorFileError) as info:
+        verify_vectors(path)
+    assert isinstance(info.value, ValueError)
+    assert str(path) in str(info.value) and says in str(info.value)
+
+
+@pytest.mark.parametrize("meta,says", [({"fpemu": "0"}, "'type'"), ({"type": "cast", "format": "e4m3"}, "input_bits"),
+                                       ({"type": "mystery"}, "unknown vector type 'mystery'")])
+def test_verify_vectors_names_missing_meta_and_arrays(tmp_path, meta, says):
+    from fpemu.vectors import VectorFileError, verify_vectors
+
+    path = _meta_only_npz(tmp_path, meta)
+    with pytest.raises(VectorFileError, match=says) as info:
+        verify_vectors(path)
+    assert str(path) in str(info.value)
+
+
+def test_verify_on_the_command_line(tmp_path, capsys):
+    files = _not_vector_files(tmp_path)
+    for name in ("cases.json", "empty.csv", "hwdata.npz", "garbage.npz"):
+        fails(["verify", str(files[name])], 2, capsys, names=str(files[name]))
+    good = tmp_path / "good.npz"
+    assert main(["vectors", "e2m1", "--out", str(good)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(good)]) == 0
+    assert f"{good}: " in capsys.readouterr().out
+    assert main(["verify", str(good), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["path"] == str(good) and doc["cases"] == doc["identical"] > 0
+    fails(["verify", str(tmp_path / "missing.npz")], 2, capsys, names=str(tmp_path / "missing.npz"))
+    fails(["verify", str(tmp_path / "v.txt")], 2, capsys, says="vector files are .npz")
+
+
+def test_verify_fails_on_a_file_that_differs(tmp_path, capsys):
+    from fpemu.vectors import cast_vectors, write_vectors
+
+    v = cast_vectors("e2m1", "edge")
+    v["code"] = v["code"].copy()
+    v["code"][3] ^= 1
+    path = tmp_path / "bad.json"
+    write_vectors(v, path)
+    assert main(["verify", str(path)]) == 1
+    got = capsys.readouterr()
+    assert "1 of" in got.err and got.err.startswith("fpemu: error: ") and got.err.count("\n") == 1

@@ -245,6 +245,10 @@ def test_spaces_fold_choices_that_cannot_matter(tmp_path):
     p.write_text('{"axes": {"stage": [0]}}')
     with pytest.raises(ValueError, match="stage must be a positive integer"):
         candidates(str(p), 32)
+    # (a regression: NumPy integers wherever an int is taken, and no bool for one)
+    assert Staged(stage=np.int64(16), frac_bits=np.int32(20)) == Staged(stage=16, frac_bits=20)
+    with pytest.raises(ValueError, match="stage must be"):
+        Staged(stage=True)
     with pytest.raises(ValueError, match="unknown search space 'nope'"):
         load_space("nope")
 

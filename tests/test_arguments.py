@@ -1,10 +1,8 @@
-"""Regressions in the handling of arguments: NumPy integers where an int is taken, the case of
-option names, and the length of the unknown-name errors. (The codec's own cases, codes out of
-range handed to the exports and ``rng`` with a rounding that draws no random bits among them,
-live with their modules' tests in tests/codec/.)
-
-Each test failed on the code before its fix (deac082).
-"""
+"""Tests of fpemu.arguments, the one rule for each kind of argument: what a whole number is
+(NumPy integers included), the case of option names, and the unknown-name errors that name the
+closest matches. These began as regressions, each failing on the code before its fix (deac082);
+the callers' own cases (p3109, workers, tile granularity, staged models, the explorer's codes)
+live with their modules' tests."""
 
 from __future__ import annotations
 
@@ -15,8 +13,8 @@ import fpemu
 from fpemu import mx
 from fpemu.accumulator import gemm, get_accumulator
 from fpemu.cli import main
-from fpemu.formats import get_format, p3109
-from fpemu.parallel import resolve_workers
+from fpemu.arguments import is_whole
+from fpemu.formats import get_format
 
 from cli_helpers import fails
 
@@ -27,63 +25,13 @@ def _message(call) -> str:
     return str(info.value)
 
 
-
-
 # ---- 1. NumPy integers wherever an int is taken ------------------------------------------------
-def test_p3109_takes_numpy_integers():
-    assert p3109(np.int64(8), 3) == p3109(8, 3)
-    assert p3109(np.int32(4), np.uint8(2), domain="finite") == p3109(4, 2, domain="finite")
-    assert p3109(np.int64(3)) == p3109(3)
-    assert type(p3109(np.int64(8), np.int64(3)).bias) is int
-    for bad in (True, np.bool_(True), 8.0):
-        with pytest.raises(TypeError, match="P3109 K must be an integer"):
-            p3109(bad, 3)
-
-
-def test_workers_take_numpy_integers():
-    assert resolve_workers(np.int64(2)) == 2 and type(resolve_workers(np.int64(2))) is int
-    np.testing.assert_array_equal(fpemu.encode([1.0, 2.0], "e4m3", workers=np.int32(2)),
-                                  fpemu.encode([1.0, 2.0], "e4m3"))
-    for bad in (True, 2.0):
-        with pytest.raises(ValueError, match="workers must be a whole number"):
-            resolve_workers(bad)
-
-
-def test_tile_granularity_takes_numpy_integers():
-    x = np.arange(8.0).reshape(2, 4) + 1
-    want = fpemu.scaled_cast(x, "e4m3", granularity=(1, 2))
-    got = fpemu.scaled_cast(x, "e4m3", granularity=(np.int64(1), np.int64(2)))
-    np.testing.assert_array_equal(got.codes, want.codes)
-    np.testing.assert_array_equal(got.scale, want.scale)
-    with pytest.raises(ValueError, match="granularity"):
-        fpemu.scaled_cast(x, "e4m3", granularity=(True, 2))
-
-
-def test_staged_models_and_explorer_codes_take_numpy_integers():
-    from research.fp8_fp16.staged import Staged
-    from fpemu.teach.api import _code_from
-    from fpemu.teach.server import make_server
-
-    assert Staged(stage=np.int64(16), frac_bits=np.int32(20)) == Staged(stage=16, frac_bits=20)
-    with pytest.raises(ValueError, match="stage must be"):
-        Staged(stage=True)
-    assert _code_from(get_format("e4m3"), np.uint8(0x38)) == 0x38
-    with pytest.raises(TypeError):
-        _code_from(get_format("e4m3"), np.bool_(True))
-    server = make_server(np.int64(0))
-    server.server_close()
-
-
 def test_one_helper_decides_what_a_whole_number_is():
-    from fpemu.arguments import is_whole
-
     assert all(is_whole(v) for v in (0, -3, np.int8(1), np.uint64(2**63), np.int64(-1)))
     assert not any(is_whole(v) for v in (True, False, np.bool_(True), 1.0, np.float64(1), "1", None))
 
 
 # ---- 2. one rule for the case of option names ---------------------------------------------------
-
-
 def test_block_and_scaled_options_ignore_case():
     x = np.linspace(-3, 5, 64)
     want = mx.quantize(x, "mxfp8_e4m3", scale_rounding="rceil", inf="saturate", rounding="rz")
