@@ -6,8 +6,8 @@
 
 Each shot opens the page at a URL (the explorer keeps its whole state in the hash, so the URL
 is the recipe), waits for the server's answer, and saves the full page. It needs playwright
-and a Chromium (Debian's ``chromium``, or ``FPEMU_CHROMIUM``), as tests/test_teach_browser*.py.
-docs/explorer.md shows these files; tests/test_teach_explorer_doc.py holds it to this list.
+and a Chromium (Debian's ``chromium``, or ``FPEMU_CHROMIUM``), as tests/teach/test_browser*.py.
+docs/explorer.md shows these files; tests/teach/test_explorer_doc.py holds it to this list.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Usage: python scripts/gen_fp8_fp16_doc.py [--only scores,ada,variants,residuals,
 
 Each table sits between ``<!-- fp8-fp16:NAME:begin -->`` and ``<!-- fp8-fp16:NAME:end -->``;
 the prose around them is hand-written. ``scores``, ``ada``, ``variants`` and ``residuals`` take seconds
-(tests/test_fit_staged.py checks that the page holds what they give); ``search`` (the whole
+(research/fp8_fp16/tests/test_staged.py checks that the page holds what they give); ``search`` (the whole
 fp8-fp16 space, ~15 s) and ``probes`` (every model of the space on the probe rows, a few
 minutes) are slower. Needs ../shared/hwdata.
 """

@@ -8,7 +8,7 @@
 The format figures (``FIGURES``) are one call of ``fpemu plot`` each: the same PNG comes out
 of ``fpemu plot FORMAT ... --kind KIND --out docs/figures/NAME``. The ML lessons' figures
 (``LESSON_FIGURES``) draw what scripts/tutorial_lessons.py measures with fpemu.
-tests/test_teach_tutorial.py holds the tutorial to these lists: it shows these figures and no
+tests/teach/test_tutorial.py holds the tutorial to these lists: it shows these figures and no
 others.
 """
 

@@ -1,6 +1,6 @@
 """The numbers and pictures of the ML lessons in docs/tutorial.md (sections 7 to 12): each
 ``*_data`` function measures with fpemu what its figure shows and returns plain arrays (held
-to exact arithmetic by tests/test_teach_tutorial.py); each ``draw_*`` draws them on matplotlib
+to exact arithmetic by tests/teach/test_tutorial.py); each ``draw_*`` draws them on matplotlib
 axes. scripts/gen_tutorial_figures.py writes the figures; ``quick=True`` shrinks the sizes for
 the tests.
 """

@@ -2,7 +2,7 @@
 
 ``default_runs``: the default task's four 300-step runs (seed 0: fp32, fp16 without loss
 scaling, fp16 with dynamic scaling, bf16), trained once per session and shared by
-tests/test_train_claims.py (the claims of docs/training.md) and tests/test_train_torch.py
+tests/train/test_claims.py (the claims of docs/training.md) and tests/train/test_torch.py
 (the comparison with real PyTorch mixed precision). Each run is 3-7 s of CPU; the
 fixture is built only when a test asks for it. Tests must treat the runs as read-only.
 """

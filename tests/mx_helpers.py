@@ -1,4 +1,4 @@
-"""Helpers and constants shared by the MX test files (tests/mx/, tests/test_mx_*.py), and the
+"""Helpers and constants shared by the MX test files (tests/mx/ and the other folders), and the
 exact MX oracle (Fractions: each block's scale under every rule, and the codes of the exact
 quotients) that tests/mx/test_mx_quantization.py and tests/codec/test_scaled_blocks.py hold
 mx.quantize to.

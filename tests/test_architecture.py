@@ -273,7 +273,7 @@ def test_no_compatibility_machinery():
 
 
 # Suites about the package as a whole, not one module: named after what they check.
-CROSS_CUTTING_TESTS = ("architecture", "import_cost", "regressions", "packaging")
+CROSS_CUTTING_TESTS = ("architecture", "import_cost", "packaging")
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
@@ -300,11 +300,49 @@ def flat_test_name(path: Path) -> str:
     return "_".join(("test",) + rel.parent.parts + (rel.stem.removeprefix("test_"),))
 
 
+# tests/ mirrors fpemu/ (tests/<package>/test_<module>.py, each folder a package so that names
+# may repeat), except fpemu.torch: its tests stay flat as tests/test_torch_*.py, since tests/ is
+# on sys.path and a folder tests/torch/ would be found by ``import torch`` (a package named torch
+# with an __init__.py; a namespace package without one, where pytest.importorskip("torch") would
+# then import it instead of skipping). No folder under tests/ may be named after a module the
+# suite imports by name.
+SHADOWED = frozenset({"torch", "numpy", "ml_dtypes", "dask", "hypothesis", "matplotlib", "gfloat",
+                      "playwright", "research", "fpemu", "scripts", "benchmarks"})
+
+
+def shadowing_test_folders() -> list[str]:
+    """The folders under tests/ named after a module the suite imports by name."""
+    helpers = {p.stem for p in TESTS.glob("*.py")}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")}
+    assert {"codec", "mx", "accumulator", "train"} <= folders  # the check sees the folders
+    return sorted(folders & (SHADOWED | helpers))
+
+
+def research_modules() -> set[str]:
+    """Dotted names of research/'s modules (without the leading 'research.')."""
+    base = ROOT / "research"
+    return {".".join(p.relative_to(base).with_suffix("").parts) for p in base.rglob("*.py")
+            if "tests" not in p.relative_to(base).parts and p.stem != "__init__"}
+
+
+def unnamed_research_tests() -> list[str]:
+    """research/<study>/tests/test_<module>.py files (the research's tests sit beside it) that
+    name no module of research/<study>/."""
+    found = sorted((ROOT / "research").rglob("tests/test_*.py"))
+    assert found  # the check sees the files
+    modules = research_modules()
+    flat = lambda p: "_".join(("test",) + p.parent.parent.relative_to(ROOT / "research").parts  # noqa: E731
+                              + (p.stem.removeprefix("test_"),))
+    return [str(p.relative_to(ROOT)) for p in found if module_under_test(flat(p), modules) is None]
+
+
 def test_test_files_are_named_after_the_module_they_test():
     unnamed = [str(p.relative_to(TESTS)) for p in sorted(TESTS.rglob("test_*.py"))
                if module_under_test(flat_test_name(p)) is None]
     assert not unnamed, ("name these after the module they test (tests/<package>/test_<module>.py, or "
                          f"tests/test_<package>_<module>...): {unnamed}")
+    assert not unnamed_research_tests(), f"name these after the research module they test: {unnamed_research_tests()}"
+    assert not shadowing_test_folders(), f"these folders of tests/ shadow imported modules: {shadowing_test_folders()}"
     assert flat_test_name(TESTS / "codec" / "fast" / "test_top_half.py") == "test_codec_fast_top_half"
     assert module_under_test("test_codec_fast_top_half") == "codec.fast.top_half"
     assert module_under_test("test_codec_dispatch") == "codec.dispatch"

@@ -153,3 +153,41 @@ def test_show_stochastic_seed_repeats_and_draws_both_neighbours(capsys):
 def test_show_seed_and_sr_bits_refuse_what_does_not_apply(capsys, argv, message):
     code, _, err = run(capsys, "show", "0.3", "-f", "e4m3", *argv)
     assert code == 2 and err.startswith("fpemu: error: ") and message in err and err.count("\n") == 1
+
+
+# Regressions (each failed on the code before its fix): one meaning of --json.
+# ---- 7. --json prints JSON on every command; --json-file writes it -------------------------------------
+def _subcommands():
+    from fpemu.cli import _register_feature_commands, build_parser
+
+    _register_feature_commands()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices
+
+
+def test_json_is_a_flag_on_every_command():
+    with_json = {}
+    for name, p in _subcommands().items():
+        for action in p._actions:
+            if "--json" in action.option_strings:
+                with_json[name] = action.nargs
+    assert {"formats", "show", "mx", "vectors", "plot", "train", "infer", "crosscheck"} <= set(with_json)
+    assert all(nargs == 0 for nargs in with_json.values()), with_json  # store_true: no FILE
+    for name in ("train", "infer", "crosscheck"):
+        assert any("--json-file" in a.option_strings for a in _subcommands()[name]._actions), name
+
+
+@pytest.mark.parametrize("argv", [["train", "-p", "bf16", "--steps", "2"],
+                                  ["infer", "--steps", "2", "--formats", "fp8"],
+                                  ["crosscheck", "--backend", "numpy", "--n", "20", "--formats", "fp16"]])
+def test_json_prints_what_json_file_writes(tmp_path, capsys, argv):
+    out = tmp_path / "o.json"
+    assert main([*argv, "--json", "--json-file", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)  # stdout is the JSON alone
+    assert printed == json.loads(out.read_text())
+    assert main([*argv, "--json-file", str(out)]) == 0  # without --json: the table, and the file
+    text = capsys.readouterr().out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    assert json.loads(out.read_text())

@@ -171,3 +171,13 @@ def test_gemm_and_dot_are_the_same_for_every_worker_count(accumulator, inputs):
     x = rng.standard_normal((5000, 64))
     dots = [fpemu.dot(x, x[::-1], inputs=inputs, accumulator=accumulator, workers=w) for w in (1, 4)]
     assert np.array_equal(dots[0], dots[1], equal_nan=True)
+
+
+# Regressions (each failed on the code before its fix): NumPy integers wherever an int is taken.
+def test_workers_take_numpy_integers():
+    assert resolve_workers(np.int64(2)) == 2 and type(resolve_workers(np.int64(2))) is int
+    np.testing.assert_array_equal(fpemu.encode([1.0, 2.0], "e4m3", workers=np.int32(2)),
+                                  fpemu.encode([1.0, 2.0], "e4m3"))
+    for bad in (True, 2.0):
+        with pytest.raises(ValueError, match="workers must be a whole number"):
+            resolve_workers(bad)

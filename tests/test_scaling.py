@@ -67,3 +67,61 @@ def test_bad_arguments():
         scaled_cast(np.ones((4, 4)), "e4m3", granularity="diagonal")
     with pytest.raises(ValueError, match="scales must be finite"):
         scaled_cast(np.ones(4), "e4m3", scale=0.0)
+
+
+# Regressions (each failed on the code before its fix): empty and NaN inputs.
+# ---- scaled_cast: empty arrays -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "shape,granularity,scale_shape",
+    [((0,), "tensor", ()), ((2, 0), "tensor", ()), ((3, 0), "row", (3, 1)), ((0, 3), "column", (1, 3)),
+     ((0, 3), "row", (0, 1)), ((3, 0), "column", (1, 0)), ((0, 4), (1, 2), (0, 2)), ((2, 0), (2, 2), (1, 0))],
+)
+def test_scaled_cast_of_an_empty_array(shape, granularity, scale_shape):
+    t = fpemu.scaled_cast(np.zeros(shape), "e4m3", granularity=granularity)
+    assert t.codes.shape == shape and t.codes.dtype == np.uint8
+    assert t.scale.shape == scale_shape and t.scale.dtype == np.float32
+    assert t.scale_inv.shape == (() if granularity == "tensor" else shape)  # as for a non-empty array
+    assert np.all(t.scale == 1.0)
+    assert t.dequantize().shape == shape
+
+
+def test_scaled_cast_empty_matches_a_non_empty_call_in_shape():
+    for granularity, empty, full in [("row", (3, 0), (3, 5)), ("column", (0, 3), (5, 3))]:
+        a = fpemu.scaled_cast(np.zeros(empty), "e5m2", granularity=granularity)
+        b = fpemu.scaled_cast(np.ones(full), "e5m2", granularity=granularity)
+        assert a.scale.shape == b.scale.shape
+        assert (a.scale_inv.shape, b.scale_inv.shape) == (empty, full)  # per element, as codes
+
+
+# ---- scaled_cast: NaN ------------------------------------------------------------------------------
+def test_scaled_cast_nan_in_a_format_without_nan_raises_as_encode_does():
+    with pytest.raises(ValueError) as encoded:
+        fpemu.encode([np.nan, 1.0], "e2m1")
+    with pytest.raises(ValueError) as cast:
+        fpemu.scaled_cast([np.nan, 1.0], "e2m1")
+    assert type(cast.value) is type(encoded.value) and str(cast.value) == str(encoded.value)
+    with pytest.raises(ValueError, match="no NaN"):
+        fpemu.scaled_cast([[1.0, 2.0], [np.nan, 3.0]], "e3m2", granularity="row")
+    with pytest.raises(ValueError, match="no NaN"):
+        fpemu.scaled_cast([np.nan, 1.0], "e2m1", scale=1.0)
+
+
+def test_scaled_cast_nan_policy_passes_through():
+    t = fpemu.scaled_cast([np.nan, 1.0], "e2m1", nan="zero")
+    assert t.codes.tolist() == [0, 7] and float(t.scale) == 6.0  # amax 1 (NaN not in it)
+    assert fpemu.scaled_cast([np.nan, -1.0], "e2m1", nan="ml_dtypes").codes.tolist() == [8, 15]
+    e4m3 = fpemu.scaled_cast([np.nan, 1.0], "e4m3")  # a format with NaN keeps it
+    assert e4m3.codes[0] & 0x7F == 0x7F and np.isnan(e4m3.dequantize()[0])
+    with pytest.raises(ValueError, match="nan="):
+        fpemu.scaled_cast([1.0], "e2m1", nan="payload")
+
+
+# (a regression: NumPy integers wherever an int is taken)
+def test_tile_granularity_takes_numpy_integers():
+    x = np.arange(8.0).reshape(2, 4) + 1
+    want = fpemu.scaled_cast(x, "e4m3", granularity=(1, 2))
+    got = fpemu.scaled_cast(x, "e4m3", granularity=(np.int64(1), np.int64(2)))
+    np.testing.assert_array_equal(got.codes, want.codes)
+    np.testing.assert_array_equal(got.scale, want.scale)
+    with pytest.raises(ValueError, match="granularity"):
+        fpemu.scaled_cast(x, "e4m3", granularity=(True, 2))

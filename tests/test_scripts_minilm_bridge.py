@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 from script_helpers import load_script  # noqa: E402
-from test_train_bert_model import CFG, TEXTS, tiny_vocab  # noqa: E402
+from train.bert.test_model import CFG, TEXTS, tiny_vocab  # noqa: E402
 
 from fpemu.train.bert import load_bert, random_bert, write_bert  # noqa: E402
 

@@ -1,5 +1,5 @@
 """The BERT encoder through the torch bridge (fpemu.torch.bert) against the NumPy encoder
-(fpemu.train.bert), both fpemu, on the tiny random BERT of tests/test_train_bert_model.py:
+(fpemu.train.bert), both fpemu, on the tiny random BERT of tests/train/bert/test_model.py:
 
 * every linear layer, fed the input the NumPy path gave it, writes the NumPy layer's output bit
   for bit (a unit: both are ``fpemu.gemm``); formats only, the NumPy layer with torch's FP32
@@ -26,7 +26,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from test_train_bert_model import CFG, TEXTS, tiny_vocab  # noqa: E402
+from train.bert.test_model import CFG, TEXTS, tiny_vocab  # noqa: E402
 
 import fpemu.torch as ft  # noqa: E402
 from fpemu.torch import bert as tb  # noqa: E402

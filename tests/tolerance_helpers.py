@@ -1,4 +1,4 @@
-"""Shared by tests/test_testing_tolerance*.py, tests/accumulator/test_units_hwdata.py and
+"""Shared by tests/testing/test_tolerance*.py, tests/accumulator/test_units_hwdata.py and
 scripts/gen_tolerance_doc.py / gen_evidence_doc.py: the presets with their input formats,
 random operands, and a hardware dump read as dot products (with the README's quirks)."""
 

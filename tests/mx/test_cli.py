@@ -13,6 +13,7 @@ from fpemu import mx
 from fpemu.cli import main
 
 from mx_helpers import NV_X
+from cli_helpers import fails
 
 
 def run_cli(argv: list[str]) -> int:
@@ -175,3 +176,29 @@ def test_an_error_is_value_minus_input_as_show_says_it(capsys):
     assert main(["mx", "500,0.1", "-f", "mxfp8_e4m3", "--json"]) == 0
     errors = json.loads(capsys.readouterr().out)["blocks"][0]["errors"]
     assert errors[0] == -52.0 and errors[1] == 0.1015625 - 0.1
+
+
+# Regressions (each failed on the code before its fix): empty fields.
+# ---- 3. mx: empty fields and an empty argument ---------------------------------------------------
+@pytest.mark.parametrize("values,says", [("1,2,,3", "field 3 of '1,2,,3' is empty"),
+                                         ("1,2,3,", "field 4 of '1,2,3,' is empty"),
+                                         (",1", "field 1 of ',1' is empty"),
+                                         ("", "the values are empty"), ("  ", "the values are empty")])
+def test_mx_refuses_empty_fields(capsys, values, says):
+    fails(["mx", values], 2, capsys, says=says)
+
+
+def test_mx_refuses_empty_fields_in_a_file(tmp_path, capsys):
+    path = tmp_path / "v.txt"
+    path.write_text("1,2\n3,,4\n")
+    fails(["mx", str(path)], 2, capsys, names=str(path), says="line 2")
+    path.write_text("1, 2\n\n3 4\n5,6\n")  # blank lines and spaces are separators, not fields
+    assert main(["mx", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 6
+
+
+@pytest.mark.parametrize("variant", ["te", "torchao"])
+def test_mx_refuses_variant_for_mx_formats(capsys, variant):
+    fails(["mx", "1,2", "-f", "mxfp4", "--variant", variant], 2, capsys, says="--variant applies to NVFP4")
+    assert main(["mx", "1,2", "-f", "nvfp4", "--variant", variant, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["variant"] == variant

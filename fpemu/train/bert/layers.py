@@ -5,7 +5,7 @@ NumPy lacks), the softmax of attention over the real tokens of each sentence; la
 The error function: ``erfc(z) = t exp(-z^2 + P(t))`` with ``t = 2 / (2 + z)`` for ``z >= 0``,
 ``P`` a Chebyshev series of degree 16 in ``t`` fitted once, on import, to the C library's
 ``erfc`` (Python's :func:`math.erfc`) at the Chebyshev points; its relative error stays below
-1e-11 for every ``z`` (tests/test_train_bert_layers.py measures it), so the GELU rounded to FP32
+1e-11 for every ``z`` (tests/train/bert/test_layers.py measures it), so the GELU rounded to FP32
 is the correctly rounded value or next to it.
 
 >>> [round(float(v), 7) for v in gelu(np.float32([-1.0, 0.0, 1.0, 3.0]))]

@@ -15,7 +15,7 @@ number), as the model's ``tokenizer.json`` describes it (``BertNormalizer`` with
   ``[UNK]``.
 
 The checks compare it with the ``tokenizers`` library on the model's own tokenizer.json
-(tests/test_train_bert_tokenizer.py).
+(tests/train/bert/test_tokenizer.py).
 
 >>> tok = WordPiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "cafe", ",", "!"])
 >>> tok.tokens("Unaffable, CAFÉ!")

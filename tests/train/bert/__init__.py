@@ -1,0 +1,2 @@
+"""Tests of fpemu.train.bert, one file per module (test_<module>.py, or test_<module>_<aspect>.py); a
+package, so that file names may repeat those of other test folders."""
