@@ -10,14 +10,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..arguments import is_whole
-from ..codec import quantize
-from ..codec import is_dask
+from ..codec import is_dask, quantize
 from ..parallel import gathered, on_cluster
 from .kernels.exact import exact_sum
 from .kernels.operand import element_operand
 from .kernels.products import element_products
 from .lookup import input_formats, get_accumulator
-from .gemm import gemm
+from .gemm import PROGRESS_PIECES, dense_gemm, gemm
+from .operands import accumulator_operand
 from .pieces import row_pieces, values_per_row
 from .model import Accumulator
 
@@ -64,14 +64,16 @@ def gemm_error(
     A = quantize(draw((m, k)), fa)
     B = quantize(draw((k, n)), fb)
     step = step or (lambda rows: None)
-    got = np.empty((m, n))
-    piece = m if is_dask(on_cluster(A[:1])) else max(1, m // 20)  # on a cluster: one call, its tiles
-    for i in range(0, m, piece):  # rows are independent: pieces give the same bits
-        got[i : i + piece] = gathered(gemm(on_cluster(A[i : i + piece], 64), B, inputs=(fa, fb), accumulator=acc))
-        step(min(piece, m - i))
+    if is_dask(on_cluster(A[:1])):  # on a cluster: one call, its tiles
+        got = np.asarray(gathered(gemm(on_cluster(A, 64), B, inputs=(fa, fb), accumulator=acc)), np.float64)
+        step(m)
+    else:  # B prepared once for every piece of rows (a long K made that the work), rows told as done
+        c = accumulator_operand(None, (m, n), "fp32")
+        got = dense_gemm(A, B, c, acc, fa, fb, "fp32", None, step).astype(np.float64)
     exact = np.empty((m, n))
     opb = element_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
-    for rows in row_pieces(m, values_per_row(get_accumulator("exact"), k, n, paired=False), workers=1):
+    exact_per_row = values_per_row(get_accumulator("exact"), k, n, paired=False)
+    for rows in row_pieces(m, exact_per_row, workers=1, at_least=PROGRESS_PIECES):  # steps for the bar
         prods = element_products(A[rows], opb, fa, fb, True, False)
         exact[rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
         step(rows.stop - rows.start)

@@ -11,7 +11,7 @@ dot of two 1-D operands gives one ``np.float32`` (as ``np.dot`` of float32 vecto
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,9 +67,7 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
         c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
         result = _block_products(a, b, c0, model, bs, False, workers)
         return deliver_values(apply_tensor_scales(result, a, b, model), returns, a)
-    fa, fb = _input_formats(inputs, "gemm", "A and B")
-    out = _check_out(out)
-    acc = _dense_model(accumulator, fa, fb, instruction, out)
+    fa, fb, out, acc = _dense_options(inputs, accumulator, instruction, out, "gemm", "A and B")
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_gemm(a, b, c, lambda ta, tb, tc: gemm(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
@@ -77,9 +75,22 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
     A, B = _prepare(a, fa, "a"), _prepare(b, fb, "b")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"gemm needs A (M, K) and B (K, N), got shapes {A.shape} and {B.shape}")
+    C = accumulator_operand(c, (A.shape[0], B.shape[1]), _c_format(out))
+    return deliver_values(dense_gemm(A, B, C, acc, fa, fb, out, workers), returns, a)
+
+
+#: Pieces of rows a GEMM with a progress bar is cut into at least (its steps).
+PROGRESS_PIECES = 8
+
+
+def dense_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, acc: DenseModel, fa: Format, fb: Format, out: str,
+               workers: int | None, step: Callable[[int], None] | None = None) -> np.ndarray:
+    """The dense kernel of :func:`gemm`: A (M, K) and B (K, N) already in their formats
+    (float64), C (M, N) in the accumulator's; B is prepared once for every piece of rows (a
+    long K makes that preparation the largest work but the sums), and ``step(rows)`` is told
+    of each piece done (a progress bar's)."""
     M, K = A.shape
     N = B.shape[1]
-    C = accumulator_operand(c, (M, N), _c_format(out))
     from .kernels.operand import element_operand  # the kernels load on the first product
     from .kernels.products import element_products
     from .kernels.run import lane_permutation, run_model
@@ -96,9 +107,13 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
         prods = element_products(A[rows], opb, fa, fb, True, acc.flush_subnormals, _zero_exponent(acc), ordered)
         part = _finish(run_model(prods, C[rows].reshape(-1), acc, out), acc, out)
         result[rows] = part.reshape(rows.stop - rows.start, N)  # not -1: N may be 0
+        if step is not None:
+            step(rows.stop - rows.start)
 
-    run_each(piece, row_pieces(M, values_per_row(acc, K, N, paired=False), workers), workers)
-    return deliver_values(result, returns, a)
+    # With a progress bar, at least PROGRESS_PIECES pieces (rows are independent: the same bits).
+    pieces = row_pieces(M, values_per_row(acc, K, N, paired=False), workers, 1 if step is None else PROGRESS_PIECES)
+    run_each(piece, pieces, workers)
+    return result
 
 
 def dot(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", instruction: str | None = None,
@@ -129,9 +144,7 @@ def dot(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", in
         c0 = accumulator_operand(c, batch, "fp32").reshape(-1)
         result = _block_products(rows, columns, c0, model, bs, True, workers)
         return _one_or_many(apply_tensor_scales(result, a, b, model).reshape(batch), returns, a)
-    fa, fb = _input_formats(inputs, "dot", "a and b")
-    out = _check_out(out)
-    acc = _dense_model(accumulator, fa, fb, instruction, out)
+    fa, fb, out, acc = _dense_options(inputs, accumulator, instruction, out, "dot", "a and b")
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
         return dask_dot(a, b, c, lambda ta, tb, tc: dot(ta, tb, tc, inputs=inputs, accumulator=acc, out=out,
@@ -163,10 +176,15 @@ def _one_or_many(result: np.ndarray, returns: str, like: Any) -> Any:
     return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
 
-def _input_formats(inputs: Any, what: str, operands: str) -> tuple[Format, Format]:
+def _dense_options(inputs: Any, accumulator: Any, instruction: str | None, out: str, what: str,
+                   operands: str) -> tuple[Format, Format, str, DenseModel]:
+    """(format of A, of B, the output format's name, the model for that output) of plain
+    operands: gemm's and dot's options checked by one rule."""
     if inputs is None:
         raise TypeError(f"{what} needs inputs= (the format of {operands}, or a pair of formats) for plain arrays")
-    return input_formats(inputs)
+    fa, fb = input_formats(inputs)
+    out = _check_out(out)
+    return fa, fb, out, _dense_model(accumulator, fa, fb, instruction, out)
 
 
 def _dense_model(accumulator: Any, fa: Format, fb: Format, instruction: str | None, out: str) -> DenseModel:

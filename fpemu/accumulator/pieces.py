@@ -47,11 +47,16 @@ def values_per_row(model: Accumulator, K: int, N: int, paired: bool) -> int:
     return max(N, 1) * held
 
 
-def row_pieces(rows: int, per_row: int, workers: int | None = None) -> list[slice]:
+def row_pieces(rows: int, per_row: int, workers: int | None = None, at_least: int = 1) -> list[slice]:
     """Slices covering ``range(rows)``: pieces of about :data:`PIECE_VALUES` values
     (``per_row`` values a row, at least one row a piece), smaller where that gives each of
-    several workers a piece of at least :data:`MIN_ROWS` rows."""
-    size = max(1, PIECE_VALUES // max(per_row, 1))
+    several workers a piece of at least :data:`MIN_ROWS` rows, and ``at_least`` pieces where
+    there are that many rows (a progress bar's steps).
+
+    >>> [(s.start, s.stop) for s in row_pieces(5, 1, at_least=2)]
+    [(0, 3), (3, 5)]
+    """
+    size = min(max(1, PIECE_VALUES // max(per_row, 1)), max(1, -(-rows // at_least)))
     threads = resolve_workers(workers)
     if threads > 1:
         size = min(size, max(MIN_ROWS, -(-rows // threads)))
