@@ -9,9 +9,11 @@ output format it measures:
   the README's quirks);
 - MMA-Sim (../shared/mmasim, when it and torch are here): MMA-Sim's own instructions on random
   operands from the five distributions of tests/mmasim_helpers.py (AMD: its instructions and
-  compare_amd; NVIDIA: one instruction per dense family below), identical bits
+  compare_amd; NVIDIA: one instruction per dense family below, every RTX Blackwell one of
+  one operand format or the e4m3 x e5m2 mix), identical bits
   counted (any NaN equals any NaN);
-- published probes (the family's source cites Fasi et al. 2021) and what the source marks as
+- published probes (the family's source cites Fasi et al. 2021), a published model with no dump
+  (the source says "model, no dump": RTX Blackwell, MMA-Sim's) and what the source marks as
   assumed; a row with neither dumps nor MMA-Sim is an assumption.
 """
 
@@ -66,6 +68,14 @@ NV = [
     ("tcgen05mma", "Blackwell", "m64n8k32.f32.e4m3.e4m3", "b200", ("e4m3", "e4m3"), "fp32"),
     ("tcgen05mma", "Blackwell", "m64n8k32.f32.e5m2.e4m3", "b200", ("e5m2", "e4m3"), "fp32"),
 ]
+# RTX Blackwell (sm_120): its mma instructions as the table lists them (MMA-Sim's qualifiers),
+# one operand format or the e4m3 x e5m2 mix, each output; not e2m1, which MMA-Sim cannot run
+# (tests/accumulator/test_units_mmasim_rtx_blackwell.py shows it).
+_RTX_TYPES = {"f16": "fp16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2", "e2m1": "e2m1"}
+NV += [("mma", "RTX Blackwell", q, "rtx5090", (_RTX_TYPES[q.split(".")[2]], _RTX_TYPES[q.split(".")[3]]),
+        "fp32" if q.split(".")[1] == "f32" else "fp16")
+       for fam in isa.families("rtx-blackwell", False).values() for q in fam["instructions"]
+       if (q.split(".")[2] == q.split(".")[3] or q.split(".")[2:4] == ["e4m3", "e5m2"]) and "e2m1" not in q]  # fmt: skip
 
 
 class _Patch:
@@ -134,13 +144,16 @@ def measure_mmasim(table: dict, chains: tuple[int, ...]) -> None:
                 C = np.asarray(quantize(C, out), dtype=np.float64)  # the accumulator operand has the output's type
                 D = inst(tm.to_torch(A, fmts[0]), tm.to_torch(B, fmts[1]), tm.to_torch(C, out)).float().numpy().reshape(-1)
                 a, b, c = tm.as_dots([A], [B], C)
-                got = dot(a, b, c, inputs=fmts, accumulator=preset, out=out)
+                # An instruction the table lists is looked up by its name (its family's K).
+                listed = isa.family_of(isa.GPUS.get(preset, preset), qualifier) is not None
+                acc = get_accumulator(preset, fmts, instruction=qualifier if listed else None)
+                got = dot(a, b, c, inputs=fmts, accumulator=acc, out=out)
                 same, total = same + int(tm.same_bits(got, D).sum()), total + D.size
             text = f"{kind} {qualifier}: {same}/{total}"
         except Exception as exc:  # MMA-Sim refuses or crashes on some operand types
             text = f"{kind} {qualifier}: MMA-Sim cannot run it ({type(exc).__name__})"
         arch_name = isa.GPUS.get(preset, preset)
-        add(table, key(arch_name, family_for(arch_name, fmts), fmts, out), "mmasim", text)
+        add(table, key(arch_name, family_for(arch_name, fmts, qualifier), fmts, out), "mmasim", text)
         print(f"MMA-Sim {text}", flush=True)
 
 
@@ -150,7 +163,8 @@ def rows(table: dict) -> list[str]:
     for arch, fams in isa.ARCHITECTURES.items():
         for name, fam in isa.families(arch, False).items():
             ops = list(fam["takes"]) + (["mixed"] if fam["mixed"] else [])
-            outs = ["fp32", "fp16"] if arch in ("volta", "turing", "ampere", "ada", "hopper", "blackwell") else ["fp32"]
+            outs = ["fp32", "fp16"] if arch in ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
+                                                "rtx-blackwell") else ["fp32"]  # fmt: skip
             source = fam["params"].get("source", "")
             for op in ops:
                 for out in outs:
@@ -159,6 +173,8 @@ def rows(table: dict) -> list[str]:
                     notes = []
                     if "Fasi" in source:
                         notes.append("published probes (Fasi et al. 2021)")
+                    if "model, no dump" in source:  # a published model is the whole evidence
+                        notes.append("model, no dump")
                     fp16_model = fam["params"].get("fp16_output")
                     src = fp16_model.get("source", source) if out == "fp16" and fp16_model else source
                     for part in src.split(";"):  # what the source marks as assumed, where it applies

@@ -32,3 +32,13 @@ def test_the_dump_column_is_measured_and_in_the_page():
     for key, row in by_key.items():
         dumps = row.split("|")[5].strip()
         assert any(line.startswith(f"| {' | '.join(key)} | {dumps} |") for line in page.splitlines()), (key, dumps)
+
+
+def test_rtx_blackwell_rows_say_model_no_dump():
+    """RTX Blackwell rests on MMA-Sim's model alone: every one of its rows says so, in the
+    script's table and in the page."""
+    rows = [r for r in script().rows({}) if r.startswith("| rtx-blackwell |")]
+    page = [line for line in (ROOT / "docs" / "evidence.md").read_text().splitlines() if line.startswith("| rtx-blackwell |")]
+    assert len(rows) == len(page) == 30
+    assert all("model, no dump" in r for r in rows + page)
+    assert all(r.split("|")[5].strip() == "-" for r in rows + page)  # the dump column is empty

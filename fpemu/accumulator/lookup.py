@@ -34,9 +34,9 @@ def accumulator_names(block_scaled: bool | None = None) -> list[str]:
     >>> "h100" in accumulator_names() and "mmasim-blackwell" in accumulator_names()
     True
     >>> [n for n in accumulator_names() if "/" in n]
-    ['cdna2/bf16', 'cdna3/f16_k4', 'cdna3/bf16_k4']
+    ['rtx-blackwell/f16_k8', 'rtx-blackwell/tf32_k4', 'rtx-blackwell/fp8_k16', 'cdna2/bf16', 'cdna3/f16_k4', 'cdna3/bf16_k4']
     >>> accumulator_names(block_scaled=True)
-    ['exact', 'b200', 'blackwell', 'mmasim-blackwell']
+    ['exact', 'b200', 'rtx5090', 'rtx5080', 'rtxpro6000', 'blackwell', 'rtx-blackwell', 'mmasim-blackwell']
     """
     kinds = (False, True) if block_scaled is None else (block_scaled,)
     archs = [a for a in ARCHITECTURES if any(families(a, k) for k in kinds)]
@@ -92,7 +92,7 @@ def wrong_operands(label: str, block_scaled: bool) -> str:
     block-scaled one for plain arrays.
 
     >>> wrong_operands("h100 (hopper)", True)
-    'h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell'
+    'h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell'
     """
     names = accumulator_names(block_scaled)
     if block_scaled:
@@ -113,9 +113,9 @@ def get_accumulator(
 
     ``name`` (``gpu[/family[/instruction]]``) is an IEEE model ("exact", "fp32", "fp16",
     "bf16", "pairwise_fp32"), a GPU ("v100", "t4", "a100", "a30", "a2", "ada", "l40s",
-    "h100", "h200", "h800", "b200", "mi100", "mi250", "mi300x", ...) or an architecture
-    ("volta", ..., "blackwell", "cdna1", "cdna2", "cdna3", and MMA-Sim's published model
-    "mmasim-blackwell"). ``inputs`` (A's and B's, or one for both; default fp32) are element
+    "h100", "h200", "h800", "b200", "rtx5090", "rtxpro6000", "mi100", "mi250", "mi300x", ...)
+    or an architecture ("volta", ..., "blackwell", "rtx-blackwell" (sm_120, MMA-Sim's model),
+    "cdna1", "cdna2", "cdna3", and MMA-Sim's published model "mmasim-blackwell"). ``inputs`` (A's and B's, or one for both; default fp32) are element
     formats, for the dense models, or block formats (MX, NVFP4), for the block-scaled ones:
     ``"exact"`` is then the exact blockwise model (:class:`~fpemu.accumulator.Blockwise`).
     GPU parameters depend on the inputs (H100 fp16 fuses 16 products with F = 25, H100 e4m3
@@ -123,7 +123,8 @@ def get_accumulator(
     inputs, the first in the table (:mod:`.units`) is the default and ``instruction`` (or
     ``"gpu/family"``) picks another: CDNA2 bf16 is ``bf16_1k`` unless ``instruction="bf16"``;
     CDNA3 fp16/bf16 is the k = 8/16 family unless ``"f16_k4"``/``"bf16_k4"``; Blackwell's
-    MXFP4 x MXFP4 is ``mxf4nvf4`` unless ``"mxf8f6f4"``. An AMD instruction's own name
+    MXFP4 x MXFP4 is ``mxf4nvf4`` unless ``"mxf8f6f4"``; RTX Blackwell's k = 16 fp16 is
+    ``f16`` unless ``"f16_k8"`` or a k = 8 instruction (``"m16n8k8.f32.f16.f16.f32"``). An AMD instruction's own name
     (``"v_mfma_f32_16x16x8bf16"``, the prefix optional) picks its family, whose model then
     reads its accumulator once per instruction of that K (``instruction_k``), which is where a
     flushing CDNA2 turns a -0 running sum into +0. ``block_size`` is the K-block size of block
@@ -139,6 +140,8 @@ def get_accumulator(
     ('mi250/bf16/f32_16x16x8bf16/bf16', 2, 8)
     >>> get_accumulator("b200", "mxfp8_e4m3").name, get_accumulator("b200/mxf8f6f4", "mxfp4").instruction_k
     ('b200/mxf8f6f4/e4m3', 32)
+    >>> get_accumulator("rtx5090", "fp16").block, get_accumulator("rtx5090", "fp16", instruction="m16n8k8.f32.f16.f16.f32").block
+    (16, 8)
     >>> type(get_accumulator("exact", "nvfp4")).__name__, type(get_accumulator("exact", "fp16")).__name__
     ('Blockwise', 'Exact')
     >>> get_accumulator("v100", "bf16")
@@ -148,7 +151,7 @@ def get_accumulator(
     >>> get_accumulator("h100", "mxfp8_e4m3")
     Traceback (most recent call last):
     ...
-    ValueError: h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell
+    ValueError: h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell
     """
     if isinstance(name, Accumulator):
         if instruction is not None:

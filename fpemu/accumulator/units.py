@@ -71,6 +71,39 @@ _B200_FUSED = dict(frac_bits=_B200_F8F6F4["frac_bits"], out_rounding=_B200_F8F6F
 # kind::mxf4nvf4: MXFP4 in blocks of 32 or 16, NVFP4 (UE4M3 scales, blocks of 16), 64 products.
 _MXF4NVF4 = dict(takes=("e2m1",), scales=(("e8m0", 32), ("e8m0", 16), ("ue4m3", 16)), k=64)
 _MXF8F6F4 = dict(takes=_F8F6F4, scales=(("e8m0", 32),), k=32, mixed=True)
+# MMA-Sim's block-scaled rules (tcgen05 on Blackwell, mma.block_scale on RTX Blackwell alike):
+# truncation, a zero counts as 2**-126, an overflow is Inf even under RZ; 35 kept bits with
+# sub-blocks of 16 (mxf4nvf4), 25 (mxf8f6f4).
+_MMASIM_BLOCK = dict(out_rounding="rz", zero_exponent=-126, overflow="inf")
+_MMASIM_MXF4NVF4 = dict(sub_block=16, term_exponent="scale", frac_bits=35, **_MMASIM_BLOCK)
+_MMASIM_MXF8F6F4 = dict(frac_bits=25, **_MMASIM_BLOCK)
+
+# RTX Blackwell (sm_120: RTX 5090, RTX PRO 6000), as MMA-Sim models it (no dump here). Its mma
+# instructions (isa/nv_ptx/nv_mma.py lines 60-82 and 111-114: sm_120a's f8f6f4 plus Ada's FP8,
+# Ampere's and Turing's; f64 is out of fpemu's scope) all run nv_fused_dot_add with 25 kept
+# bits (simulator/nv_ptx.py line 24) over the whole instruction: no split-k (lines 36-49 split
+# only on Ampere and Ada), so a family is one instruction's K. The result: fp32 RZ or fp16 RNE
+# (arithmetic.py nv_fused_dot_add); a zero operand counts as exponent -126 plus its partner's
+# (arithmetic.py extract_significand_exponent). mma.block_scale (nv_mma.py lines 83-100, 116-118;
+# nv_ptx.py lines 100-144): 25 (k = 32) or 35 (k = 64) kept bits, as MMA-Sim's tcgen05.
+_MMASIM_RTX = ("MMA-Sim (arXiv 2511.10909): isa/nv_ptx/nv_mma.py RTX Blackwell qualifiers, simulator/nv_ptx.py mma "
+               "(F = 25, no split-k), arithmetic.py nv_fused_dot_add; model, no dump")  # fmt: skip
+_MMASIM_RTX_BLOCK = ("MMA-Sim (arXiv 2511.10909): isa/nv_ptx/nv_mma.py RTX Blackwell block-scale qualifiers, "
+                     "simulator/nv_ptx.py mma_block_scale, arithmetic.py; model, no dump")  # fmt: skip
+
+
+def _rtx(block: int, instructions: tuple[str, ...], source: str = _MMASIM_RTX) -> dict:
+    return dict(instructions=instructions, **_nv(block, 25, source=source), zero_exponent=-126)
+
+
+def _mma(shape: str, pairs: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """PTX mma qualifiers ``shape.d.a.b.c`` of these operand pairs, fp32 and fp16 output (FP8,
+    FP6, FP4) as MMA-Sim spells them."""
+    return tuple(f"{shape}.{d}.{a}.{b}.{d}" for d in ("f32", "f16") for a, b in pairs)
+
+
+_RTX_FP8 = tuple((a, b) for a in ("e5m2", "e4m3") for b in ("e5m2", "e4m3"))
+_RTX_F8F6F4 = tuple((a, b) for a in ("e5m2", "e4m3", "e2m1") for b in ("e5m2", "e4m3", "e2m1"))
 
 
 # AMD, as MMA-Sim models it. fp32 instructions: an FMA chain (no flushing, even on CDNA2).
@@ -136,13 +169,31 @@ ARCHITECTURES: dict[str, dict[str, dict]] = {
         "mxf4nvf4": _block_scaled(**_MXF4NVF4, sub_block=16, term_exponent="scale", **_B200_FUSED),
         "mxf8f6f4": _block_scaled(**_MXF8F6F4, **_B200_FUSED),
     },
+    # RTX Blackwell (sm_120), MMA-Sim's model (above). The k = 16 and k = 8 (tf32: 4)
+    # instructions fuse fewer products: families of their own. FP6 (MMA-Sim: TODO) and FP4
+    # (it crashes on e2m1) are its rules applied to those formats.
+    "rtx-blackwell": {
+        "f16": _family(("fp16", "bf16"), **_rtx(16, ("m16n8k16.f32.f16.f16.f32", "m16n8k16.f16.f16.f16.f16",
+                                                     "m16n8k16.f32.bf16.bf16.f32"))),
+        "f16_k8": _family(("fp16", "bf16"), **_rtx(8, ("m16n8k8.f32.f16.f16.f32", "m16n8k8.f16.f16.f16.f16",
+                                                       "m16n8k8.f32.bf16.bf16.f32"))),
+        "tf32": _family(("tf32",), **_rtx(8, ("m16n8k8.f32.tf32.tf32.f32",))),
+        "tf32_k4": _family(("tf32",), **_rtx(4, ("m16n8k4.f32.tf32.tf32.f32",))),
+        "f8f6f4": _family(_F8F6F4, mixed=True, **_rtx(32, _mma("m16n8k32", _RTX_F8F6F4),
+                                                      source=_MMASIM_RTX + "; FP6/FP4 operands: its rules, fpemu's extension")),
+        "fp8_k16": _family(_NV_FP8, mixed=True, **_rtx(16, _mma("m16n8k16", _RTX_FP8))),
+        # mma.block_scale: MMA-Sim's sm_120a list adds UE4M3 scales in blocks of 32 (nv_mma.py line 98).
+        "mxf4nvf4": _block_scaled(**dict(_MXF4NVF4, scales=_MXF4NVF4["scales"] + (("ue4m3", 32),)), **_MMASIM_MXF4NVF4,
+                                  source=_MMASIM_RTX_BLOCK),
+        "mxf8f6f4": _block_scaled(**_MXF8F6F4, **_MMASIM_MXF8F6F4,
+                                  source=_MMASIM_RTX_BLOCK + "; FP6/FP4 operands: its rules, fpemu's extension"),
+    },
     # MMA-Sim's published Blackwell block-scaled model: 35 (mxf4nvf4) or 25 (mxf8f6f4) kept
     # bits, truncation, a zero counts as 2**-126, an overflow is Inf even under RZ. FP6/FP4 in
     # mxf8f6f4 (MMA-Sim crashes or refuses them) are its rules applied to those formats.
     "mmasim-blackwell": {
-        "mxf4nvf4": _block_scaled(**_MXF4NVF4, sub_block=16, term_exponent="scale", frac_bits=35, out_rounding="rz",
-                                  zero_exponent=-126, overflow="inf", source=_MMASIM_NV),
-        "mxf8f6f4": _block_scaled(**_MXF8F6F4, frac_bits=25, out_rounding="rz", zero_exponent=-126, overflow="inf",
+        "mxf4nvf4": _block_scaled(**_MXF4NVF4, **_MMASIM_MXF4NVF4, source=_MMASIM_NV),
+        "mxf8f6f4": _block_scaled(**_MXF8F6F4, **_MMASIM_MXF8F6F4,
                                   source=_MMASIM_NV + "; FP6/FP4 operands: its rules, fpemu's extension"),
     },
     "cdna1": {
@@ -174,7 +225,8 @@ ARCHITECTURES: dict[str, dict[str, dict]] = {
 GPUS = {
     "v100": "volta", "t4": "turing", "a100": "ampere", "a30": "ampere", "a2": "ampere",
     "l40s": "ada", "rtx4090": "ada", "h100": "hopper", "h200": "hopper", "h800": "hopper",
-    "b200": "blackwell", "mi100": "cdna1", "mi210": "cdna2", "mi250": "cdna2", "mi250x": "cdna2",
+    "b200": "blackwell", "rtx5090": "rtx-blackwell", "rtx5080": "rtx-blackwell", "rtxpro6000": "rtx-blackwell",
+    "mi100": "cdna1", "mi210": "cdna2", "mi250": "cdna2", "mi250x": "cdna2",
     "mi300": "cdna3", "mi300a": "cdna3", "mi300x": "cdna3", "mi325x": "cdna3",
 }  # fmt: skip
 
@@ -215,8 +267,10 @@ def instruction_k(name: str) -> int:
 
     >>> instruction_k("f32_32x32x4_2b_bf16"), instruction_k("v_mfma_f32_16x16x32_fp8_bf8")
     (4, 32)
+    >>> instruction_k("m16n8k16.f32.bf16.bf16.f32")  # a PTX mma qualifier
+    16
     """
-    shape = re.search(r"(\d+)x(\d+)x(\d+)", name)
+    shape = re.search(r"(\d+)x(\d+)x(\d+)", name) or re.search(r"m(\d+)n(\d+)k(\d+)", name)
     if shape is None:
         raise ValueError(f"instruction {name!r} has no MxNxK shape in its name")
     return int(shape.group(3))

@@ -43,6 +43,8 @@ The package, in the order data flows (each module imports only those above it):
 * ``rounders``, ``stats``: the casts to the low formats and what they count, per kind of
   gradient tensor.
 * ``accumulate``: GEMMs through an accumulator model (with DeepSeek-V3's promotion).
+* ``attention``: FP8 attention (Q, K, V and P in E4M3, both GEMMs on a matrix unit, promotion
+  as an option), :func:`fpemu.train.attention.fp8_attention`.
 * ``linears``, ``block_linears``: a linear layer's three GEMMs in each precision (FP32,
   FP16/BF16, FP8; MXFP8, NVFP4 with :class:`NVFP4Recipe`), the one set both networks use.
 * ``gemm_precisions``: one name per forward GEMM precision (bf16, fp16, e4m3, MXFP8/6/4,

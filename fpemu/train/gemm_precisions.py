@@ -28,7 +28,7 @@ the format fails here, before any work.
 >>> forward_linear("mxfp4", "h100")
 Traceback (most recent call last):
 ...
-ValueError: h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell
+ValueError: h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell
 """
 
 from __future__ import annotations

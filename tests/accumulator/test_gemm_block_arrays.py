@@ -51,7 +51,7 @@ def test_gemm_block_errors(operands):
     with pytest.raises(TypeError, match="a is a BlockArray"):
         fpemu.gemm(a, np.ones((96, 3)), inputs="e4m3", accumulator="h100")
     with pytest.raises(ValueError, match="h100 \\(hopper\\) has no block-scaled MMA: block arrays take exact, b200, "
-                                         "blackwell or mmasim-blackwell"):
+                                         "rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell"):
         fpemu.gemm(a, b, accumulator="h100")
     with pytest.raises(ValueError, match="BlockFMA 'h100/e4m3' has no block-scaled MMA"):
         fpemu.gemm(a, b, accumulator=fpemu.get_accumulator("h100", "e4m3"))

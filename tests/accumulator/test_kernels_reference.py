@@ -113,7 +113,8 @@ def ref_block(a, b, c: float, acc: Accumulator, fa: str, fb: str) -> float:
     """SPEC section 5 as written: per block, exact products with exponent e_a + e_b, align to
     the largest exponent (zero c -> zero_c_exponent), truncate each term toward zero to F
     fraction bits, add exactly, round (out_rounding) to fp32 with out_frac_bits, -0 -> +0;
-    recursive over K."""
+    recursive over K. With ``zero_exponent`` (MMA-Sim's rule) a zero operand counts with that
+    exponent and its product takes part in the alignment."""
     ea, eb = get_format(fa).emin, get_format(fb).emin
     for s in range(0, len(a), acc.block):
         if math.isinf(c):
@@ -122,6 +123,9 @@ def ref_block(a, b, c: float, acc: Accumulator, fa: str, fb: str) -> float:
         for x, y in zip(a[s : s + acc.block], b[s : s + acc.block]):
             if x != 0 and y != 0:
                 terms.append((Fraction(x) * Fraction(y), _model_exponent(x, ea) + _model_exponent(y, eb)))
+            elif acc.zero_exponent is not None:
+                ex = acc.zero_exponent if x == 0 else _model_exponent(x, ea)
+                terms.append((Fraction(0), ex + (acc.zero_exponent if y == 0 else _model_exponent(y, eb))))
         ec = acc.zero_c_exponent if c == 0 else _model_exponent(c, -126)
         E = max([e for _, e in terms] + [ec])
         unit = Fraction(2) ** (E - acc.frac_bits)

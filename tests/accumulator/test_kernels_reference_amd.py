@@ -1,4 +1,4 @@
-"""The AMD models and Blackwell's FP6/FP4 operands against scalar references in exact rational
+"""The AMD models and Blackwell's (B200 and RTX) FP6/FP4 operands against scalar references in exact rational
 arithmetic (``fractions.Fraction``), on hypothesis-drawn matrices.
 
 The references follow MMA-Sim's rules as written (simulator/amd.py, arithmetic.py), one
@@ -162,5 +162,17 @@ def test_blackwell_fp6_fp4_operands_follow_the_block_model(data, fa, fb):
     A, B, C = data.draw(mixed(fa, fb))
     acc = get_accumulator("b200", (fa, fb))
     assert isinstance(acc, Accumulator) and (acc.block, acc.frac_bits, acc.out_rounding) == (32, 48, "rne")
+    got = gemm(A, B, C, inputs=(fa, fb), accumulator=acc)
+    _same(got, _each(A, B, C, lambda a, b, c: ref_block(a, b, c, acc, fa, fb)))
+
+
+@both(data=st.data(), fa=st.sampled_from(F8F6F4), fb=st.sampled_from(F8F6F4[2:]))
+def test_rtx_blackwell_fp6_fp4_operands_follow_mmasim_rules(data, fa, fb):
+    """sm_120 mma kind::f8f6f4 with FP6/FP4 on either side, which MMA-Sim cannot run: its
+    rules (32 products, 25 bits below the largest exponent, a zero operand counting as 2**-126,
+    fp32 RZ), against SPEC section 5 written with Fractions."""
+    A, B, C = data.draw(mixed(fa, fb))
+    acc = get_accumulator("rtx5090", (fa, fb))
+    assert (acc.block, acc.frac_bits, acc.out_rounding, acc.zero_exponent) == (32, 25, "rz", -126)
     got = gemm(A, B, C, inputs=(fa, fb), accumulator=acc)
     _same(got, _each(A, B, C, lambda a, b, c: ref_block(a, b, c, acc, fa, fb)))

@@ -51,8 +51,8 @@ def test_a_name_works_through_every_entry_point(name, instruction, block_scaled)
     ("zzz", True, "unknown accumulator 'zzz'; `fpemu accumulators` lists them all"),
     ("zzz", False, "unknown accumulator 'zzz'; `fpemu accumulators` lists them all"),
     ("h10", False, "unknown accumulator 'h10'; did you mean h100"),
-    ("h100", True, "h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell"),
-    ("fp32", True, "fp32 has no block-scaled MMA: block arrays take exact, b200, blackwell or mmasim-blackwell"),
+    ("h100", True, "h100 (hopper) has no block-scaled MMA: block arrays take exact, b200, rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell"),
+    ("fp32", True, "fp32 has no block-scaled MMA: block arrays take exact, b200, rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell"),
     ("mmasim-blackwell", False, "mmasim-blackwell has no dense MMA: plain arrays take a dense model "
                                 "(`fpemu accumulators` lists them)"),
     ("b200/f8f6f4", True, "b200 (blackwell) has no instruction family 'f8f6f4'; it has: mxf4nvf4, mxf8f6f4"),
@@ -84,10 +84,11 @@ def test_a_model_of_the_other_kind_is_refused_in_the_same_words():
 def test_names_list_both_kinds():
     names = accumulator_names()
     assert names.count("exact") == 1 and {"h100", "b200", "mmasim-blackwell", "cdna2/bf16"} <= set(names)
-    assert accumulator_names(block_scaled=True) == ["exact", "b200", "blackwell", "mmasim-blackwell"]
+    assert accumulator_names(block_scaled=True) == [
+        "exact", "b200", "rtx5090", "rtx5080", "rtxpro6000", "blackwell", "rtx-blackwell", "mmasim-blackwell"]
     assert "mmasim-blackwell" not in accumulator_names(block_scaled=False)
     for name in names:  # every listed name is a model of some operands
-        assert any(_builds(name, f) for f in ("fp16", "bf16", "fp32", "e4m3fnuz", "mxfp8_e4m3")), name
+        assert any(_builds(name, f) for f in ("fp16", "bf16", "fp32", "tf32", "e4m3", "e4m3fnuz", "mxfp8_e4m3")), name
 
 
 def _builds(name, inputs) -> bool:
@@ -115,9 +116,10 @@ def test_formats_tell_the_kind():
 def test_unknown_preset_lists_the_names():
     q = mx.quantize(np.ones((1, 32)), "mxfp8_e4m3")
     with pytest.raises(ValueError, match="h100 \\(hopper\\) has no block-scaled MMA: block arrays take exact, b200, "
-                                         "blackwell or mmasim-blackwell"):
+                                         "rtx5090, rtx5080, rtxpro6000, blackwell, rtx-blackwell or mmasim-blackwell"):
         fpemu.gemm(q, mx.quantize(np.ones((32, 1)), "mxfp8_e4m3", axis=0), accumulator="h100")
-    assert accumulator_names(block_scaled=True) == ["exact", "b200", "blackwell", "mmasim-blackwell"]
+    assert accumulator_names(block_scaled=True) == [
+        "exact", "b200", "rtx5090", "rtx5080", "rtxpro6000", "blackwell", "rtx-blackwell", "mmasim-blackwell"]
 
 
 def test_lookup_errors():

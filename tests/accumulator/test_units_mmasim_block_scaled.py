@@ -16,6 +16,10 @@ MMA-Sim crashes on ``kind::mxf4nvf4`` with c = +-Inf (NOTES.md), so those dots k
 or NaN c here, and a chained dot whose first result is +-Inf is left out of the count (fpemu
 must give a non-finite result there); fpemu's rule (IEEE: the Inf) is tested in
 tests/accumulator/test_kernels_block_scaled.py.
+
+RTX Blackwell (sm_120a ``mma.block_scale``, m16n8) runs the same arithmetic in MMA-Sim: the
+``rtx5090`` preset is held to it the same way, on its eight configurations (NVFP4's UE4M3
+scales in blocks of 32 as well), one and two chained instructions in every distribution.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ CONFIGS = [
     ("mxf4nvf4", 16, "ue4m3", "e2m1", "e2m1"),
 ]
 IDS = [f"{k}-block{b}-{s}-{fa}x{fb}" for k, b, s, fa, fb in CONFIGS]
+# RTX Blackwell's mma.block_scale (sm_120a) runs the same configurations and, in MMA-Sim's list
+# (isa/nv_ptx/nv_mma.py line 98), NVFP4's UE4M3 scales in blocks of 32 too.
+RTX_CONFIGS = CONFIGS + [("mxf4nvf4", 32, "ue4m3", "e2m1", "e2m1")]
+RTX_IDS = [f"{k}-block{b}-{s}-{fa}x{fb}" for k, b, s, fa, fb in RTX_CONFIGS]
 BLOCK_FORMAT = {"e4m3": "mxfp8_e4m3", "e5m2": "mxfp8_e5m2", "e2m1": "mxfp4"}
 M, N = 128, 8
 
@@ -62,12 +70,12 @@ def element_codes(dist: str, shape: tuple[int, int], fmt: str, rng: np.random.Ge
     return fpemu.encode(values, fmt, overflow="saturate").astype(np.uint8)
 
 
-def instruction_operands(config, dist: str, rng: np.random.Generator):
-    """Codes and scale codes of one instruction: A (M, k), B (k, N) and their scales."""
+def instruction_operands(config, dist: str, rng: np.random.Generator, m: int = M):
+    """Codes and scale codes of one instruction: A (m, k), B (k, N) and their scales."""
     kind, bs, sfmt, fa, fb = config
     k = 64 if kind == "mxf4nvf4" else 32
-    A, B = element_codes(dist, (M, k), fa, rng), element_codes(dist, (k, N), fb, rng)
-    sa = scale_codes(dist, (M, k // bs), sfmt == "ue4m3", rng)
+    A, B = element_codes(dist, (m, k), fa, rng), element_codes(dist, (k, N), fb, rng)
+    sa = scale_codes(dist, (m, k // bs), sfmt == "ue4m3", rng)
     sb = scale_codes(dist, (k // bs, N), sfmt == "ue4m3", rng)
     if dist == "cancel":  # the second half of every dot: the first half's values negated, nudged
         h = k // 2
@@ -80,11 +88,11 @@ def instruction_operands(config, dist: str, rng: np.random.Generator):
     return A, B, sa, sb
 
 
-def accumulator_input(dist: str, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """C (M, N) in fp32; MMA-Sim's mxf4nvf4 crashes on an infinite c, so those become NaN."""
-    C = draw(dist, (M, N), "fp32", rng)
+def accumulator_input(dist: str, kind: str, rng: np.random.Generator, m: int = M) -> np.ndarray:
+    """C (m, N) in fp32; MMA-Sim's mxf4nvf4 crashes on an infinite c, so those become NaN."""
+    C = draw(dist, (m, N), "fp32", rng)
     if dist == "subnormal":
-        C = draw("subnormal", (M, N), "fp32", rng)
+        C = draw("subnormal", (m, N), "fp32", rng)
     if kind == "mxf4nvf4":
         C = np.where(np.isinf(C), np.nan, C)
     return C.astype(np.float32)
@@ -117,44 +125,56 @@ def block_arrays(config, As, Bs, sas, sbs):
     return mx.MXArray(A, sa, BLOCK_FORMAT[fa], 1, bs), mx.MXArray(B, sb, BLOCK_FORMAT[fb], 0, bs)
 
 
-def compare(config, dist: str, chain: int, seed: int) -> tuple[int, int]:
-    """(identical dots, dots) of one distribution and chain length."""
+def mmasim_instruction(config, rtx: bool):
+    """MMA-Sim's instruction of a configuration: Blackwell's tcgen05 (m128) or RTX Blackwell's
+    mma.block_scale (m16, sm_120a)."""
     kind, bs, sfmt, fa, fb = config
     sim = mmasim()
     import mmasim.simulator.nv_ptx as nv_ptx
 
-    k = 64 if kind == "mxf4nvf4" else 32
-    inst = nv_ptx.tcgen05mma_block_scale("Blackwell", f"m{M}n{N}k{k}.block{bs}.f32.{fa}.{fb}.{sfmt}")
     del sim
+    k = 64 if kind == "mxf4nvf4" else 32
+    if rtx:
+        return nv_ptx.mma_block_scale("RTX Blackwell", f"m16n{N}k{k}.block{bs}.f32.{fa}.{fb}.f32.{sfmt}")
+    return nv_ptx.tcgen05mma_block_scale("Blackwell", f"m{M}n{N}k{k}.block{bs}.f32.{fa}.{fb}.{sfmt}")
+
+
+def compare(config, dist: str, chain: int, seed: int, rtx: bool = False) -> tuple[int, int]:
+    """(identical dots, dots) of one distribution and chain length: MMA-Sim's Blackwell
+    against ``mmasim-blackwell``, or (``rtx``) its RTX Blackwell against ``rtx5090``."""
+    kind, bs, sfmt, fa, fb = config
+    inst = mmasim_instruction(config, rtx)
+    m = inst.m
     rng = np.random.default_rng(seed)
-    parts = [instruction_operands(config, dist, rng) for _ in range(chain)]
-    C = accumulator_input(dist, kind, rng)
+    parts = [instruction_operands(config, dist, rng, m) for _ in range(chain)]
+    C = accumulator_input(dist, kind, rng, m)
     import torch
 
     D = torch.from_numpy(C)
-    lost = np.zeros((M, N), dtype=bool)  # dots whose chain MMA-Sim cannot continue
+    lost = np.zeros((m, N), dtype=bool)  # dots whose chain MMA-Sim cannot continue
     for i, (A, B, sa, sb) in enumerate(parts):
         if kind == "mxf4nvf4" and i > 0:  # an Inf first result would crash MMA-Sim's second step
             lost |= torch.isinf(D).numpy()
             D = torch.where(torch.isinf(D), torch.nan, D)
         D = inst(*to_mmasim(config, A, B, sa, sb)[:2], D, *to_mmasim(config, A, B, sa, sb)[2:])
     qa, qb = block_arrays(config, *zip(*parts))
-    got = fpemu.gemm(qa, qb, C, accumulator="mmasim-blackwell", instruction=kind)
+    got = fpemu.gemm(qa, qb, C, accumulator="rtx5090" if rtx else "mmasim-blackwell", instruction=kind)
     # Where the chain was cut, fpemu's own rule holds: an Inf accumulator stays Inf (or NaN).
     assert not np.isfinite(got[lost]).any()
     return int(same_bits(got[~lost], D.numpy()[~lost]).sum()), int((~lost).sum())
 
 
-def run(config, repeat: int) -> dict[str, tuple[int, int]]:
+def run(config, repeat: int, rtx: bool = False) -> dict[str, tuple[int, int]]:
     counts = {}
     for i, dist in enumerate(DISTRIBUTIONS):
         same = total = 0
         for r in range(repeat):
-            for chain in (1, 2) if (dist == "uniform" or repeat > 1) else (1,):
-                s, n = compare(config, dist, chain, seed=1000 * r + 10 * i + chain)
+            for chain in (1, 2) if (dist == "uniform" or repeat > 1 or rtx) else (1,):
+                s, n = compare(config, dist, chain, seed=1000 * r + 10 * i + chain, rtx=rtx)
                 same, total = same + s, total + n
         counts[dist] = (same, total)
-    print(f"\n{config} vs mmasim-blackwell: " + ", ".join(f"{d} {s}/{n}" for d, (s, n) in counts.items()))
+    preset = "rtx5090 (RTX Blackwell mma.block_scale)" if rtx else "mmasim-blackwell"
+    print(f"\n{config} vs {preset}: " + ", ".join(f"{d} {s}/{n}" for d, (s, n) in counts.items()))
     return counts
 
 
@@ -168,4 +188,17 @@ def test_mmasim_blackwell_preset_equals_mmasim(config):
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_mmasim_blackwell_preset_equals_mmasim_sweep(config):
     counts = run(config, repeat=4)
+    assert all(s == n for s, n in counts.values()), counts
+
+
+@pytest.mark.parametrize("config", RTX_CONFIGS, ids=RTX_IDS)
+def test_rtx_blackwell_preset_equals_mmasim(config):
+    counts = run(config, repeat=1, rtx=True)
+    assert all(s == n for s, n in counts.values()), counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", RTX_CONFIGS, ids=RTX_IDS)
+def test_rtx_blackwell_preset_equals_mmasim_sweep(config):
+    counts = run(config, repeat=4, rtx=True)
     assert all(s == n for s, n in counts.values()), counts
