@@ -21,7 +21,8 @@ W_STORED = (RNG.standard_normal((48, 96)) * 0.1).astype(np.float32)  # [out, in]
 W = W_STORED.T
 B = RNG.standard_normal(48).astype(np.float32)
 BLOCKS = {"mxfp8": ("mxfp8_e4m3", {"scale_rounding": "rceil"}), "mxfp6": ("mxfp6_e3m2", {}), "mxfp4": ("mxfp4", {}),
-          "nvfp4": ("nvfp4", {})}
+          "nvfp4": ("nvfp4", {}), "nvfp4_4o6mae": ("nvfp4", {"four_over_six": "mae"}),
+          "nvfp4_4o6mse": ("nvfp4", {"four_over_six": "mse"})}
 
 
 def _fp8_operands(t: np.ndarray):
@@ -98,3 +99,13 @@ def test_inputs_are_not_modified():
     for p in GEMM_PRECISIONS:
         forward_linear(p).fwd(x, w.T, B)
     assert np.array_equal(x, X) and np.array_equal(w, W_STORED)
+
+
+
+def test_four_over_six_precisions_are_nvfp4_with_the_rule():
+    from fpemu.train.gemm_precisions import block_format
+
+    for name, rule in (("nvfp4_4o6mae", "mae"), ("nvfp4_4o6mse", "mse")):
+        assert forward_linear(name).recipe.four_over_six == rule and block_format(name) == "nvfp4"
+    # the rule changes the bits (so the two rows of the tests above check something nvfp4's do not)
+    assert not np.array_equal(_reference("nvfp4_4o6mae", None), _reference("nvfp4", None))
