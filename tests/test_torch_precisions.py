@@ -129,3 +129,20 @@ def test_four_over_six_is_an_nvfp4_recipe_element_of_the_bridge():
     want, _ = LinearBlock("nvfp4", NVFP4Recipe(True, False, False, 0, "mse")).fwd(
         x.numpy(), lin.weight.detach().numpy().T.copy(), lin.bias.detach().numpy())
     assert np.array_equal(y, want)
+
+
+def test_blockwise_fp8_is_an_e4m3_recipe_of_the_bridge():
+    """recipe="blockwise" (DeepSeek-V3 / TE Float8BlockScaling) makes the training layer; with
+    h100 each 128 of K goes through the unit promoted to FP32."""
+    from fpemu.train.blockwise_fp8 import LinearBlockwiseFP8, blockwise_accumulator
+
+    p = make_precision("e4m3", "blockwise", "h100")
+    assert p.label == "e4m3/blockwise@h100" and isinstance(p.make(0), LinearBlockwiseFP8)
+    assert make_precision("E4M3", "Blockwise_FP32", None).make(0).recipe.power_2_scale is False
+    torch.manual_seed(1)
+    lin = nn.Linear(256, 8)
+    x = torch.randn(3, 256)
+    y = ft.emulate(lin, inputs="e4m3", recipe="blockwise", accumulator="h100")(x).detach().numpy()
+    want, _ = LinearBlockwiseFP8(matmul=blockwise_accumulator("h100")).fwd(
+        x.numpy(), lin.weight.detach().numpy().T.copy(), lin.bias.detach().numpy())
+    assert np.array_equal(y, want)

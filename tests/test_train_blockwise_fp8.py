@@ -159,3 +159,26 @@ def test_recipes_parse():
     assert parse_blockwise_recipe(None) == BlockwiseFP8Recipe() and parse_blockwise_recipe("fp32").label == "fp32"
     with pytest.raises(ValueError, match="'pow2'"):
         parse_blockwise_recipe("e8m0")
+
+
+def test_the_transformer_and_the_mlp_run_it():
+    from fpemu.train.gpt import make_gpt_precision
+    from fpemu.train.policies import make_policy
+
+    p = make_gpt_precision("fp8_block", 2, accumulator="h100")
+    assert p.variant == "pow2,h100+promote128" and type(p.blocks[1]["fc2"]).__name__ == "LinearBlockwiseFP8"
+    assert p.head.name == "bf16"  # the output layer and attention stay in BF16, as for fp8
+    assert make_gpt_precision("fp8_block", 1, fp8_block_recipe="fp32").blocks[0]["qkv"].recipe.power_2_scale is False
+    with pytest.raises(ValueError, match="promotes every 128"):
+        make_gpt_precision("fp8_block", 1, accumulator="h100", promote=64)
+    assert type(make_policy("fp8_block", accumulator="h100").linear(0)).__name__ == "LinearBlockwiseFP8"
+
+
+def test_the_command_line_takes_it(capsys):
+    from fpemu.cli import main
+
+    assert main(["train", "--task", "gpt", "--precision", "fp8_block", "--fp8-block-scales", "fp32", "--steps", "2",
+                 "--accumulator", "h100", "--json", "-q"]) == 0
+    assert '"fp8_block"' in capsys.readouterr().out
+    assert main(["train", "--task", "gpt", "--precision", "fp8", "--fp8-block-scales", "fp32", "--steps", "2"]) == 2
+    assert "--fp8-block-scales applies to --precision fp8_block" in capsys.readouterr().err

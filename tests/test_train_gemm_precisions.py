@@ -11,6 +11,7 @@ import pytest
 import fpemu
 from fpemu import mx
 from fpemu.train.gemm_precisions import GEMM_PRECISIONS, forward_linear, gemm_precision, precision_label
+from fpemu.train.accumulate import accumulator_matmul
 from fpemu.train.linears import LinearFP8, LinearLow
 
 RNG = np.random.default_rng(38)
@@ -44,6 +45,11 @@ def _reference(precision: str, unit: str | None) -> np.ndarray:
         (xq, ix), (wq, iw) = _fp8_operands(X), _fp8_operands(W)
         y = xq @ wq if unit is None else fpemu.gemm(xq, wq, inputs="e4m3", accumulator=unit)
         return y * ix * iw + B
+    if precision == "fp8_block":  # the casts of fpemu.train.blockwise_fp8, each 128 of K by the unit
+        from fpemu.train.blockwise_fp8 import blockwise_cast, blockwise_matmul
+
+        mm = None if unit is None else accumulator_matmul(unit, fpemu.get_format("e4m3"), promote=128)
+        return blockwise_matmul(blockwise_cast(X, (1, 128)), blockwise_cast(W, (128, 128)), mm) + B
     block, kw = BLOCKS[precision]
     xb, wb = mx.quantize(X, block, axis=1, **kw), mx.quantize(W, block, axis=0, **kw)
     if unit is None:
@@ -58,7 +64,7 @@ def test_formats_only_is_the_casts_then_the_fp32_product(precision):
     assert y.dtype == np.float32 and np.array_equal(y.view(np.uint32), ref.view(np.uint32))
 
 
-ROWS = [(p, "h100") for p in ("bf16", "fp16", "e4m3")] + [(p, "b200") for p in GEMM_PRECISIONS[1:]]
+ROWS = [(p, "h100") for p in ("bf16", "fp16", "e4m3", "fp8_block")] + [(p, "b200") for p in GEMM_PRECISIONS[1:]]
 
 
 @pytest.mark.parametrize("precision,unit", ROWS)

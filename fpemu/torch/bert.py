@@ -245,6 +245,8 @@ def emulate_options(precision: str, accumulator: object = None) -> dict[str, Any
     if p in FOUR_OVER_SIX_PRECISIONS:
         recipe = dataclasses.replace(NVFP4_FORWARD, four_over_six=FOUR_OVER_SIX_PRECISIONS[p])
         return {"inputs": "nvfp4", "recipe": recipe, "accumulator": accumulator}
+    if p == "fp8_block":
+        return {"inputs": "e4m3", "recipe": "blockwise", "accumulator": accumulator}
     recipe = {"e4m3": "current", "nvfp4": NVFP4_FORWARD}.get(p)
     return {"inputs": p, "recipe": recipe, "accumulator": accumulator}
 

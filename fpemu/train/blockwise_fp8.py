@@ -28,6 +28,7 @@ import numpy as np
 from ..codec import quantize
 from ..formats import Format, get_format
 from ..scaling import scale_from_amax
+from .accumulate import accumulator_matmul
 from .checks import check_bool
 from .linears import LinearFP32, OperandView, beyond
 
@@ -127,6 +128,20 @@ def blockwise_cast(t: np.ndarray, tile: tuple[int, int], power_2_scale: bool = T
         values = np.asarray(quantize(t * full, E4M3, overflow="saturate"), np.float32)
         scale_inv = np.float32(1.0) / scale
     return BlockwiseFP8(values, scale, scale_inv.astype(np.float32), (t0, t1))
+
+
+def blockwise_accumulator(name: str, promote: int | None = None) -> Callable[..., np.ndarray]:
+    """The matmul of each 128 of K through the named unit's E4M3 model (``h100``: DeepSeek-V3's
+    Hopper). Each call is one promotion interval of 128, so ``promote`` may only say so (None
+    or 128).
+
+    >>> mm = blockwise_accumulator("h100")
+    >>> blockwise_matmul(blockwise_cast(np.ones((1, 256)), (1, 128)), blockwise_cast(np.ones((256, 1)), (128, 128)), mm).tolist()
+    [[256.0]]
+    """
+    if promote not in (None, TILE):
+        raise ValueError(f"blockwise FP8 promotes every {TILE} products (its K tiles); promote={promote!r} does not apply")
+    return accumulator_matmul(name, E4M3, promote=TILE)
 
 
 def _plain(a: np.ndarray, b: np.ndarray, fa: Format | None = None, fb: Format | None = None) -> np.ndarray:

@@ -18,7 +18,11 @@ training layers of :mod:`.linears` and :mod:`.block_linears` (no second copy of 
 * ``nvfp4_4o6mae``, ``nvfp4_4o6mse``: NVFP4 with Four Over Six on the weights and the input
   (:func:`fpemu.mx.quantize`'s ``four_over_six=``, TransformerEngine's rule: each block's scale
   maps its amax to 4 or 6, whichever gives the smaller sum of absolute or squared errors, under
-  TE's tensor bound of 256).
+  TE's tensor bound of 256);
+* ``fp8_block``: DeepSeek-V3's blockwise FP8 (TE's ``Float8BlockScaling``,
+  :class:`~.blockwise_fp8.LinearBlockwiseFP8`): the input in 1x128 tiles, the weight in 128x128
+  blocks, E4M3 with power-of-two scales; through a unit, each 128 of K summed by it (promoted
+  to FP32 every 128 products) and scaled in FP32.
 
 ``accumulator=None`` multiplies the operands' values in FP32 (formats only, what torchao and
 microxcaling emulate); a preset name or model (``"h100"``, ``"b200"``, an
@@ -44,6 +48,7 @@ import numpy as np  # noqa: F401  (the examples above use np)
 from ..formats import get_format
 from .accumulate import accumulator_matmul, block_matmul
 from .block_linears import BLOCK_PRECISIONS, LinearBlock, NVFP4Recipe
+from .blockwise_fp8 import LinearBlockwiseFP8, blockwise_accumulator
 from .checks import check_int
 from .linears import Linear, LinearFP8, LinearFP32, LinearLow
 from .recipes import CurrentScaling
@@ -53,7 +58,8 @@ __all__ = ["GEMM_PRECISIONS", "gemm_precision", "forward_linear", "precision_lab
 # NVFP4 in the forward GEMM only: 1-D blocks of 16 along K for the weights too (no 16x16 tiles);
 # the recipe's other elements act on gradients.
 NVFP4_FORWARD = NVFP4Recipe(weights_2d=False, stochastic=False, hadamard=False, bf16_last=0)
-GEMM_PRECISIONS = ("fp32", "bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "nvfp4_4o6mae", "nvfp4_4o6mse")
+GEMM_PRECISIONS = ("fp32", "bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "nvfp4_4o6mae", "nvfp4_4o6mse",
+                   "fp8_block")
 _ALIASES = {"mxfp8_e4m3": "mxfp8", "mxfp6_e3m2": "mxfp6"}
 #: NVFP4 with Four Over Six: each precision's ``four_over_six=`` rule.
 FOUR_OVER_SIX_PRECISIONS = {"nvfp4_4o6mae": "mae", "nvfp4_4o6mse": "mse"}
@@ -116,6 +122,8 @@ def forward_linear(precision: str, accumulator: object = None, *, seed: int = 0)
     if p == "e4m3":
         mm = accumulator_matmul(accumulator, get_format("e4m3")) if accumulator is not None else None
         return LinearFP8(CurrentScaling(), mm)
+    if p == "fp8_block":
+        return LinearBlockwiseFP8(matmul=blockwise_accumulator(accumulator) if accumulator is not None else None)
     block = block_format(p)
     mm = block_matmul(accumulator, block) if accumulator is not None else None
     if p in FOUR_OVER_SIX_PRECISIONS:

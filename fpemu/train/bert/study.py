@@ -71,7 +71,7 @@ def _unit_model(precision: str, unit: str):
     block = block_format(precision)
     if block is not None:
         return get_accumulator(unit, block)
-    return get_accumulator(unit, "e4m3" if precision == "e4m3" else precision)
+    return get_accumulator(unit, "e4m3" if precision in ("e4m3", "fp8_block") else precision)
 
 
 def _model_key(precision: str, unit: str | None) -> tuple:
