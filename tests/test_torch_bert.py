@@ -159,6 +159,8 @@ def test_emulate_options_make_the_numpy_paths_layer(precision, unit):
         assert theirs.recipe == NVFP4_FORWARD or precision != "nvfp4"
     elif hasattr(theirs, "fwd_fmt"):
         assert (mine.fwd_fmt, mine.scales["x"].recipe) == (theirs.fwd_fmt, theirs.scales["x"].recipe)
+    elif hasattr(theirs, "recipe"):  # blockwise FP8: the same recipe, a unit's sums or none in both
+        assert mine.recipe == theirs.recipe and (mine.mm is None or unit is None) == (theirs.mm is None)
     else:
         assert (mine.low, mine.round_output) == (theirs.low, theirs.round_output) == (theirs.low, False)
 

@@ -111,3 +111,38 @@ def test_a_deep_copy_keeps_its_own_scaling_state():
         twin(torch.full((2, 8), 2.0))
     assert float(twin[0].site.linear.scales["x"].scale) == 224.0
     assert float(model[0].site.linear.scales["x"].scale) == 1.0
+
+
+def test_four_over_six_is_an_nvfp4_recipe_element_of_the_bridge():
+    """recipe="...,4o6mse" makes the training layer with Four Over Six; a linear layer's output
+    is that layer's forward GEMM (weights and activations with the rule)."""
+    from fpemu.train.block_linears import LinearBlock
+
+    p = make_precision("nvfp4", "2d,4o6mse", None)
+    assert p.label == "nvfp4/2d+4o6mse" and p.make(0).recipe.four_over_six == "mse"
+    with pytest.raises(ValueError, match="Hadamard"):
+        make_precision("nvfp4", "rht,4o6", None)
+    torch.manual_seed(0)
+    lin = nn.Linear(32, 16)
+    x = torch.randn(4, 32)
+    y = ft.emulate(lin, inputs="nvfp4", recipe="2d,4o6mse")(x).detach().numpy()
+    want, _ = LinearBlock("nvfp4", NVFP4Recipe(True, False, False, 0, "mse")).fwd(
+        x.numpy(), lin.weight.detach().numpy().T.copy(), lin.bias.detach().numpy())
+    assert np.array_equal(y, want)
+
+
+def test_blockwise_fp8_is_an_e4m3_recipe_of_the_bridge():
+    """recipe="blockwise" (DeepSeek-V3 / TE Float8BlockScaling) makes the training layer; with
+    h100 each 128 of K goes through the unit promoted to FP32."""
+    from fpemu.train.blockwise_fp8 import LinearBlockwiseFP8, blockwise_accumulator
+
+    p = make_precision("e4m3", "blockwise", "h100")
+    assert p.label == "e4m3/blockwise@h100" and isinstance(p.make(0), LinearBlockwiseFP8)
+    assert make_precision("E4M3", "Blockwise_FP32", None).make(0).recipe.power_2_scale is False
+    torch.manual_seed(1)
+    lin = nn.Linear(256, 8)
+    x = torch.randn(3, 256)
+    y = ft.emulate(lin, inputs="e4m3", recipe="blockwise", accumulator="h100")(x).detach().numpy()
+    want, _ = LinearBlockwiseFP8(matmul=blockwise_accumulator("h100")).fwd(
+        x.numpy(), lin.weight.detach().numpy().T.copy(), lin.bias.detach().numpy())
+    assert np.array_equal(y, want)

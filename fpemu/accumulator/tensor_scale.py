@@ -17,19 +17,22 @@ from ..mx.array import BlockArray
 from ..mx.mx_scales import rn32_product
 from .model import BlockScaledAccumulator
 
-#: TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * 448 * 448)) (recipe/nvfp4.cu).
-_TE_FACTOR_INV = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
+def _te_factor_inv(a: BlockArray, b: BlockArray) -> np.float32:
+    """TransformerEngine's ``factor_inv``: fp32(1 / (6 * 6 * fp8_max_A * fp8_max_B)), each
+    operand's ``nvfp4_e4m3_max`` (448; 256 for Four Over Six) (recipe/nvfp4.cu)."""
+    return np.float32(1.0 / (36.0 * a.e4m3_max * b.e4m3_max))
 
 
 def cublaslt_alpha(a: BlockArray, b: BlockArray) -> np.float32:
     """NVFP4's per-tensor scales as one float32 alpha, as TransformerEngine hands it to
-    cuBLASLt: ``((1 * amax_A) * amax_B) * fp32(1/(6*6*448*448))`` in float32 (recipe/nvfp4.cu
+    cuBLASLt: ``((1 * amax_A) * amax_B) * fp32(1/(6*6*448*448))`` in float32 (256 in place of
+    448 for an operand quantized with Four Over Six's bound) (recipe/nvfp4.cu
     ``compute_nvfp4_per_tensor_scale_kernel``, alpha_in = 1); operands of torchao's variant:
     ``fp32(per_tensor_scale_A * per_tensor_scale_B)`` (its ``_addmm_nvfp4_dispatch``)."""
     f32 = np.float32
     with np.errstate(over="ignore", invalid="ignore"):
         if a.variant == b.variant == "te":
-            return f32(f32(f32(1.0) * a.global_amax) * f32(b.global_amax)) * _TE_FACTOR_INV
+            return f32(f32(f32(1.0) * a.global_amax) * f32(b.global_amax)) * _te_factor_inv(a, b)
         return f32(a.global_scale) * f32(b.global_scale)
 
 

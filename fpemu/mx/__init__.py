@@ -49,6 +49,8 @@ The package, one job per module; each imports only from the modules listed befor
 * ``mx_scales``: the MX E8M0 scale rules (floor, rceil, ceil, even; torchao's eager rceil);
 * ``conventions``: other libraries' MX and NVFP4 rules by name (``convention=``: torchao, TransformerEngine; the table is the codec's, beside their element rules);
 * ``nvfp4_scales``: NVFP4's per-tensor and block scales (TransformerEngine, torchao);
+* ``four_over_six``: NVFP4's Four Over Six: its rule names and each candidate's block error,
+  in TransformerEngine's order;
 * ``packing``: FP4/FP6 codes packed into bytes and back;
 * ``array``: :class:`BlockArray` (what every block array has) and :func:`dequantize`;
   ``mx_array``, ``nvfp4_array``: its two families, :class:`MXArray` and :class:`NVFP4Array`;
@@ -70,6 +72,7 @@ from .nvfp4_array import NVFP4Array
 from .conventions import CONVENTION_NAMES
 from .description import describe as describe  # a public name outside __all__, as before
 from .formats import BLOCK_FORMATS, BlockFormat, get_block_format
+from .four_over_six import FOUR_OVER_SIX, four_over_six_rule
 from .gemm_buffers import from_gemm_buffers, gemm_buffers
 from .mx_scales import SCALE_ROUNDINGS
 from .packing import pack_codes, unpack, unpack_codes
@@ -84,6 +87,8 @@ __all__ = [
     "BLOCK_FORMATS",
     "SCALE_ROUNDINGS",
     "CONVENTION_NAMES",
+    "FOUR_OVER_SIX",
+    "four_over_six_rule",
     "get_block_format",
     "quantize",
     "dequantize",

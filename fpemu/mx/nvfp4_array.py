@@ -26,6 +26,9 @@ class NVFP4Array(BlockArray):
         global_amax: the float32 tensor amax the scales were computed from (required for
             ``variant="te"``, whose dequantization uses it).
         variant: ``"te"`` (the default) or ``"torchao"``.
+        e4m3_max: the bound TransformerEngine's tensor scale maps the amax to (over 6): 448,
+            the default, or 256, Four Over Six's (``S_enc = 1536/amax``; TE's
+            ``nvfp4_e4m3_max``), which its dequantization and GEMM alpha use.
 
     >>> q = NVFP4Array(np.array([2, 7], np.uint8), np.array([56], np.uint8), "nvfp4", 0, 16, global_amax=2688.0)
     >>> q.dequantize().tolist(), float(q.global_scale), q.variant, q.scale_rounding
@@ -35,6 +38,7 @@ class NVFP4Array(BlockArray):
     global_scale: np.float32 | None = None
     global_amax: np.float32 | None = None
     variant: str | None = None
+    e4m3_max: int | None = None
 
     @classmethod
     def holds(cls, bf: BlockFormat) -> bool:
@@ -45,11 +49,19 @@ class NVFP4Array(BlockArray):
     def _check_family_fields(self) -> None:
         """NVFP4 needs valid per-tensor fields (deriving a missing decode scale), nvfp4_ue5m3 none."""
         if not self.format.tensor_scale:
+            if self.e4m3_max is not None:
+                raise ValueError(f"{self.format.name} has no per-tensor scale: e4m3_max applies to nvfp4")
             refuse_tensor_fields(self.format, self.global_scale, self.global_amax, self.variant)
             return
         variant = "te" if self.variant is None else self.variant
         if variant not in ("te", "torchao"):
             raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
+        e4m3_max = 448 if self.e4m3_max is None else self.e4m3_max
+        if isinstance(e4m3_max, (bool, np.bool_)) or e4m3_max not in (448, 256):
+            raise ValueError(f"e4m3_max must be 448 or 256 (TransformerEngine's two bounds), got {self.e4m3_max!r}")
+        if e4m3_max != 448 and variant != "te":
+            raise ValueError("e4m3_max=256 is TransformerEngine's (Four Over Six); torchao's scale is amax/2688")
+        object.__setattr__(self, "e4m3_max", int(e4m3_max))
         amax = _tensor_scalar(self.global_amax, "global_amax", allow_inf=True)
         scale = _tensor_scalar(self.global_scale, "global_scale", allow_inf=False)
         if scale is not None and scale == 0:
@@ -58,7 +70,7 @@ class NVFP4Array(BlockArray):
             raise ValueError(f"an NVFP4 BlockArray ({variant}) needs global_amax"
                              + ("" if variant == "te" else " or global_scale"))
         if scale is None:
-            scale = nvfp4_decode_scale(amax, variant)
+            scale = nvfp4_decode_scale(amax, variant, int(e4m3_max))
         object.__setattr__(self, "variant", variant)
         object.__setattr__(self, "global_amax", amax)
         object.__setattr__(self, "global_scale", scale)
@@ -72,7 +84,8 @@ class NVFP4Array(BlockArray):
     def _repr_extra(self) -> str:
         if self.global_scale is None:
             return ""
-        return f", global_scale={float(self.global_scale)!r}, variant={self.variant!r}"
+        extra = "" if self.e4m3_max == 448 else f", e4m3_max={self.e4m3_max}"
+        return f", global_scale={float(self.global_scale)!r}, variant={self.variant!r}{extra}"
 
 
 def _tensor_scalar(value: Any, name: str, allow_inf: bool) -> np.float32 | None:
@@ -91,7 +104,8 @@ def _tensor_scalar(value: Any, name: str, allow_inf: bool) -> np.float32 | None:
 def _nvfp4_factors(q: NVFP4Array, s: np.ndarray) -> tuple[np.ndarray, np.float32]:
     """(per-block float32 factor, power of two applied after the element product) for NVFP4.
 
-    TransformerEngine's kernel computes ``fp32(fp32(scale * amax) * fp32(1/2688))``; for an
+    TransformerEngine's kernel computes ``fp32(fp32(scale * amax) * fp32(1/2688))`` (``1/1536``
+    for a Four Over Six tensor of ``e4m3_max`` 256, ``dequantize_fp4_kernel``); for an
     amax above FLT_MAX/448 its ``scale * amax`` overflows and finite tensors read back Inf and
     NaN (0 * Inf). fpemu runs the same float32 roundings with amax scaled by 2**-32 and the
     result by 2**32 (binary scaling commutes with rounding away from the subnormals), which is
@@ -101,8 +115,8 @@ def _nvfp4_factors(q: NVFP4Array, s: np.ndarray) -> tuple[np.ndarray, np.float32
     """
     f32 = np.float32
     scale = decode(s, q.format.scale, dtype=np.float32)
-    if q.variant == "torchao" or te_amax_is_degenerate(q.global_amax):
+    if q.variant == "torchao" or te_amax_is_degenerate(q.global_amax, q.e4m3_max):
         return scale * q.global_scale, f32(1.0)
     post = f32(2.0**32) if q.global_amax >= f32(2.0**100) else f32(1.0)
     amax = f32(q.global_amax / post)
-    return (scale * amax) * f32(1.0 / 2688.0), post
+    return (scale * amax) * f32(1.0 / (6.0 * q.e4m3_max)), post

@@ -12,6 +12,7 @@ from ..parallel import run_each
 from .array import read_only
 from .nvfp4_array import NVFP4Array
 from .elements import encode_elements
+from .four_over_six import FourOverSix, block_errors, candidates
 from .formats import BlockFormat
 from .inputs import float32_input, stochastic_positions
 from .layout import block_regions, moved, nblocks, output_rows, region_rows, row_chunks, store_rows, unmoved
@@ -48,11 +49,23 @@ def quantize_nvfp4(
     variant: str,
     global_amax: Any,
     workers: int | None = None,
+    four_over_six: FourOverSix | None = None,
 ) -> NVFP4Array:
     """NVFP4 two-level scaling in float32, TransformerEngine's or torchao's arithmetic (a
-    format without a per-tensor scale: TransformerEngine's, with S_enc = 1)."""
+    format without a per-tensor scale: TransformerEngine's, with S_enc = 1); with
+    ``four_over_six``, TransformerEngine's choice of scale per block (:mod:`.four_over_six`)."""
     if variant not in ("te", "torchao"):
         raise ValueError(f"variant must be 'te' or 'torchao', got {variant!r}")
+    if four_over_six is not None:
+        if not bf.tensor_scale:
+            raise ValueError(f"four_over_six applies to nvfp4 (UE4M3 block scales under an FP32 tensor scale), "
+                             f"not {bf.name}")
+        if variant != "te":
+            raise ValueError("four_over_six follows TransformerEngine's arithmetic (variant='te'); torchao has no "
+                             "Four Over Six")
+        if rounding != "nearest_even":
+            raise ValueError(f"four_over_six takes round-to-nearest-even elements (TransformerEngine refuses "
+                             f"stochastic rounding with 4over6), not rounding={rounding!r}")
     if not bf.tensor_scale:
         if global_amax is not None:
             raise ValueError(f"{bf.name} has no per-tensor scale: global_amax applies to nvfp4")
@@ -80,11 +93,15 @@ def quantize_nvfp4(
     for r, rr, bm in zip(regions, rows, bmax):
         out, scratch = output_rows(codes_m, r)
         pos = None if pos_m is None else region_rows(pos_m, r)
-        scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos, workers)
+        if four_over_six is None:
+            scales = _nvfp4_region(rr, bm.view(np.float32), variant, amax, rounding, key, out, bf, pos, workers)
+        else:
+            scales = _four_over_six_region(rr, bm.view(np.float32), amax, out, bf, four_over_six, r.tile, workers)
         store_rows(codes_m, r, out, scratch)
         scales_m[(Ellipsis,) + r.blocks] = scales.reshape(lead + r.counts)
-    tensor = dict(global_scale=nvfp4_decode_scale(amax, variant), global_amax=np.float32(amax),
-                  variant=variant) if bf.tensor_scale else {}
+    e4m3_max = 448 if four_over_six is None else four_over_six.e4m3_max
+    tensor = dict(global_scale=nvfp4_decode_scale(amax, variant, e4m3_max), global_amax=np.float32(amax),
+                  variant=variant, e4m3_max=e4m3_max) if bf.tensor_scale else {}
     return NVFP4Array(
         codes=read_only(unmoved(codes_m, axes)),
         scales=read_only(unmoved(scales_m, axes)),
@@ -127,3 +144,33 @@ def _nvfp4_region(
         scales[nan_blocks] = bf.scale.nan_code
         out[nan_blocks] = 0
     return scales.astype(np.uint8)
+
+
+def _four_over_six_region(
+    rows: np.ndarray, bamax: np.ndarray, amax: np.float32, out: np.ndarray, bf: BlockFormat,
+    rule: FourOverSix, tile: tuple[int, ...], workers: int | None = None,
+) -> np.ndarray:
+    """Scale codes of one region's blocks under Four Over Six; the chosen candidate's element
+    codes go into out."""
+    cand = candidates(bamax, amax, bf, rule)
+    scales = np.empty(rows.shape[0], np.uint8)
+
+    def chunk(sl: slice) -> None:
+        codes, errors = [], []
+        for block_scales, mult in cand:
+            with np.errstate(over="ignore", invalid="ignore"):
+                y = rows[sl] * mult[sl, None]
+            c = encode_elements(y, bf, "nearest_even", None, None)
+            codes.append(c)
+            errors.append(block_errors(rows[sl], c, block_scales[sl], amax, bf, rule, tile))
+        with np.errstate(invalid="ignore"):
+            pick4 = errors[0] < errors[1]  # ties and NaN keep map-to-6
+        out[sl] = np.where(pick4[:, None], codes[0], codes[1])
+        scales[sl] = np.where(pick4, cand.map4[0][sl], cand.map6[0][sl])
+
+    run_each(chunk, row_chunks(*rows.shape), workers)
+    nan_blocks = np.isnan(bamax)
+    if nan_blocks.any():
+        scales[nan_blocks] = bf.scale.nan_code
+        out[nan_blocks] = 0
+    return scales

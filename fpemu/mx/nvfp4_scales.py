@@ -24,12 +24,12 @@ def tensor_amax(rows: np.ndarray, bmax: np.ndarray) -> np.uint32:
     return np.uint32(bmax.max(initial=np.uint32(0)))
 
 
-def _te_s_enc(amax: np.float32) -> np.float32:
-    """TransformerEngine's S_enc = fmin(2688 / amax, FLT_MAX); 1 when amax is 0 or S_enc is 0
-    (amax = Inf)."""
+def _te_s_enc(amax: np.float32, e4m3_max: int = 448) -> np.float32:
+    """TransformerEngine's S_enc = fmin(6 * e4m3_max / amax, FLT_MAX) (2688 / amax; 1536 / amax
+    for Four Over Six's default bound of 256); 1 when amax is 0 or S_enc is 0 (amax = Inf)."""
     f32 = np.float32
     with np.errstate(divide="ignore", over="ignore"):
-        s_enc = np.fmin(f32(2688.0) / amax, _FLT_MAX)
+        s_enc = np.fmin(f32(6 * e4m3_max) / amax, _FLT_MAX)
     return f32(1.0) if (amax == 0 or s_enc == 0) else f32(s_enc)
 
 
@@ -41,18 +41,19 @@ def _torchao_pts(amax: np.float32) -> np.float32:
     return pts if (pts != 0 and np.isfinite(pts)) else np.float32(1.0)
 
 
-def nvfp4_decode_scale(amax: np.float32, variant: str) -> np.float32:
-    """The per-tensor decode scale a tensor of this amax is encoded with."""
+def nvfp4_decode_scale(amax: np.float32, variant: str, e4m3_max: int = 448) -> np.float32:
+    """The per-tensor decode scale a tensor of this amax is encoded with (``e4m3_max``: the
+    bound TransformerEngine's S_enc maps the amax to, over 6; 448 but for Four Over Six)."""
     if variant == "te":
-        return np.float32(np.float32(1.0) / _te_s_enc(amax))
+        return np.float32(np.float32(1.0) / _te_s_enc(amax, e4m3_max))
     return _torchao_pts(amax)
 
 
-def te_amax_is_degenerate(amax: np.float32) -> bool:
-    """Whether TransformerEngine's S_enc is not 2688 / amax (amax 0 or Inf, or so small that
-    2688 / amax overflows and S_enc is clamped to FLT_MAX)."""
+def te_amax_is_degenerate(amax: np.float32, e4m3_max: int = 448) -> bool:
+    """Whether TransformerEngine's S_enc is not 6 * e4m3_max / amax (amax 0 or Inf, or so small
+    that the quotient overflows and S_enc is clamped to FLT_MAX)."""
     with np.errstate(divide="ignore", over="ignore"):
-        return bool(amax == 0 or not np.isfinite(amax) or not np.isfinite(np.float32(2688.0) / amax))
+        return bool(amax == 0 or not np.isfinite(amax) or not np.isfinite(np.float32(6 * e4m3_max) / amax))
 
 
 def nvfp4_block_scales(
@@ -79,3 +80,27 @@ def nvfp4_block_scales(
             scales = encode(np.clip((bamax / f32(6.0)) / pts, f32(2.0**-6), f32(448.0)), sf)
             mult = (f32(1.0) / pts) / decode(scales, sf, dtype=np.float32)
     return scales, mult
+
+
+def four_over_six_block_scales(
+    bamax: np.ndarray, amax: np.float32, bf: BlockFormat, e4m3_max: int
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Four Over Six's two candidates per block, ((scale codes, multipliers) mapping the block
+    amax to 4, the same mapping it to 6), as TransformerEngine computes them
+    (``compute_scale_pair`` in cast/nvfp4/quantize_4over6_nvfp4.cuh, PR #2972):
+    ``base = fp32(fp32(amax_b / 6) * S_enc)`` with ``S_enc = fmin(6 * e4m3_max / amax,
+    FLT_MAX)``; map-to-4 ``e4m3(fmin(base * 1.5, 448))``, map-to-6 ``e4m3(fmin(base, 448))``
+    (a division, unlike the plain recipe's ``amax_b * (S_enc * (1/6))``); each multiplier
+    ``fmin(1 / (fp32(scale) * (1 / S_enc)), FLT_MAX)``."""
+    f32 = np.float32
+    sf = bf.scale
+    s_enc = _te_s_enc(amax, e4m3_max)
+    s_dec = f32(f32(1.0) / s_enc)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        base = (bamax / f32(6.0)) * s_enc
+        out = []
+        for expanded in (base * f32(1.5), base):
+            scales = encode(np.minimum(expanded, f32(sf.max)), sf)
+            mult = np.minimum(f32(1.0) / (decode(scales, sf, dtype=np.float32) * s_dec), _FLT_MAX)
+            out.append((scales, mult))
+    return out[0], out[1]

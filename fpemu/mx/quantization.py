@@ -16,6 +16,7 @@ from .dask_blocks import MeasuredAmax, quantize_chunks, tensor_amax_bits
 from .conventions import mx_rule, nvfp4_variant
 from .formats import BlockFormat, get_block_format
 from .inputs import as_float_array, canonical_rounding, float32_input
+from .four_over_six import four_over_six_rule
 from .layout import normalize_layout
 from .mx_quantization import quantize_mx
 from .nvfp4_quantization import quantize_nvfp4
@@ -35,6 +36,7 @@ def quantize(
     global_amax: float | None = None,
     workers: int | None = None,
     convention: str | None = None,
+    four_over_six: str | None = None,
 ) -> BlockArray:
     """Quantize ``x`` into a block format.
 
@@ -75,6 +77,12 @@ def quantize(
             ``inf``/``rounding`` are fixed (see docs/mx.md). NVFP4:
             ``"transformer_engine-2.13"`` (``variant="te"``) or ``"torchao-0.18"``
             (``variant="torchao"``), so that one keyword names a library for every family.
+        four_over_six: NVFP4 "Four Over Six" (arXiv 2512.02010) as TransformerEngine runs it:
+            each block keeps the scale mapping its amax to 4 or to 6, whichever gives the
+            smaller sum of squared (``"mse"``) or absolute (``"mae"``, TE's default) errors
+            (ties: 6), under a tensor scale bound of 256 (TE's default) or, with ``"mse_448"``
+            or ``"mae_448"``, 448. None (the default): the plain rule. NVFP4 only, ``"te"``
+            arithmetic and round-to-nearest-even elements (see :mod:`fpemu.mx.four_over_six`).
 
     Returns:
         a :class:`BlockArray`. A Dask array in gives a BlockArray of Dask codes and scales,
@@ -90,9 +98,13 @@ def quantize(
     """
     bf = get_block_format(fmt)
     scale_rounding, inf, variant, convention = (option_name(v) for v in (scale_rounding, inf, variant, convention))
+    rule = four_over_six_rule(four_over_six)
+    if rule is not None and not bf.is_nvfp4:
+        raise ValueError(f"four_over_six applies to nvfp4 (its UE4M3 block scales), not {bf.name}")
     if is_dask(x):
         options = dict(axis=axis, block_size=block_size, scale_rounding=scale_rounding, rounding=rounding,
-                       rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention)
+                       rng=rng, inf=inf, variant=variant, global_amax=global_amax, convention=convention,
+                       four_over_six=four_over_six)
         return _quantize_dask(x, bf, options)
     raw = as_array(x, "x")
     arr = as_float_array(raw)
@@ -107,7 +119,7 @@ def quantize(
         if inf not in (None, "nan"):
             raise ValueError("inf= applies to MX formats; NVFP4 follows the variant's arithmetic")
         variant = nvfp4_variant(convention, variant)
-        return quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers)
+        return quantize_nvfp4(arr, bf, axes, block, rounding, rng, variant, global_amax, workers, rule)
     rule, scale_rounding = mx_rule(convention, scale_rounding, inf, rounding, bf.name)
     if convention not in (None, "ocp"):
         raw = arr = float32_input(arr, f"convention {convention!r}")
@@ -156,4 +168,5 @@ def _quantize_dask(x: Any, bf: BlockFormat, options: dict) -> BlockArray:
     if not bf.is_nvfp4:
         return MXArray(codes, scales, bf, dry.axis, dry.block_size, scale_rounding=dry.scale_rounding)
     return NVFP4Array(codes, scales, bf, dry.axis, dry.block_size,
-                      global_amax=None if amax is None else np.float32(amax), variant=dry.variant)
+                      global_amax=None if amax is None else np.float32(amax), variant=dry.variant,
+                      e4m3_max=dry.e4m3_max)

@@ -32,6 +32,8 @@ Linear(in_features=8, out_features=8, bias=True)
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from typing import Any, Callable, Sequence
 
@@ -41,7 +43,7 @@ from torch import nn
 
 from ..train.bert.files import Bert, BertConfig
 from ..train.bert.model import BATCH_TOKENS, batches
-from ..train.gemm_precisions import NVFP4_FORWARD, forward_linear, gemm_precision
+from ..train.gemm_precisions import FOUR_OVER_SIX_PRECISIONS, NVFP4_FORWARD, forward_linear, gemm_precision
 from .api import emulate
 
 __all__ = ["BertModule", "bert_module", "emulate_options", "embed", "encode"]
@@ -227,16 +229,24 @@ def emulate_options(precision: str, accumulator: object = None) -> dict[str, Any
     GEMM of ``precision`` in :mod:`fpemu.train.gemm_precisions` (None for ``fp32``: no
     emulation): BF16/FP16 operands rounded, E4M3 with current scaling, the MX formats with their
     default scale rules, NVFP4 with :data:`~fpemu.train.gemm_precisions.NVFP4_FORWARD` (1-D
-    blocks along K for the weights, not the training recipe's 16x16 tiles). A bad name or a
-    unit without the format is the NumPy path's own error.
+    blocks along K for the weights, not the training recipe's 16x16 tiles; Four Over Six's
+    precisions add its rule). A bad name or a unit without the format is the NumPy path's own
+    error.
 
     >>> emulate_options("e4m3", "h100"), emulate_options("fp32")
     ({'inputs': 'e4m3', 'recipe': 'current', 'accumulator': 'h100'}, None)
+    >>> emulate_options("nvfp4_4o6mse", "b200")["recipe"].label
+    '4o6mse'
     """
     p = gemm_precision(precision)
     forward_linear(p, accumulator)  # the same checks (fp32 with a unit, a unit without the format)
     if p == "fp32":
         return None
+    if p in FOUR_OVER_SIX_PRECISIONS:
+        recipe = dataclasses.replace(NVFP4_FORWARD, four_over_six=FOUR_OVER_SIX_PRECISIONS[p])
+        return {"inputs": "nvfp4", "recipe": recipe, "accumulator": accumulator}
+    if p == "fp8_block":
+        return {"inputs": "e4m3", "recipe": "blockwise", "accumulator": accumulator}
     recipe = {"e4m3": "current", "nvfp4": NVFP4_FORWARD}.get(p)
     return {"inputs": p, "recipe": recipe, "accumulator": accumulator}
 

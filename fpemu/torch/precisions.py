@@ -7,7 +7,11 @@ are :class:`~fpemu.train.linears.LinearLow` (the GEMMs' operands rounded; with
 writes them), ``"e4m3"``/``"e5m2"`` are :class:`~fpemu.train.linears.LinearFP8` (a
 TransformerEngine recipe: current, delayed or no scaling, E5M2 gradients), the block formats
 are :class:`~fpemu.train.block_linears.LinearBlock` (MXFP8/MXFP6/MXFP4; NVFP4 with its
-recipe's 2-D weights, stochastic rounding and random Hadamard transform). What this module adds
+recipe's 2-D weights, stochastic rounding and random Hadamard transform; ``recipe="4o6"`` and
+its kin: Four Over Six), and ``"e4m3"`` with ``recipe="blockwise"`` (or ``"blockwise_fp32"``)
+is DeepSeek-V3's blockwise FP8, TransformerEngine's ``Float8BlockScaling``
+(:class:`~fpemu.train.blockwise_fp8.LinearBlockwiseFP8`: 1x128 activation tiles, 128x128 weight
+blocks, each 128 of K promoted; with ``accumulator="h100"`` the unit sums each). What this module adds
 is the product they call: torch's float32 ``matmul`` of the dequantized operands (formats only)
 or :func:`fpemu.gemm` with a matrix-unit model (the accumulator modes).
 
@@ -33,6 +37,7 @@ from ..arguments import option_name, unknown_name
 from ..formats import get_format
 from ..train.accumulate import accumulator_matmul
 from ..train.block_linears import BLOCK_PRECISIONS, LinearBlock, NVFP4Recipe, parse_recipe
+from ..train.blockwise_fp8 import BlockwiseFP8Recipe, LinearBlockwiseFP8, blockwise_accumulator
 from ..train.linears import LinearFP8, LinearLow
 from ..train.recipes import CurrentScaling, DelayedScaling, NoScaling, as_fp8_recipe, recipe_name
 
@@ -42,6 +47,9 @@ BLOCKS = tuple(BLOCK_PRECISIONS)
 INPUTS = LOW + SCALED + BLOCKS
 # The mx.quantize keywords an MX recipe may set (the rest is the layer's: axes, tiles, rounding).
 MX_OPTIONS = ("convention", "scale_rounding", "inf")
+# e4m3's blockwise recipes (DeepSeek-V3, TE's Float8BlockScaling): power-of-two scales (TE's
+# default) or FP32 ones.
+_BLOCKWISE = {"blockwise": BlockwiseFP8Recipe(), "blockwise_fp32": BlockwiseFP8Recipe(power_2_scale=False)}
 
 
 def as_tensor(a: np.ndarray) -> torch.Tensor:
@@ -83,6 +91,8 @@ class Precision:
         text = self.inputs
         if isinstance(self.recipe, (DelayedScaling, CurrentScaling, NoScaling)):
             text += "/" + recipe_name(self.recipe)
+        elif isinstance(self.recipe, BlockwiseFP8Recipe):
+            text += "/blockwise" + ("" if self.recipe.power_2_scale else "_fp32")
         elif isinstance(self.recipe, NVFP4Recipe):
             text += "/" + self.recipe.label
         elif isinstance(self.recipe, dict):
@@ -101,6 +111,9 @@ class Precision:
             autocast = self.recipe == "autocast"
             layer = LinearLow(self.inputs, self._dense_product(get_format(self.inputs)), round_dx=autocast,
                               round_output=autocast)
+        elif isinstance(self.recipe, BlockwiseFP8Recipe):
+            mm = torch_product if self.accumulator is None else blockwise_accumulator(self.accumulator)
+            layer = LinearBlockwiseFP8(self.recipe, mm)
         elif self.inputs in SCALED:
             fwd, bwd = get_format(self.recipe.fwd_format), get_format(self.recipe.bwd_format)
             layer = LinearFP8(self.recipe, self._dense_product(fwd, bwd))
@@ -159,6 +172,9 @@ def _accumulator(accumulator: Any) -> Any:
 
 def _recipe(name: str, recipe: Any) -> Any:
     """The recipe object of a format (its default where ``recipe`` is None)."""
+    if name == "e4m3" and (isinstance(recipe, BlockwiseFP8Recipe)
+                           or (isinstance(recipe, str) and option_name(recipe) in _BLOCKWISE)):
+        return recipe if isinstance(recipe, BlockwiseFP8Recipe) else _BLOCKWISE[option_name(recipe)]
     if name in SCALED:
         # Current scaling by default: a model run once has no amax history for delayed scaling.
         fp8 = as_fp8_recipe("current" if recipe is None else recipe)

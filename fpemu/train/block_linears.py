@@ -29,34 +29,55 @@ class NVFP4Recipe:
     * ``stochastic``: gradients (dY) rounded stochastically, unbiased (RNE otherwise);
     * ``hadamard``: a 16x16 random Hadamard transform on both wgrad operands along the tokens,
       which spreads outliers over a block before it is quantized;
-    * ``bf16_last``: how many of the last transformer blocks keep BF16 GEMMs.
+    * ``bf16_last``: how many of the last transformer blocks keep BF16 GEMMs;
+    * ``four_over_six``: off (None, the default) or a rule of :func:`fpemu.mx.quantize`'s
+      ``four_over_six=`` (``"mae"``, TransformerEngine's default metric, ``"mse"``, or either
+      with ``_448``) for the weights and activations, TE's ``nvfp4_4over6="all"``; gradients
+      keep the plain rule (and their stochastic rounding). TE has no Four Over Six with the
+      Hadamard transform, so the two are refused together.
 
     >>> NVFP4Recipe().label, NVFP4Recipe(hadamard=False, bf16_last=0).label
     ('2d+sr+rht+last1', '2d+sr')
+    >>> NVFP4Recipe(hadamard=False, bf16_last=0, four_over_six="mse").label
+    '2d+sr+4o6mse'
     """
 
     weights_2d: bool = True
     stochastic: bool = True
     hadamard: bool = True
     bf16_last: int = 1
+    four_over_six: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.four_over_six is not None:
+            rule = mx.four_over_six_rule(self.four_over_six)  # an unknown name's own error
+            object.__setattr__(self, "four_over_six", next(k for k, v in mx.FOUR_OVER_SIX.items() if v == rule))
+            if self.hadamard:
+                raise ValueError("four_over_six with the Hadamard transform (rht) is not in TransformerEngine's "
+                                 "recipe (its 4over6 paths with RHT are not implemented): drop one")
 
     @property
     def label(self) -> str:
         parts = [n for n, on in (("2d", self.weights_2d), ("sr", self.stochastic), ("rht", self.hadamard)) if on]
         if self.bf16_last:
             parts.append(f"last{self.bf16_last}")
+        if self.four_over_six:
+            parts.append("4o6" + self.four_over_six.replace("_", ""))
         return "+".join(parts) or "plain"
 
 
-RECIPE_ELEMENTS = ("2d", "sr", "rht", "last")
+RECIPE_ELEMENTS = ("2d", "sr", "rht", "last", "4o6")
 
 
 def parse_recipe(text: str) -> NVFP4Recipe:
     """A recipe from ``"all"``, ``"none"`` or a comma list of :data:`RECIPE_ELEMENTS`
-    (``last`` or ``lastN``: the last N blocks in BF16).
+    (``last`` or ``lastN``: the last N blocks in BF16; ``4o6`` Four Over Six by TE's default
+    metric, MAE, or ``4o6mse``, ``4o6mae``, ``4o6mse448``, ``4o6mae448``).
 
     >>> parse_recipe("2d,rht").label, parse_recipe("all").label, parse_recipe("none").label
     ('2d+rht', '2d+sr+rht+last1', 'plain')
+    >>> parse_recipe("2d,sr,4o6").four_over_six, parse_recipe("4o6mse448").four_over_six
+    ('mae', 'mse_448')
     """
     if not isinstance(text, str):
         raise TypeError(f"an NVFP4 recipe is a string such as 'all', 'none' or '2d,sr', got {text!r}")
@@ -64,16 +85,22 @@ def parse_recipe(text: str) -> NVFP4Recipe:
     if t == "all":
         return NVFP4Recipe()
     parts = [] if t == "none" else [p.strip() for p in t.replace("+", ",").split(",") if p.strip()]
-    last = 0
+    last, four_over_six = 0, None
     for p in parts:
-        if p.startswith("last"):
+        if p.startswith("4o6"):
+            rule = p[3:] or "mae"
+            rule = rule[:3] + ("_" + rule[3:] if rule[3:] else "")
+            if rule not in mx.FOUR_OVER_SIX:
+                raise ValueError(f"NVFP4 recipe element {p!r}: write 4o6, 4o6mse, 4o6mae, 4o6mse448 or 4o6mae448")
+            four_over_six = rule
+        elif p.startswith("last"):
             n = p[4:] or "1"
             if not n.isdigit():
                 raise ValueError(f"NVFP4 recipe element {p!r}: write last or lastN, N a number of blocks")
             last = int(n)
         elif p not in RECIPE_ELEMENTS:
             raise ValueError(f"unknown NVFP4 recipe element {p!r}; choose from all, none or {', '.join(RECIPE_ELEMENTS)}")
-    return NVFP4Recipe("2d" in parts, "sr" in parts, "rht" in parts, last)
+    return NVFP4Recipe("2d" in parts, "sr" in parts, "rht" in parts, last, four_over_six)
 
 
 def hadamard_matrix(seed: int, n: int = 16) -> np.ndarray:
@@ -184,6 +211,8 @@ class LinearBlock(LinearFP32):
         kw = dict(self.options)
         if grad and self.recipe.stochastic:
             kw.update(rounding="stochastic", rng=self.rng)
+        if not grad and self.recipe.four_over_six:  # weights and activations (TE's "all")
+            kw.update(four_over_six=self.recipe.four_over_six)
         if tiles:
             kw.update(axis=(0, 1), block_size=(16, 16))
         else:

@@ -114,7 +114,8 @@ def _cli_setups(args: argparse.Namespace) -> tuple[list, Callable]:
     if args.promote is not None and args.accumulator is None:
         raise ValueError("--promote applies to GEMMs through an accumulator model: give --accumulator too")
     if args.task != "gpt":
-        for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote)):
+        for option, value in (("--nvfp4-recipe", args.nvfp4_recipe), ("--promote", args.promote),
+                              ("--fp8-block-scales", args.fp8_block_scales)):
             if value is not None:
                 raise ValueError(f"{option} applies to --task gpt")
     why = _inapplicable(args)
@@ -152,6 +153,7 @@ def _inapplicable(args: argparse.Namespace) -> str | None:
     rules = (
         ("--fp8-recipe", args.fp8_recipe, p == "fp8", "--precision fp8"),
         ("--nvfp4-recipe", args.nvfp4_recipe, p == "nvfp4", "--precision nvfp4 (or the comparison)"),
+        ("--fp8-block-scales", args.fp8_block_scales, p == "fp8_block", "--precision fp8_block"),
         ("--init-scale", args.init_scale, ls in ("static", "dynamic"), "--loss-scale static or dynamic"),
         ("--growth-interval", args.growth_interval, ls == "dynamic", "--loss-scale dynamic (GradScaler)"),
     )
@@ -232,6 +234,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="gpt: NVIDIA's NVFP4 recipe elements, 'all' (default), 'none' or a comma list of "
                    "2d (16x16 weight tiles), sr (stochastic rounding of gradients), rht (random Hadamard "
                    "transform on wgrad), last or lastN (the last N blocks in bf16)")
+    p.add_argument("--fp8-block-scales", type=option_name, choices=("pow2", "fp32"), default=None,
+                   help="gpt --precision fp8_block (DeepSeek-V3's blockwise FP8, TE's Float8BlockScaling): "
+                   "power-of-two scales (pow2, TE's default) or fp32")
     p.add_argument("--promote", type=whole_number(1), default=None, metavar="N",
                    help="gpt with --accumulator: promote partial sums to fp32 every N products (DeepSeek-V3)")
     p.add_argument("--compare", action="store_true", help="compare the policies (the default)")

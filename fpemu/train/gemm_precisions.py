@@ -14,7 +14,15 @@ training layers of :mod:`.linears` and :mod:`.block_linears` (no second copy of 
 * ``mxfp8`` (``mxfp8_e4m3``), ``mxfp6`` (``mxfp6_e3m2``), ``mxfp4``, ``nvfp4``: blocks along K
   (:class:`~.block_linears.LinearBlock`: MXFP8 with NVIDIA's ``rceil`` scales, MXFP6/MXFP4 with
   the OCP rule, NVFP4 in 1-D blocks of 16 with TransformerEngine's two-level scales, whose
-  FP32 tensor scale again covers the whole input tensor).
+  FP32 tensor scale again covers the whole input tensor);
+* ``nvfp4_4o6mae``, ``nvfp4_4o6mse``: NVFP4 with Four Over Six on the weights and the input
+  (:func:`fpemu.mx.quantize`'s ``four_over_six=``, TransformerEngine's rule: each block's scale
+  maps its amax to 4 or 6, whichever gives the smaller sum of absolute or squared errors, under
+  TE's tensor bound of 256);
+* ``fp8_block``: DeepSeek-V3's blockwise FP8 (TE's ``Float8BlockScaling``,
+  :class:`~.blockwise_fp8.LinearBlockwiseFP8`): the input in 1x128 tiles, the weight in 128x128
+  blocks, E4M3 with power-of-two scales; through a unit, each 128 of K summed by it (promoted
+  to FP32 every 128 products) and scaled in FP32.
 
 ``accumulator=None`` multiplies the operands' values in FP32 (formats only, what torchao and
 microxcaling emulate); a preset name or model (``"h100"``, ``"b200"``, an
@@ -33,22 +41,38 @@ ValueError: h100 (hopper) has no block-scaled MMA: block arrays take exact, b200
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np  # noqa: F401  (the examples above use np)
 
 from ..formats import get_format
 from .accumulate import accumulator_matmul, block_matmul
 from .block_linears import BLOCK_PRECISIONS, LinearBlock, NVFP4Recipe
+from .blockwise_fp8 import LinearBlockwiseFP8, blockwise_accumulator
 from .checks import check_int
 from .linears import Linear, LinearFP8, LinearFP32, LinearLow
 from .recipes import CurrentScaling
 
-__all__ = ["GEMM_PRECISIONS", "gemm_precision", "forward_linear", "precision_label"]
+__all__ = ["GEMM_PRECISIONS", "gemm_precision", "forward_linear", "precision_label", "block_format"]
 
 # NVFP4 in the forward GEMM only: 1-D blocks of 16 along K for the weights too (no 16x16 tiles);
 # the recipe's other elements act on gradients.
 NVFP4_FORWARD = NVFP4Recipe(weights_2d=False, stochastic=False, hadamard=False, bf16_last=0)
-GEMM_PRECISIONS = ("fp32", "bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4")
+GEMM_PRECISIONS = ("fp32", "bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "nvfp4_4o6mae", "nvfp4_4o6mse",
+                   "fp8_block")
 _ALIASES = {"mxfp8_e4m3": "mxfp8", "mxfp6_e3m2": "mxfp6"}
+#: NVFP4 with Four Over Six: each precision's ``four_over_six=`` rule.
+FOUR_OVER_SIX_PRECISIONS = {"nvfp4_4o6mae": "mae", "nvfp4_4o6mse": "mse"}
+
+
+def block_format(precision: str) -> str | None:
+    """The :func:`fpemu.mx.quantize` format of a block precision (None for the others).
+
+    >>> block_format("nvfp4_4o6mse"), block_format("mxfp6"), block_format("bf16")
+    ('nvfp4', 'mxfp6_e3m2', None)
+    """
+    p = gemm_precision(precision)
+    return "nvfp4" if p in FOUR_OVER_SIX_PRECISIONS else BLOCK_PRECISIONS.get(p)
 
 
 def gemm_precision(name: object) -> str:
@@ -98,5 +122,11 @@ def forward_linear(precision: str, accumulator: object = None, *, seed: int = 0)
     if p == "e4m3":
         mm = accumulator_matmul(accumulator, get_format("e4m3")) if accumulator is not None else None
         return LinearFP8(CurrentScaling(), mm)
-    mm = block_matmul(accumulator, BLOCK_PRECISIONS[p]) if accumulator is not None else None
+    if p == "fp8_block":
+        return LinearBlockwiseFP8(matmul=blockwise_accumulator(accumulator) if accumulator is not None else None)
+    block = block_format(p)
+    mm = block_matmul(accumulator, block) if accumulator is not None else None
+    if p in FOUR_OVER_SIX_PRECISIONS:
+        recipe = dataclasses.replace(NVFP4_FORWARD, four_over_six=FOUR_OVER_SIX_PRECISIONS[p])
+        return LinearBlock("nvfp4", recipe, seed=seed, matmul=mm)
     return LinearBlock(p, NVFP4_FORWARD, seed=seed, matmul=mm)

@@ -9,11 +9,12 @@ from typing import Callable
 from ..formats import Format, get_format
 from .accumulate import accumulator_matmul
 from .block_linears import LinearBlock, NVFP4Recipe
+from .blockwise_fp8 import LinearBlockwiseFP8, blockwise_accumulator
 from .checks import check_int
 from .linears import Linear, LinearFP8, LinearFP32, LinearLow
 from .recipes import CurrentScaling, DelayedScaling, NoScaling, as_fp8_recipe, recipe_name
 
-PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
+PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "fp8_block")
 
 # The MLP's NVFP4: 1-D blocks for the weights too, no random Hadamard transform and no BF16
 # layers, stochastically rounded gradients (the one element of NVIDIA's recipe it keeps).
@@ -61,6 +62,9 @@ def _layer_maker(p: str, accumulator: str | None, recipe: DelayedScaling | Curre
         fmts = (get_format(recipe.fwd_format), get_format(recipe.bwd_format))
         mm = accumulator_matmul(accumulator, *fmts) if accumulator is not None else None
         return lambda layer: LinearFP8(recipe, mm)
+    if p == "fp8_block":  # DeepSeek-V3's blockwise FP8, TE's default power-of-two scales
+        mm = blockwise_accumulator(accumulator) if accumulator is not None else None
+        return lambda layer: LinearBlockwiseFP8(matmul=mm)
     # Each layer its own stream of stochastic rounding, seeded as the transformer's blocks.
     return lambda layer: LinearBlock(p, MLP_NVFP4, seed=seed * 1000 + layer)
 
@@ -72,7 +76,7 @@ def make_policy(
     seed: int = 0,
 ) -> MLPPolicy:
     """The MLP policy of a precision name (``accumulator``: None for the default FP32 sums, or
-    a model of :mod:`fpemu.accumulator`, for fp16, bf16 and fp8; ``fp8_recipe`` as in
+    a model of :mod:`fpemu.accumulator`, for fp16, bf16, fp8 and fp8_block; ``fp8_recipe`` as in
     :func:`~fpemu.train.run`; ``seed`` seeds NVFP4's stochastic rounding).
 
     >>> p = make_policy("fp8", fp8_recipe="current")

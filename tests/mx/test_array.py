@@ -33,13 +33,13 @@ def test_each_family_has_its_own_fields(fmt):
     fields = {f.name for f in dataclasses.fields(q)}
     assert type(q) is family and isinstance(q, mx.BlockArray)
     assert fields == {"codes", "scales", "format", "axis", "block_size"} | (
-        {"global_scale", "global_amax", "variant"} if family is mx.NVFP4Array else {"scale_rounding"})
+        {"global_scale", "global_amax", "variant", "e4m3_max"} if family is mx.NVFP4Array else {"scale_rounding"})
     own = {f: getattr(q, f) for f in fields - {"codes", "scales", "format", "axis", "block_size"}}
     again = family(q.codes, q.scales, fmt, q.axis, q.block_size, **own)
     assert type(again) is family and np.array_equal(again.dequantize(), q.dequantize(), equal_nan=True)
     row = q.with_layout(q.codes[:1], q.scales[:1])  # a slice keeps the per-tensor fields
-    assert (row.global_scale, row.global_amax, row.variant, row.scale_rounding) == (
-        q.global_scale, q.global_amax, q.variant, q.scale_rounding)
+    assert (row.global_scale, row.global_amax, row.variant, row.scale_rounding, getattr(row, "e4m3_max", None)) == (
+        q.global_scale, q.global_amax, q.variant, q.scale_rounding, getattr(q, "e4m3_max", None))
     assert np.array_equal(row.dequantize(), q.dequantize()[:1], equal_nan=True)
     other = mx.NVFP4Array if family is mx.MXArray else mx.MXArray
     with pytest.raises(ValueError, match=f"^{other.__name__} does not hold {fmt}: build {family.__name__}$"):

@@ -143,3 +143,33 @@ def test_transposed_and_operand_views():
     scale = 2.0 ** (np.floor(np.log2(np.abs(x).max(axis=1, keepdims=True))) - 2)
     assert np.array_equal(view.scale, np.broadcast_to(scale, x.shape))
     assert np.array_equal(view.saturated, np.abs(x) >= 7 * scale) and view.saturated.sum() > 0
+
+
+def test_four_over_six_quantizes_weights_and_activations_not_gradients():
+    """TE's nvfp4_4over6="all": X and W (every GEMM that reads them) with Four Over Six, dY with
+    the plain rule and its stochastic rounding."""
+    recipe = NVFP4Recipe(weights_2d=True, stochastic=False, hadamard=False, bf16_last=0, four_over_six="mse")
+    lin = LinearBlock("nvfp4", recipe)
+    y, ctx = lin.fwd(X, W, None)
+    xq = _deq(fpemu.mx.quantize(X, "nvfp4", axis=1, four_over_six="mse"))
+    wq = _deq(fpemu.mx.quantize(W, "nvfp4", axis=(0, 1), block_size=(16, 16), four_over_six="mse"))
+    assert np.array_equal(y, xq @ wq)
+    plain, _ = LinearBlock("nvfp4", NVFP4Recipe(True, False, False, 0)).fwd(X, W, None)
+    assert not np.array_equal(y, plain)  # the option changes the bits
+    dx, dw, _ = lin.bwd(DY, ctx, None)
+    assert np.array_equal(dx, _deq(fpemu.mx.quantize(DY, "nvfp4", axis=1)) @ wq.T)
+    ref = _deq(fpemu.mx.quantize(X, "nvfp4", axis=0, four_over_six="mse")).T @ _deq(fpemu.mx.quantize(DY, "nvfp4", axis=0))
+    assert np.array_equal(dw, ref)
+
+
+def test_four_over_six_recipes_parse_and_refuse_the_hadamard_transform():
+    assert parse_recipe("2d,sr,4o6").four_over_six == "mae"  # TE's default metric
+    assert parse_recipe("4o6MSE").four_over_six == "mse" and parse_recipe("4o6mae448").four_over_six == "mae_448"
+    assert parse_recipe("2d,sr,4o6mse").label == "2d+sr+4o6mse"
+    assert NVFP4Recipe(False, False, False, 0, "MAE_448").four_over_six == "mae_448"
+    with pytest.raises(ValueError, match="write 4o6, 4o6mse"):
+        parse_recipe("4o6l1")
+    with pytest.raises(ValueError, match="Hadamard"):
+        parse_recipe("2d,rht,4o6")
+    with pytest.raises(ValueError, match="four_over_six must be None or one of"):
+        NVFP4Recipe(hadamard=False, four_over_six="max")

@@ -11,6 +11,7 @@ import pytest
 import fpemu
 from fpemu import mx
 from fpemu.train.gemm_precisions import GEMM_PRECISIONS, forward_linear, gemm_precision, precision_label
+from fpemu.train.accumulate import accumulator_matmul
 from fpemu.train.linears import LinearFP8, LinearLow
 
 RNG = np.random.default_rng(38)
@@ -21,7 +22,8 @@ W_STORED = (RNG.standard_normal((48, 96)) * 0.1).astype(np.float32)  # [out, in]
 W = W_STORED.T
 B = RNG.standard_normal(48).astype(np.float32)
 BLOCKS = {"mxfp8": ("mxfp8_e4m3", {"scale_rounding": "rceil"}), "mxfp6": ("mxfp6_e3m2", {}), "mxfp4": ("mxfp4", {}),
-          "nvfp4": ("nvfp4", {})}
+          "nvfp4": ("nvfp4", {}), "nvfp4_4o6mae": ("nvfp4", {"four_over_six": "mae"}),
+          "nvfp4_4o6mse": ("nvfp4", {"four_over_six": "mse"})}
 
 
 def _fp8_operands(t: np.ndarray):
@@ -43,6 +45,11 @@ def _reference(precision: str, unit: str | None) -> np.ndarray:
         (xq, ix), (wq, iw) = _fp8_operands(X), _fp8_operands(W)
         y = xq @ wq if unit is None else fpemu.gemm(xq, wq, inputs="e4m3", accumulator=unit)
         return y * ix * iw + B
+    if precision == "fp8_block":  # the casts of fpemu.train.blockwise_fp8, each 128 of K by the unit
+        from fpemu.train.blockwise_fp8 import blockwise_cast, blockwise_matmul
+
+        mm = None if unit is None else accumulator_matmul(unit, fpemu.get_format("e4m3"), promote=128)
+        return blockwise_matmul(blockwise_cast(X, (1, 128)), blockwise_cast(W, (128, 128)), mm) + B
     block, kw = BLOCKS[precision]
     xb, wb = mx.quantize(X, block, axis=1, **kw), mx.quantize(W, block, axis=0, **kw)
     if unit is None:
@@ -57,7 +64,7 @@ def test_formats_only_is_the_casts_then_the_fp32_product(precision):
     assert y.dtype == np.float32 and np.array_equal(y.view(np.uint32), ref.view(np.uint32))
 
 
-ROWS = [(p, "h100") for p in ("bf16", "fp16", "e4m3")] + [(p, "b200") for p in GEMM_PRECISIONS[1:]]
+ROWS = [(p, "h100") for p in ("bf16", "fp16", "e4m3", "fp8_block")] + [(p, "b200") for p in GEMM_PRECISIONS[1:]]
 
 
 @pytest.mark.parametrize("precision,unit", ROWS)
@@ -98,3 +105,13 @@ def test_inputs_are_not_modified():
     for p in GEMM_PRECISIONS:
         forward_linear(p).fwd(x, w.T, B)
     assert np.array_equal(x, X) and np.array_equal(w, W_STORED)
+
+
+
+def test_four_over_six_precisions_are_nvfp4_with_the_rule():
+    from fpemu.train.gemm_precisions import block_format
+
+    for name, rule in (("nvfp4_4o6mae", "mae"), ("nvfp4_4o6mse", "mse")):
+        assert forward_linear(name).recipe.four_over_six == rule and block_format(name) == "nvfp4"
+    # the rule changes the bits (so the two rows of the tests above check something nvfp4's do not)
+    assert not np.array_equal(_reference("nvfp4_4o6mae", None), _reference("nvfp4", None))

@@ -34,8 +34,7 @@ import numpy as np
 
 from ... import mx
 from ...accumulator import get_accumulator
-from ..block_linears import BLOCK_PRECISIONS
-from ..gemm_precisions import GEMM_PRECISIONS, forward_linear, gemm_precision, precision_label
+from ..gemm_precisions import GEMM_PRECISIONS, block_format, forward_linear, gemm_precision, precision_label
 from .files import Bert
 from .model import BATCH_TOKENS, batches, encode
 from .pairs import KINDS, PAIRS
@@ -69,9 +68,10 @@ def study_rows(formats: Sequence[str] = FORMATS, units: Sequence[str] = UNITS) -
 
 def _unit_model(precision: str, unit: str):
     """The unit's model for the precision's operands (what its GEMMs run through)."""
-    if precision in BLOCK_PRECISIONS:
-        return get_accumulator(unit, BLOCK_PRECISIONS[precision])
-    return get_accumulator(unit, "e4m3" if precision == "e4m3" else precision)
+    block = block_format(precision)
+    if block is not None:
+        return get_accumulator(unit, block)
+    return get_accumulator(unit, "e4m3" if precision in ("e4m3", "fp8_block") else precision)
 
 
 def _model_key(precision: str, unit: str | None) -> tuple:

@@ -38,7 +38,8 @@ def gpt_setups(args: argparse.Namespace, progress: Callable[[str, int, int], Non
         return compare_setups(steps, args.seed, runs, progress, **kw)
     cb = None if progress is None else (lambda i, n: progress(args.precision, i, n))
     return [gpt_setup(args.precision, args.loss_scale, steps, args.seed, fp8_recipe=args.fp8_recipe,
-                      nvfp4_recipe=args.nvfp4_recipe or "all", progress=cb, **kw)]
+                      nvfp4_recipe=args.nvfp4_recipe or "all", fp8_block_recipe=args.fp8_block_scales,
+                      progress=cb, **kw)]
 
 
 def train_setups(setups: list[GPTSetup]) -> list:

@@ -6,7 +6,10 @@ with weights and activations in FP8 or FP4, the loss and the logits compared wit
   beyond them saturate);
 * ``mxfp8``: MXFP8 E4M3, blocks of 32 along K, E8M0 scales (NVIDIA's ``rceil``);
 * ``mxfp4``: MXFP4 (E2M1, blocks of 32, E8M0 scales, OCP's rule);
-* ``nvfp4``: NVFP4 (E2M1, blocks of 16, UE4M3 block and FP32 tensor scales).
+* ``nvfp4``: NVFP4 (E2M1, blocks of 16, UE4M3 block and FP32 tensor scales);
+* ``fp8_block``: DeepSeek-V3's blockwise FP8 (TE ``Float8BlockScaling``): activations in 1x128
+  tiles, weights in 128x128 blocks, E4M3 with power-of-two scales of each tile's own amax
+  (:mod:`fpemu.train.blockwise_fp8`), FP32 sums.
 
 The embeddings, the output layer, layer norm and attention stay in FP32, as post-training
 quantization tools leave them by default.
@@ -22,13 +25,14 @@ import numpy as np
 from ... import mx
 from ...formats import get_format
 from ...scaling import scale_from_amax
+from ..blockwise_fp8 import LinearBlockwiseFP8
 from ..linears import LinearFP32
 from ..recipes import fp8_cast
 from .config import GPTConfig
 from .precision import LINEARS, GPTPrecision
 from .task import GPTTask, batch
 
-INFER_FORMATS = ("fp8", "mxfp8", "mxfp4", "nvfp4")
+INFER_FORMATS = ("fp8", "mxfp8", "mxfp4", "nvfp4", "fp8_block")
 _BLOCKS = {"mxfp8": ("mxfp8_e4m3", {"scale_rounding": "rceil"}), "mxfp4": ("mxfp4", {}), "nvfp4": ("nvfp4", {})}
 
 
@@ -44,7 +48,7 @@ class LinearPTQ(LinearFP32):
         if fmt not in INFER_FORMATS:
             raise ValueError(f"unknown inference format {fmt!r}; choose from {', '.join(INFER_FORMATS)}")
         self.name = fmt
-        self.low = get_format("e4m3" if fmt in ("fp8", "mxfp8") else "e2m1")
+        self.low = get_format("e4m3" if fmt in ("fp8", "mxfp8", "fp8_block") else "e2m1")
         self.calibrating = False
         self.amax = np.float32(0.0)  # the activations' calibrated amax (fp8)
 
@@ -60,6 +64,8 @@ class LinearPTQ(LinearFP32):
             (xq, ix), (wq, iw) = self._per_tensor(x, self.amax or np.float32(np.abs(x).max())), \
                 self._per_tensor(w, np.float32(np.abs(w).max()))
             y = (xq @ wq) * ix * iw
+        elif self.name == "fp8_block":
+            y = LinearBlockwiseFP8().fwd(x, w, None)[0]
         else:
             block, kw = _BLOCKS[self.name]
             xq = np.asarray(mx.quantize(x, block, axis=1, **kw).dequantize(), np.float32)

@@ -63,7 +63,8 @@ class GPTSetup:
 
 def gpt_setup(
     precision: str = "fp32", loss_scale: str | None = None, steps: int = DEFAULT_GPT_STEPS, seed: int = 0, *,
-    task: GPTTask | None = None, fp8_recipe="delayed", nvfp4_recipe="all", accumulator: str | None = None,
+    task: GPTTask | None = None, fp8_recipe="delayed", nvfp4_recipe="all", fp8_block_recipe=None,
+    accumulator: str | None = None,
     promote: int | None = None, init_scale: float | None = None, growth_interval: int = 2000,
     progress: Callable[[int, int], None] | None = None,
 ) -> GPTSetup:
@@ -77,7 +78,7 @@ def gpt_setup(
         raise ValueError(f"unknown loss scaling {loss_scale!r}; choose from {', '.join(LOSS_SCALES)}")
     n_layer = task.config.n_layer if task is not None else GPTConfig().n_layer
     prec = make_gpt_precision(precision, n_layer, fp8_recipe=fp8_recipe, nvfp4_recipe=nvfp4_recipe,
-                              accumulator=accumulator, promote=promote, seed=seed)
+                              fp8_block_recipe=fp8_block_recipe, accumulator=accumulator, promote=promote, seed=seed)
     if loss_scale is None:
         loss_scale = "dynamic" if prec.name == "fp16" else "none"
     if prec.name == "fp32":

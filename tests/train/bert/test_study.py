@@ -12,9 +12,11 @@ from fpemu.train.bert.study import compare, run_study, spearman, study_rows, stu
 
 def test_rows_are_the_units_that_take_each_format():
     rows = study_rows()
-    assert rows[:8] == [("fp32", None)] + [(p, None) for p in ("bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4")]
-    assert [p for p, u in rows if u == "h100"] == ["bf16", "fp16", "e4m3"]  # no block-scaled MMA on Hopper
-    assert [p for p, u in rows if u == "b200"] == ["bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4"]
+    formats = ("bf16", "fp16", "e4m3", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "nvfp4_4o6mae", "nvfp4_4o6mse", "fp8_block")
+    assert rows[:11] == [("fp32", None)] + [(p, None) for p in formats]
+    # no block-scaled MMA on Hopper; blockwise FP8 is E4M3 MMAs promoted every 128
+    assert [p for p, u in rows if u == "h100"] == ["bf16", "fp16", "e4m3", "fp8_block"]
+    assert [p for p, u in rows if u == "b200"] == list(formats)
     assert study_rows(("fp16",), ("mi300x", "v100")) == [("fp32", None), ("fp16", None), ("fp16", "mi300x"),
                                                        ("fp16", "v100")]
 
