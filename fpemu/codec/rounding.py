@@ -112,6 +112,7 @@ def sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
 
 # ---- the random bits: a function of the seed and the element's position ---------------------
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def sr_key(rng: Any) -> np.uint64:
@@ -134,11 +135,18 @@ def random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
     >>> random_u64(np.uint64(0), np.array([0], dtype=np.uint64)).tolist()  # SplitMix64(0)'s first
     [16294208416658607535]
     """
-    with np.errstate(over="ignore"):
-        z = key + (np.asarray(index, dtype=np.uint64) + np.uint64(1)) * _GAMMA
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    with np.errstate(over="ignore"):  # (in place, on two arrays: the same bits, half the passes' memory)
+        z = np.add(np.asarray(index, dtype=np.uint64), np.uint64(1))
+        z *= _GAMMA
+        z += np.uint64(key)
+        t = np.empty_like(z)
+        for right, times in ((30, _MIX1), (27, _MIX2)):
+            np.right_shift(z, np.uint64(right), out=t)
+            z ^= t
+            z *= times
+        np.right_shift(z, np.uint64(31), out=t)
+        z ^= t
+    return z
 
 
 def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:

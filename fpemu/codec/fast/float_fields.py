@@ -1,0 +1,129 @@
+"""Any rounding, overflow rule or NaN policy, on the fields of the input's bit pattern.
+
+For a float32 (or float64) x in the format's normal range, the pattern already holds what
+the generic kernel works out with ``frexp``: its magnitude bits shifted right by ``k = 23 - M``
+(52 - M) are the truncated magnitude code plus a constant (the exponent rebias), and the
+``k`` bits dropped are the exact fraction of a unit, ``rem / 2**k``. The rounding itself is
+the generic kernel's own :func:`~fpemu.codec.generic_kernel.round_code` on those integers,
+so every mode (directed, nearest, odd, ``stochastic`` with the same SplitMix64 bits of each
+element's position, P3109's A/B/C and gfloat's stochastic odd, drawn or given) decides
+exactly as there: its decision is a function of the exact fraction alone, whatever the
+width of ``rem`` (the rounding functions of :mod:`..rounding` are exact for any ``rem <
+2**53`` and ``shift``).
+
+Every element the fields cannot decide alone is left to the generic kernel, all of a call's
+at once (so a refusal counts them as the generic kernel does): below the format's normal
+range (subnormals, zero: the subtraction of the rebias wraps around to a huge code), a
+truncated code at or past the largest finite one (overflow, and the overflow rule), Inf and
+NaN (and the NaN policy), and negatives of unsigned formats. On usual data they are few, so
+the options that only change what happens to them cost nothing here.
+
+float16 input is widened to float32 chunk by chunk (exactly).
+
+>>> from ...formats import get_format
+>>> from ..options import Conversion
+>>> fmt = get_format("bf16")
+>>> x = np.float32([1 + 2**-8, -(1 + 2**-8), 3.4e38, np.nan])
+>>> [hex(c) for c in encode_float_fields(x, fmt, Conversion(rounding="up", overflow="saturate").resolved(fmt))]
+['0x3f81', '0xbf80', '0x7f7f', '0x7fc0']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...formats import Format
+from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from ..generic_kernel import chunk_random, encode_generic, round_code
+from ..options import Conversion
+from ..rounding import sr_key
+from ..specials import raise_nan
+
+# float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
+_WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
+# Elements per chunk under stochastic rounding: its 64-bit random numbers and their
+# temporaries then stay in the L2 cache (SplitMix64 costs a third as much as at LIGHT_CHUNK).
+_STOCHASTIC_CHUNK = 1 << 16
+
+
+def _width(dtype: np.dtype) -> tuple:
+    """The pattern's integer, fraction bits and bias of the float the fields are read from
+    (float16 is widened to float32 first)."""
+    return _WIDTHS[8 if np.dtype(dtype).itemsize == 8 else 4]
+
+
+def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
+    """Whether :func:`encode_float_fields` serves fmt from float input of ``dtype``: a
+    sign-magnitude (or unsigned) format with fewer mantissa bits than the input, whose normal
+    range lies inside the input's, with normal values; any rounding and option."""
+    uint, mbits, bias = _width(dtype)
+    M = fmt.mantissa_bits
+    low = fmt.emin + bias  # the input's exponent field of the format's smallest normal
+    max0 = fmt.max_code - (int(fmt.subnormals) << M)
+    return (
+        not fmt.twos_complement and 0 <= M < mbits and fmt.exponent_bits >= 1
+        and 1 <= low and fmt.emax + bias <= 2 * bias and max0 > 0
+        and opts.rounding != "ml_dtypes_e8m0"  # (its lowest binade rule reads the exponent)
+        and ((2 * bias + 1 - low) << M) >= max0  # Inf and NaN land past the largest code
+    )
+
+
+def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, start: Any = 0,
+                        bits: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Codes (right-aligned, the format's code dtype; into out when given) of a float16/32/64
+    array for fmt and opts that :func:`fields_serve`; stochastic rounding draws the bits of
+    positions ``start``.. (or ``start[i]``) under ``key``, ``bits``: P3109's given bits, as
+    :func:`~fpemu.codec.generic_kernel.encode_generic` does."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if opts.nan == "raise" and not fmt.has_nan:  # (counted over the whole input, as the generic kernel does)
+        count = int(np.count_nonzero(np.isnan(flat)))
+        if count:
+            raise_nan(count, fmt)
+    if opts.stochastic and not isinstance(key, np.uint64):
+        key = sr_key(key)
+    uint, mbits, bias = _width(flat.dtype)
+    wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)
+    M, k = fmt.mantissa_bits, mbits - fmt.mantissa_bits
+    top = 8 * wide.itemsize - 1 - k  # where the input's sign lands in pattern >> k
+    # v = (pattern >> k) - rebias is the truncated magnitude code, less the smallest normal's
+    # (2**M with subnormals, else 0), plus the sign at bit ``top``; below the normal range
+    # the magnitude wraps around (past the largest code, as Inf, NaN and overflow are)
+    rebias = uint((fmt.emin + bias) << M)
+    max0 = uint(fmt.max_code - (int(fmt.subnormals) << M))
+    low_bits = uint((1 << top) - 1) if fmt.signed else None  # (unsigned: a negative is past max0 too)
+    # the sign from bit ``top`` to the format's: less ``top_less`` for each negative
+    sign_at = fmt.sign_mask.bit_length() - 1 if fmt.signed else top
+    top_less = uint((1 << top) - (1 << sign_at))
+    mode = opts.rounding
+    codes = out.reshape(-1) if out is not None and out.dtype == fmt.code_dtype else np.empty(flat.size, fmt.code_dtype)
+    shift, hidden = np.uint64(k), uint(1 << M)
+    size = chunk_size(_STOCHASTIC_CHUNK if opts.stochastic else LIGHT_CHUNK)
+    v_all, w_all = scratch("fields.v", min(size, flat.size), uint), scratch("fields.w", min(size, flat.size), uint)
+    left = []
+    for part in chunks(flat.size, max(size, 1)):
+        n = part.stop - part.start
+        x_part = flat[part].astype(wide, copy=False)
+        u, v, w = x_part.view(uint), v_all[:n], w_all[:n]
+        np.right_shift(u, uint(k), out=v)
+        v -= rebias
+        magnitude = v if low_bits is None else np.bitwise_and(v, low_bits, out=w)
+        if n and magnitude.max() >= max0:  # (a reduction: fast) some the fields leave
+            left.append(np.flatnonzero(magnitude >= max0) + part.start)
+        rem = None if mode == "toward_zero" else np.bitwise_and(u, uint((1 << k) - 1), out=w)
+        negative = np.signbit(x_part) if mode in ("up", "down") else None
+        u_random, given = chunk_random(opts, opts.stochastic, key, start, part, bits)
+        v += hidden
+        code = round_code(None, v, rem, shift, k, None, negative, fmt, opts, u_random, given)
+        if top_less:  # negatives: the sign from bit top to the format's
+            np.right_shift(u, uint(8 * wide.itemsize - 1), out=w)
+            w *= top_less
+            code -= w
+        np.copyto(codes[part], code, casting="unsafe")
+    if left:  # every element the fields leave, at once
+        where = np.concatenate(left)
+        positions = np.asarray(start)[where] if np.ndim(start) else start + where.astype(np.uint64)
+        codes[where] = encode_generic(flat[where], fmt, opts, key, positions,
+                                      None if bits is None else bits[where]).astype(codes.dtype)
+    return codes.reshape(np.shape(x))
