@@ -70,6 +70,40 @@ def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
     )
 
 
+def _subnormal_range(u: np.ndarray, where: np.ndarray, codes: np.ndarray, fmt: Format, opts: Conversion,
+                     u_random: np.ndarray | None, given: np.ndarray | None) -> np.ndarray:
+    """Codes (into codes) of the elements at ``where`` of the patterns u that are normal in
+    the input and below the format's normal range (positive ones only, in an unsigned format);
+    the rest of ``where``, returned, is left to the generic kernel. There the quantum is the
+    format's smallest, so ``k + (smallest normal's exponent field - field)`` bits are dropped
+    from the significand (hidden bit included); beyond 60 every one is sticky, as in the
+    generic kernel."""
+    uint, mbits, bias = _WIDTHS[u.dtype.itemsize]
+    width = 8 * u.dtype.itemsize
+    low = fmt.emin + bias
+    patterns = u[where]
+    field = ((patterns >> uint(mbits)) & uint((1 << (width - 1 - mbits)) - 1)).astype(np.int64)
+    small = (field >= 1) & (field < low)
+    if not fmt.signed:
+        small &= (patterns >> uint(width - 1)) == 0
+    rest, where = where[~small], where[small]
+    patterns, field = patterns[small], field[small]
+    shift_full = (mbits - fmt.mantissa_bits) + low - field
+    shift = np.minimum(shift_full, 60).astype(np.uint64)
+    significand = (patterns & uint((1 << mbits) - 1)).astype(np.uint64) | np.uint64(1 << mbits)
+    kept = significand >> shift
+    rem = significand & ((np.uint64(1) << shift) - np.uint64(1))
+    negative = (patterns >> uint(width - 1)).astype(bool)
+    code = round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts,
+                      None if u_random is None else u_random[where], None if given is None else given[where])
+    if fmt.signed:
+        if not fmt.has_neg_zero:
+            negative &= code != 0  # zero is unsigned there
+        code |= negative.astype(np.uint64) << np.uint64(fmt.sign_mask.bit_length() - 1)
+    codes[where] = code
+    return rest
+
+
 def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, start: Any = 0,
                         bits: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """Codes (right-aligned, the format's code dtype; into out when given) of a float16/32/64
@@ -109,8 +143,7 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         np.right_shift(u, uint(k), out=v)
         v -= rebias
         magnitude = v if low_bits is None else np.bitwise_and(v, low_bits, out=w)
-        if n and magnitude.max() >= max0:  # (a reduction: fast) some the fields leave
-            left.append(np.flatnonzero(magnitude >= max0) + part.start)
+        where = np.flatnonzero(magnitude >= max0) if n and magnitude.max() >= max0 else None  # (a reduction: fast)
         rem = None if mode == "toward_zero" else np.bitwise_and(u, uint((1 << k) - 1), out=w)
         negative = np.signbit(x_part) if mode in ("up", "down") else None
         u_random, given = chunk_random(opts, opts.stochastic, key, start, part, bits)
@@ -121,6 +154,10 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
             w *= top_less
             code -= w
         np.copyto(codes[part], code, casting="unsafe")
+        if where is not None:
+            if fmt.subnormals:  # the format's subnormal range, by the fields too
+                where = _subnormal_range(u, where, codes[part], fmt, opts, u_random, given)
+            left.append(where + part.start)
     if left:  # every element the fields leave, at once
         where = np.concatenate(left)
         positions = np.asarray(start)[where] if np.ndim(start) else start + where.astype(np.uint64)
