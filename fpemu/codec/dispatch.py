@@ -58,7 +58,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .exact_kernel import outside_range
 from .fast.float32_alike import encode_through_float32
-from .fast.float_fields import encode_float_fields, fields_serve
+from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
 from .fast.numpy_cast import NUMPY_NATIVE, encode_numpy_cast
@@ -213,7 +213,11 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
     elif path == "float_fields":
-        codes = encode_float_fields(x, fmt, opts, key, start, bits, None if fmt.code_shift else out)
+        into = None if fmt.code_shift else out
+        if x.dtype == np.float64 and narrows_alike(fmt, opts):  # half the memory of float64 fields
+            codes = encode_through_float32(x, fmt, opts, into, encode_float_fields)
+        else:
+            codes = encode_float_fields(x, fmt, opts, key, start, bits, into)
     elif path == "generic":
         codes = encode_generic(x, fmt, opts, key, start, bits)
     else:

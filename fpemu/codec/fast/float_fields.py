@@ -18,7 +18,9 @@ truncated code at or past the largest finite one (overflow, and the overflow rul
 NaN (and the NaN policy), and negatives of unsigned formats. On usual data they are few, so
 the options that only change what happens to them cost nothing here.
 
-float16 input is widened to float32 chunk by chunk (exactly).
+float16 input is widened to float32 chunk by chunk (exactly); float64 input under a
+deterministic rounding is narrowed to float32 values that round alike (:func:`narrows_alike`),
+else read as float64 fields.
 
 >>> from ...formats import get_format
 >>> from ..options import Conversion
@@ -67,6 +69,18 @@ def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
         and 1 <= low and fmt.emax + bias <= 2 * bias and max0 > 0
         and opts.rounding != "ml_dtypes_e8m0"  # (its lowest binade rule reads the exponent)
         and ((2 * bias + 1 - low) << M) >= max0  # Inf and NaN land past the largest code
+    )
+
+
+def narrows_alike(fmt: Format, opts: Conversion) -> bool:
+    """Whether float64 input may be made float32 first (:mod:`.float32_alike`, chunk by chunk)
+    and read as float32 fields, at half the memory traffic: a deterministic rounding (every
+    one takes the narrowed value to the same code), no NaN payloads to keep, and a format of
+    at most 22 significant bits whose decision points are float32 values."""
+    return (
+        not opts.stochastic and opts.nan not in ("payload", "quiet_payload")
+        and fmt.mantissa_bits <= 21 and fmt.emax <= 127 and fmt.emin - fmt.mantissa_bits - 1 >= -149
+        and fields_serve(fmt, opts, np.float32)
     )
 
 
