@@ -23,8 +23,9 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    correctly rounded cast (``numpy_cast``).
 8. bf16 and tf32 (float32 prefixes) under RNE: integer rounding of the float32 bit pattern
    (``prefix_rne``).
-9. Sign-magnitude and unsigned formats with fewer mantissa bits than the input, whose normal
-   range lies within the input's, under any other rounding or option (directed, odd,
+9. Sign-magnitude and unsigned formats whose normal range lies within float64's (read as
+   float32 fields where the format fits float32's, else as float64's), under any other
+   rounding or option (directed, odd,
    stochastic, P3109's given bits, overflow rules, NaN policies): the truncated code and the
    dropped fraction read off the bit pattern, rounded by the generic kernel's ``round_code``,
    with the generic kernel for the elements outside the format's normal range

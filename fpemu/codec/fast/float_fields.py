@@ -50,25 +50,31 @@ _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
 _STOCHASTIC_CHUNK = 1 << 16
 
 
-def _width(dtype: np.dtype) -> tuple:
-    """The pattern's integer, fraction bits and bias of the float the fields are read from
-    (float16 is widened to float32 first)."""
-    return _WIDTHS[8 if np.dtype(dtype).itemsize == 8 else 4]
+def _fits(fmt: Format, mbits: int, bias: int) -> bool:
+    """Whether fmt's normal range lies inside a float's of ``mbits`` fraction bits and that
+    bias, with at most as many mantissa bits (Inf and NaN landing past its largest code)."""
+    low = fmt.emin + bias  # the float's exponent field of the format's smallest normal
+    max0 = fmt.max_code - (int(fmt.subnormals) << fmt.mantissa_bits)
+    return (0 <= fmt.mantissa_bits <= mbits and 1 <= low and fmt.emax + bias <= 2 * bias
+            and ((2 * bias + 1 - low) << fmt.mantissa_bits) >= max0)
+
+
+def _width(dtype: np.dtype, fmt: Format) -> tuple:
+    """The pattern's integer, fraction bits and bias of the float the fields are read from:
+    float16 and float32 input as float32 where fmt fits its fields, else widened (exactly)
+    to float64."""
+    return _WIDTHS[4 if np.dtype(dtype).itemsize <= 4 and _fits(fmt, 23, 127) else 8]
 
 
 def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
-    """Whether :func:`encode_float_fields` serves fmt from float input of ``dtype``: a
-    sign-magnitude (or unsigned) format with fewer mantissa bits than the input, whose normal
-    range lies inside the input's, with normal values; any rounding and option."""
-    uint, mbits, bias = _width(dtype)
-    M = fmt.mantissa_bits
-    low = fmt.emin + bias  # the input's exponent field of the format's smallest normal
-    max0 = fmt.max_code - (int(fmt.subnormals) << M)
+    """Whether :func:`encode_float_fields` serves fmt from float input of ``dtype`` (any: the
+    fields are float32's or float64's): a sign-magnitude (or unsigned) format with normal
+    values whose normal range lies inside float64's; any rounding and option."""
     return (
-        not fmt.twos_complement and 0 <= M < mbits and fmt.exponent_bits >= 1
-        and 1 <= low and fmt.emax + bias <= 2 * bias and max0 > 0
+        not fmt.twos_complement and fmt.exponent_bits >= 1
+        and fmt.max_code > (int(fmt.subnormals) << fmt.mantissa_bits)
         and opts.rounding != "ml_dtypes_e8m0"  # (its lowest binade rule reads the exponent)
-        and ((2 * bias + 1 - low) << M) >= max0  # Inf and NaN land past the largest code
+        and _fits(fmt, 52, 1023)
     )
 
 
@@ -80,7 +86,7 @@ def narrows_alike(fmt: Format, opts: Conversion) -> bool:
     return (
         not opts.stochastic and opts.nan not in ("payload", "quiet_payload")
         and fmt.mantissa_bits <= 21 and fmt.emax <= 127 and fmt.emin - fmt.mantissa_bits - 1 >= -149
-        and fields_serve(fmt, opts, np.float32)
+        and _fits(fmt, 23, 127) and fields_serve(fmt, opts, np.float64)
     )
 
 
@@ -131,7 +137,7 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
             raise_nan(count, fmt)
     if opts.stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)
-    uint, mbits, bias = _width(flat.dtype)
+    uint, mbits, bias = _width(flat.dtype, fmt)
     wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)
     M, k = fmt.mantissa_bits, mbits - fmt.mantissa_bits
     top = 8 * wide.itemsize - 1 - k  # where the input's sign lands in pattern >> k
@@ -152,7 +158,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
-        x_part = flat[part].astype(wide, copy=False)
+        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
+            x_part = flat[part].astype(wide, copy=False)
         u, v, w = x_part.view(uint), v_all[:n], w_all[:n]
         np.right_shift(u, uint(k), out=v)
         v -= rebias

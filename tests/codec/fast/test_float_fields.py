@@ -63,7 +63,7 @@ def test_every_float16_pattern_and_float32_and_float64_input(name):
                     encode_generic(x, fmt, opts)
                 with pytest.raises(ValueError, match=generic_error.value.args[0].replace("(", r"\(").replace(")", r"\)")):
                     encode_flat(x, fmt, opts, "float_fields")
-    assert served or fmt.twos_complement or fmt.name in ("fp32", "fp64")
+    assert served or fmt.twos_complement
 
 
 @pytest.mark.parametrize("name", ["bf16", "fp16", "e4m3", "e2m1", "ue4m3"])
@@ -85,4 +85,7 @@ def test_the_dispatch_sends_every_other_option_here():
     assert encode_path("e2m1", Conversion(rounding="stochastic"), np.float32) == "float_fields"
     assert encode_path("e4m3", Conversion(rounding="stochastic_a", sr_bits=3), np.float16) == "float_fields"
     assert not fields_serve(get_format("int8"), Conversion().resolved(get_format("int8")), np.float32)
-    assert not fields_serve(get_format("fp32"), Conversion().resolved(get_format("fp32")), np.float32)
+    assert fields_serve(get_format("fp32"), Conversion().resolved(get_format("fp32")), np.float32)  # (k = 0)
+    assert fields_serve(get_format("e8m0"), Conversion().resolved(get_format("e8m0")), np.float32)  # (as float64)
+    e8m0 = get_format("e8m0")
+    assert not fields_serve(e8m0, Conversion(rounding="ml_dtypes_e8m0").resolved(e8m0), np.float32)
