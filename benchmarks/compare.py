@@ -1,7 +1,7 @@
 """A/B speed of the working tree against a git ref: the codec, MX and GEMM paths timed in both
 trees, alternately, in one run.
 
-    python benchmarks/compare.py --against deac082 [--n 4000000] [--rounds 5] [--suites codec,mx,gemm,import]
+    python benchmarks/compare.py --against deac082 [--n 4000000] [--rounds 5] [--suites codec,options,mx,gemm,import]
 
 The ref is checked out into a temporary detached worktree (``git worktree add --detach``;
 removed at the end; the main tree's branch, index and files are not touched). Each round runs
@@ -13,7 +13,10 @@ that a busy machine (this one is shared) slows both alike. Printed per path: Mel
 seconds) of each tree and ``ratio = ref time / working-tree time`` (> 1: the working tree is
 faster); a path more than 10% slower (ratio < 1/1.1) is flagged ``SLOWER``, and the exit
 status is 1 when any is. ``import fpemu`` (suite ``import``) is the wall time of the import
-beyond numpy's, once per round and tree, from cached bytecode, in milliseconds.
+beyond numpy's, once per round and tree, from cached bytecode, in milliseconds. Suite
+``options`` is issue 39's grid: bf16, fp16, e4m3 and e2m1 from float32 and float64 under
+toward-zero, up, ``overflow="saturate"``, ``like("ptx_cvt_rn")`` and stochastic rounding,
+each beside its format's default row (suite ``codec``), held to the same 10%.
 
 ``--worker TREE`` is the subprocess's own entry point (prints one JSON line of seconds).
 """
@@ -57,6 +60,14 @@ PATHS = {
     "dot b200 mxfp8 1024x1024": "gemm",
     "import fpemu": "import",
 }  # fmt: skip
+#: The option grid (issue 39): encode under each option, beside the same format's default
+#: row; ``like:NAME`` is the conversion ``fpemu.like(NAME, fmt)`` of the tree being timed.
+OPTIONS = {"rz": {"rounding": "toward_zero"}, "up": {"rounding": "up"}, "saturate": {"overflow": "saturate"},
+           "like:ptx_cvt_rn": "ptx_cvt_rn", "sr": {"rounding": "stochastic", "rng": 0}}
+for _fmt in ("bf16", "fp16", "e4m3", "e2m1"):
+    for _dtype in ("f32", "f64"):
+        PATHS.setdefault(f"encode {_fmt} {_dtype}", "codec")
+        PATHS.update({f"encode {_fmt} {_dtype} {_option}": "options" for _option in OPTIONS})
 #: Paths timed once per process, in milliseconds (their "elements" are this marker).
 ONCE = 0
 
@@ -77,7 +88,11 @@ def _path_functions(n: int) -> dict:
     fns: dict = {}
     for name in PATHS:
         words = name.split()
-        if words[0] == "encode" and len(words) == 4:  # many small calls: what each call costs beside its elements
+        if words[0] == "encode" and len(words) == 4 and words[3] in OPTIONS:  # the option grid
+            option = OPTIONS[words[3]]
+            kw = dict(fpemu.like(option, words[1])) if isinstance(option, str) else option
+            fns[name] = ((lambda x=inputs[words[2]], f=words[1], kw=kw: fpemu.encode(x, f, workers=1, **kw)), n)
+        elif words[0] == "encode" and len(words) == 4:  # many small calls: what each call costs beside its elements
             small = [inputs[words[2]][i * 64:(i + 1) * 64] for i in range(1000)]
             fns[name] = ((lambda xs=small, f=words[1]: [fpemu.encode(x, f, workers=1) for x in xs]), 64 * 1000)
         elif words[0] in ("encode", "quantize"):
@@ -233,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=4_000_000, help="elements of the codec and MX paths")
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (best kept)")
     parser.add_argument("--repeat", type=int, default=3, help="calls per path in a round (best kept)")
-    parser.add_argument("--suites", default="codec,mx,gemm,import", help="comma-separated: codec, mx, gemm, import")
+    parser.add_argument("--suites", default="codec,options,mx,gemm,import",
+                        help="comma-separated: codec, options (the option grid), mx, gemm, import")
     parser.add_argument("--match", default=None, help="only paths whose name contains this")
     parser.add_argument("--wall", action="store_true", help="wall time instead of the thread's CPU time")
     parser.add_argument("--worker", metavar="TREE", help=argparse.SUPPRESS)
@@ -247,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = set(args.suites.split(","))
     unknown = suites - set(PATHS.values())
     if unknown:
-        parser.error(f"unknown suite(s) {sorted(unknown)}; choose from codec, mx, gemm, import")
+        parser.error(f"unknown suite(s) {sorted(unknown)}; choose from codec, options, mx, gemm, import")
     names = [name for name, suite in PATHS.items() if suite in suites and (args.match or "") in name]
     if not names:
         parser.error("no path matches")

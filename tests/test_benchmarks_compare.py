@@ -27,7 +27,11 @@ def test_report_flags_only_paths_more_than_ten_percent_slower(capsys):
 
 def test_every_path_has_a_known_suite_and_the_cli_refuses_bad_arguments():
     compare = load()
-    assert set(compare.PATHS.values()) == {"codec", "mx", "gemm", "import"}
+    assert set(compare.PATHS.values()) == {"codec", "options", "mx", "gemm", "import"}
+    for fmt in ("bf16", "fp16", "e4m3", "e2m1"):  # issue 39's option grid, each beside its default row
+        for dtype in ("f32", "f64"):
+            assert compare.PATHS[f"encode {fmt} {dtype}"] == "codec"
+            assert {f"encode {fmt} {dtype} {o}" for o in ("rz", "up", "saturate", "like:ptx_cvt_rn", "sr")} <= set(compare.PATHS)
     with pytest.raises(SystemExit):
         compare.main([])  # --against is required
     with pytest.raises(SystemExit):

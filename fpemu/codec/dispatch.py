@@ -23,7 +23,14 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    correctly rounded cast (``numpy_cast``).
 8. bf16 and tf32 (float32 prefixes) under RNE: integer rounding of the float32 bit pattern
    (``prefix_rne``).
-9. Everything else: ``generic``.
+9. Sign-magnitude and unsigned formats whose normal range lies within float64's (read as
+   float32 fields where the format fits float32's, else as float64's), under any other
+   rounding or option (directed, odd,
+   stochastic, P3109's given bits, overflow rules, NaN policies): the truncated code and the
+   dropped fraction read off the bit pattern, rounded by the generic kernel's ``round_code``,
+   with the generic kernel for the elements outside the format's normal range
+   (``float_fields``).
+10. Everything else: ``generic``.
 
 Steps inside one path that depend on the data (the top-half path's choice, chunk by chunk,
 between listing few specials and bulk ways for many; the narrowing's choice between fixing
@@ -33,7 +40,7 @@ path's name is decided before any data is read.
 >>> encode_path("e4m3", Conversion(), np.float32)
 'top_half'
 >>> encode_path("e4m3", Conversion(rounding="stochastic"), np.float32)
-'generic'
+'float_fields'
 >>> encode_path("bf16", Conversion(), np.float64), encode_path("fp16", Conversion(), np.float32)
 ('prefix_rne', 'numpy_cast')
 >>> encode_path("e4m3", Conversion(), np.float16, 1 << 20), encode_path("e4m3", Conversion(), np.float16, 100)
@@ -52,6 +59,7 @@ import numpy as np
 from ..formats import Format, get_format
 from .exact_kernel import outside_range
 from .fast.float32_alike import encode_through_float32
+from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
 from .fast.numpy_cast import NUMPY_NATIVE, encode_numpy_cast
@@ -71,6 +79,9 @@ PATHS = {
                   "by one gather from the 17-bit table (fast/fp32_table)",
     "numpy_cast": "fp16/fp32/fp64 under RNE by numpy's cast (fast/numpy_cast)",
     "prefix_rne": "bf16/tf32 under RNE by integer rounding of the float32 pattern (fast/prefix_rne)",
+    "float_fields": "float16/32/64 into sign-magnitude formats, any rounding and option: the truncated code and the "
+                    "dropped fraction read off the bit pattern, the generic kernel's rounding; what lies outside the "
+                    "format's normal range by the generic kernel (fast/float_fields)",
     "magic_number": "quantize: float32 into fp16-like formats under RNE by float32 addition (fast/float_arithmetic)",
     "quantum_scaling": "quantize: float64 under RNE/RZ/up/down by scaling to integers (fast/float_arithmetic)",
     "generic": "every format, rounding and option: the reference kernel (generic_kernel)",
@@ -101,7 +112,7 @@ def encode_path(fmt: str | Format, conversion: Conversion | Mapping | None = Non
     >>> encode_path("e2m1", {"rounding": "toward_zero"}, np.int16, 5)
     'top_half'
     >>> encode_path("e4m3", {"rounding": "odd"}, np.float32), encode_path("bf16", {"nan": "all_ones"}, np.float32)
-    ('fp32_table', 'generic')
+    ('fp32_table', 'float_fields')
     """
     fmt = get_format(fmt)
     conv = Conversion.of(conversion)
@@ -125,7 +136,7 @@ def encode_path(fmt: str | Format, conversion: Conversion | Mapping | None = Non
 
 
 def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
-    """Steps 6-9 of the module docstring: the path of float16/32/64 input."""
+    """Steps 6-10 of the module docstring: the path of float16/32/64 input."""
     if _fp32_table_serves(fmt, opts):
         return "fp32_table" if arithmetic_plan(fmt, opts) is None else "top_half"
     if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in NUMPY_NATIVE \
@@ -135,6 +146,8 @@ def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
             and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
             and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix_rne"
+    if fields_serve(fmt, opts, dtype):
+        return "float_fields"
     return "generic"
 
 
@@ -200,6 +213,12 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
         codes = encode_numpy_cast(x, fmt, opts)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
+    elif path == "float_fields":
+        into = None if fmt.code_shift else out
+        if x.dtype == np.float64 and narrows_alike(fmt, opts):  # half the memory of float64 fields
+            codes = encode_through_float32(x, fmt, opts, into, encode_float_fields)
+        else:
+            codes = encode_float_fields(x, fmt, opts, key, start, bits, into)
     elif path == "generic":
         codes = encode_generic(x, fmt, opts, key, start, bits)
     else:

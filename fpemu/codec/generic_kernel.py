@@ -122,11 +122,14 @@ def round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format, 
     exponent ``ex``, clamped below at emin) that is ``kept`` quanta plus the fraction
     ``rem / 2**shift_full`` of one (rem < 2**shift, shift = min(shift_full, 60): the
     deterministic modes compare rem with 2**(shift - 1), see :mod:`.rounding`). Float input
-    gives the exact fraction; exact input (:mod:`.exact_kernel`) one that decides the same."""
+    gives the exact fraction; exact input (:mod:`.exact_kernel`) one that decides the same.
+    ``binade`` None: ``kept`` is the truncated code already, with the hidden bit's ``2**M``
+    (a caller's array, rounded in place: :mod:`.fast.float_fields`). ``negative`` is read by
+    the modes that look at the sign (up, down) only."""
     M = fmt.mantissa_bits
     # Truncated code = binade offset + kept significand (with its hidden bit, which makes the
     # offset of field E land on E << M); a carry when rounding up rolls into the next binade.
-    code = ((binade - fmt.emin) << M) + kept
+    code = kept if binade is None else ((binade - fmt.emin) << M) + kept
     if not fmt.subnormals:
         code -= 1 << M  # field 0 is an ordinary binade: the hidden bit is not part of the code
     mode = opts.rounding
@@ -134,7 +137,7 @@ def round_code(binade, kept, rem, shift, shift_full, ex, negative, fmt: Format, 
         code += stochastic_increment(rem, shift_full, u)
     elif mode in STOCHASTIC_WITH_BITS:
         code += sr_increment(mode, rem, shift_full, opts.sr_bits, bits)
-    else:
+    elif mode != "toward_zero":  # (toward zero adds nothing)
         code += round_increment((code & 1) == 1, rem, shift, negative, mode)
     if mode == "ml_dtypes_e8m0":
         # ml_dtypes rounds the lowest binade as a denormal one: between 0 and the next value,

@@ -40,6 +40,15 @@ def round_increment(odd, rem, shift, negative, mode: str) -> np.ndarray:
     an integer; shift: how many bits were dropped (0 <= shift <= 60, rem < 2**shift; beyond 54
     every dropped bit is sticky, since the significand has 53); negative: the sign.
     """
+    if mode in ("nearest_even", "nearest_away") and np.ndim(shift) == 0 and 1 <= shift <= 8 * rem.itemsize - 2:
+        # One shift for one shift count (the fast paths'): rem + half - 1 (+ 1 where the code
+        # is odd, for ties to even; rem + half, ties away) carries into bit ``shift`` exactly
+        # where the value rounds up. Gives 0/1 integers of rem's dtype.
+        carry = np.add(rem, rem.dtype.type((1 << (int(shift) - 1)) - (mode == "nearest_even")))
+        if mode == "nearest_even":
+            carry += odd
+        carry >>= rem.dtype.type(shift)
+        return carry
     if mode in ("nearest_even", "nearest_away", "ml_dtypes_e8m0"):
         half = (_U64(1) << shift) >> _U64(1)  # 0 where nothing is dropped (binary64)
         inexact = rem != 0
@@ -73,6 +82,9 @@ def _top_bits(rem, shift_full, n: int) -> np.ndarray:
     """floor(nu * 2**n) for nu = rem / 2**shift_full, exactly (rem < 2**53: a right shift of
     60 or more leaves nothing)."""
     d = np.asarray(shift_full, dtype=np.int64) - n
+    if d.ndim == 0:  # one shift count (the fast paths'): one branch
+        d = int(d)
+        return rem >> _U64(d) if 0 <= d < 61 else rem << _U64(-d) if d < 0 else np.zeros_like(rem)
     right = (rem >> np.clip(d, 0, 60).astype(np.uint64)) * (d < 61)
     left = rem << np.clip(-d, 0, 63).astype(np.uint64)
     return np.where(d >= 0, right, left)
@@ -87,6 +99,8 @@ def _nearest_bits(rem, shift_full, n: int, ties_odd: bool = False) -> np.ndarray
     ([0, 2], [1, 1])
     """
     d = np.asarray(shift_full, dtype=np.int64) - n
+    if d.ndim == 0 and d < 1:  # one shift count, nothing below the N bits: no rounding
+        return _top_bits(rem, shift_full, n)
     dd = np.clip(d, 1, 60).astype(np.uint64)
     q = rem >> dd
     r = rem & ((_U64(1) << dd) - _U64(1))
@@ -94,7 +108,7 @@ def _nearest_bits(rem, shift_full, n: int, ties_odd: bool = False) -> np.ndarray
     # a tie goes up where that makes the result even (q odd) or, for ties to odd, odd (q even)
     tie_up = ((q & _U64(1)) == 1) != ties_odd
     rounded = q + ((r > half) | ((r == half) & tie_up))
-    return np.where(d >= 1, rounded, _top_bits(rem, shift_full, n))
+    return rounded if d.ndim == 0 else np.where(d >= 1, rounded, _top_bits(rem, shift_full, n))
 
 
 def sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
@@ -112,6 +126,7 @@ def sr_increment(mode: str, rem, shift_full, n: int, r) -> np.ndarray:
 
 # ---- the random bits: a function of the seed and the element's position ---------------------
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def sr_key(rng: Any) -> np.uint64:
@@ -134,11 +149,18 @@ def random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
     >>> random_u64(np.uint64(0), np.array([0], dtype=np.uint64)).tolist()  # SplitMix64(0)'s first
     [16294208416658607535]
     """
-    with np.errstate(over="ignore"):
-        z = key + (np.asarray(index, dtype=np.uint64) + np.uint64(1)) * _GAMMA
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    with np.errstate(over="ignore"):  # (in place, on two arrays: the same bits, half the passes' memory)
+        z = np.add(np.asarray(index, dtype=np.uint64), np.uint64(1))
+        z *= _GAMMA
+        z += np.uint64(key)
+        t = np.empty_like(z)
+        for right, times in ((30, _MIX1), (27, _MIX2)):
+            np.right_shift(z, np.uint64(right), out=t)
+            z ^= t
+            z *= times
+        np.right_shift(z, np.uint64(31), out=t)
+        z ^= t
+    return z
 
 
 def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:

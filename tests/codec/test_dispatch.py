@@ -152,21 +152,38 @@ def test_exact_path_is_the_generic_kernel_on_float_values(name):
 
 @pytest.mark.parametrize("name, conv", [
     ("e4m3", Conversion(rounding="stochastic")),
+    ("e2m1", Conversion(rounding="stochastic_c", sr_bits=5)),
     ("bf16", Conversion(nan="all_ones")),
+    ("bf16", Conversion(rounding="odd", overflow="saturate")),
     ("fp16", Conversion(overflow="saturate")),
     ("e5m2", Conversion(nan="payload")),
     ("fp16", Conversion(rounding="up")),
+    ("e5m2", Conversion(rounding="stochastic_odd", sr_bits=3, overflow="saturate_propagate")),
+    ("ue4m3", Conversion(rounding="stochastic")),
+    ("e8m0", Conversion(rounding="stochastic")),  # (float32 input read as float64: its lowest binade is float32 subnormal)
+    ("fp32", Conversion(rounding="up")),
+])
+def test_float_fields_path_is_the_generic_kernel(name, conv):
+    stochastic_or_generic_path(name, conv, "float_fields")
+
+
+@pytest.mark.parametrize("name, conv", [
     ("int8", Conversion(rounding="nearest_even", overflow="saturate")),
 ])
 def test_generic_path_is_the_generic_kernel(name, conv):
+    stochastic_or_generic_path(name, conv, "generic")
+
+
+def stochastic_or_generic_path(name, conv, path):
     x = inputs(np.float32)
     x = x if get_format(name).has_nan or "nan" in conv else np.nan_to_num(x, nan=0.5)
-    assert encode_path(name, conv, np.float32, x.size) == "generic"
+    assert encode_path(name, conv, np.float32, x.size) == path
     if conv.stochastic:  # the same random bits: those of each position under the seed's key
         from fpemu.codec import sr_key
 
-        opts = conv.resolved(get_format(name))
-        want = encode_generic(x, get_format(name), opts, sr_key(7), 0).astype(np.uint8)
+        fmt = get_format(name)
+        opts = conv.resolved(fmt)
+        want = encode_generic(x, fmt, opts, sr_key(7), 0).astype(fmt.code_dtype)
         same(fpemu.encode(x, name, conversion=conv, rng=7, workers=1), want, x, name)
         return
     same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, conv))
@@ -236,22 +253,25 @@ def test_the_decision_follows_the_module_docstring():
     assert encode_path("e4m3", {"via": "fp32"}, object) == "top_half"
     assert encode_path("fp16", {}, f64, values=True) == "quantum_scaling"  # 2. quantize's arithmetic
     assert encode_path("fp16", {}, f64) == "numpy_cast"
-    assert encode_path("fp16", {"rounding": "stochastic_a", "sr_bits": 4}, f32, values=True) == "generic"
+    assert encode_path("fp16", {"rounding": "stochastic_a", "sr_bits": 4}, f32, values=True) == "float_fields"
     assert encode_path("e4m3", {}, object) == "exact"  # 3. exact input
     assert encode_path("e4m3", {}, np.str_) == "exact"
     assert encode_path("e4m3", {}, np.int16, 1 << 15) == "input_table"  # 4. the input table ...
     assert encode_path("e4m3", {}, np.int16, (1 << 15) - 1) == "top_half"  # ... from 2**15 elements
     assert encode_path("e4m3", {}, np.uint8, 1 << 10) == "input_table"  # (8 bits: from 2**10)
-    assert encode_path("e4m3", {"rounding": "sr"}, f16, 1 << 20) == "generic"  # (deterministic only)
+    assert encode_path("e4m3", {"rounding": "sr"}, f16, 1 << 20) == "float_fields"  # (deterministic only)
     assert encode_path("fp16", {}, np.int64) == "numpy_cast"  # 5. integers: float64's path
     assert encode_path("bf16", {}, np.int16) == "prefix_rne"  # (16 bits: float32's)
     assert encode_path("e2m1", {}, f32) == "top_half"  # 6. the top half ...
     assert encode_path("e4m3", {"rounding": "up"}, f32) == "fp32_table"  # ... or the 17-bit table
     assert encode_path("e8m0", {}, f64) == "fp32_table"
-    assert encode_path("fp32", {}, f16) == "generic"  # 7. numpy's cast needs an input as wide
+    assert encode_path("fp32", {}, f16) == "float_fields"  # 7. numpy's cast needs an input as wide
     assert encode_path("tf32", {}, f64) == "prefix_rne"  # 8. bf16 and tf32 prefixes
     assert encode_path("fp32", {}, f32) == "numpy_cast"
-    assert encode_path("bf16", {"overflow": "saturate"}, f32) == "generic"  # 9. the rest
+    assert encode_path("bf16", {"overflow": "saturate"}, f32) == "float_fields"  # 9. the fields, any option
+    assert encode_path("e4m3", {"rounding": "sr"}, f64) == "float_fields"
+    assert encode_path("e8m0", {"rounding": "sr"}, f64) == "float_fields"
+    assert encode_path("int8", {}, f32) == "generic"  # 10. the rest
 
 
 def test_encode_path_refuses_what_encode_refuses():

@@ -1,0 +1,187 @@
+"""Any rounding, overflow rule or NaN policy, on the fields of the input's bit pattern.
+
+For a float32 (or float64) x in the format's normal range, the pattern already holds what
+the generic kernel works out with ``frexp``: its magnitude bits shifted right by ``k = 23 - M``
+(52 - M) are the truncated magnitude code plus a constant (the exponent rebias), and the
+``k`` bits dropped are the exact fraction of a unit, ``rem / 2**k``. The rounding itself is
+the generic kernel's own :func:`~fpemu.codec.generic_kernel.round_code` on those integers,
+so every mode (directed, nearest, odd, ``stochastic`` with the same SplitMix64 bits of each
+element's position, P3109's A/B/C and gfloat's stochastic odd, drawn or given) decides
+exactly as there: its decision is a function of the exact fraction alone, whatever the
+width of ``rem`` (the rounding functions of :mod:`..rounding` are exact for any ``rem <
+2**53`` and ``shift``).
+
+Every element the fields cannot decide alone is left to the generic kernel, all of a call's
+at once (so a refusal counts them as the generic kernel does): below the format's normal
+range (subnormals, zero: the subtraction of the rebias wraps around to a huge code), a
+truncated code at or past the largest finite one (overflow, and the overflow rule), Inf and
+NaN (and the NaN policy), and negatives of unsigned formats. On usual data they are few, so
+the options that only change what happens to them cost nothing here.
+
+float16 input is widened to float32 chunk by chunk (exactly); float64 input under a
+deterministic rounding is narrowed to float32 values that round alike (:func:`narrows_alike`),
+else read as float64 fields.
+
+>>> from ...formats import get_format
+>>> from ..options import Conversion
+>>> fmt = get_format("bf16")
+>>> x = np.float32([1 + 2**-8, -(1 + 2**-8), 3.4e38, np.nan])
+>>> [hex(c) for c in encode_float_fields(x, fmt, Conversion(rounding="up", overflow="saturate").resolved(fmt))]
+['0x3f81', '0xbf80', '0x7f7f', '0x7fc0']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...formats import Format
+from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from ..generic_kernel import chunk_random, encode_generic, round_code
+from ..options import Conversion
+from ..rounding import sr_key
+from ..specials import raise_nan
+
+# float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
+_WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
+# Elements per chunk under stochastic rounding: its 64-bit random numbers and their
+# temporaries then stay in the L2 cache (SplitMix64 costs a third as much as at LIGHT_CHUNK).
+_STOCHASTIC_CHUNK = 1 << 16
+
+
+def _fits(fmt: Format, mbits: int, bias: int) -> bool:
+    """Whether fmt's normal range lies inside a float's of ``mbits`` fraction bits and that
+    bias, with at most as many mantissa bits (Inf and NaN landing past its largest code)."""
+    low = fmt.emin + bias  # the float's exponent field of the format's smallest normal
+    max0 = fmt.max_code - (int(fmt.subnormals) << fmt.mantissa_bits)
+    return (0 <= fmt.mantissa_bits <= mbits and 1 <= low and fmt.emax + bias <= 2 * bias
+            and ((2 * bias + 1 - low) << fmt.mantissa_bits) >= max0)
+
+
+def _width(dtype: np.dtype, fmt: Format) -> tuple:
+    """The pattern's integer, fraction bits and bias of the float the fields are read from:
+    float16 and float32 input as float32 where fmt fits its fields, else widened (exactly)
+    to float64."""
+    return _WIDTHS[4 if np.dtype(dtype).itemsize <= 4 and _fits(fmt, 23, 127) else 8]
+
+
+def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
+    """Whether :func:`encode_float_fields` serves fmt from float input of ``dtype`` (any: the
+    fields are float32's or float64's): a sign-magnitude (or unsigned) format with normal
+    values whose normal range lies inside float64's; any rounding and option."""
+    return (
+        not fmt.twos_complement and fmt.exponent_bits >= 1
+        and fmt.max_code > (int(fmt.subnormals) << fmt.mantissa_bits)
+        and opts.rounding != "ml_dtypes_e8m0"  # (its lowest binade rule reads the exponent)
+        and _fits(fmt, 52, 1023)
+    )
+
+
+def narrows_alike(fmt: Format, opts: Conversion) -> bool:
+    """Whether float64 input may be made float32 first (:mod:`.float32_alike`, chunk by chunk)
+    and read as float32 fields, at half the memory traffic: a deterministic rounding (every
+    one takes the narrowed value to the same code), no NaN payloads to keep, and a format of
+    at most 22 significant bits whose decision points are float32 values."""
+    return (
+        not opts.stochastic and opts.nan not in ("payload", "quiet_payload")
+        and fmt.mantissa_bits <= 21 and fmt.emax <= 127 and fmt.emin - fmt.mantissa_bits - 1 >= -149
+        and _fits(fmt, 23, 127) and fields_serve(fmt, opts, np.float64)
+    )
+
+
+def _subnormal_range(u: np.ndarray, where: np.ndarray, codes: np.ndarray, fmt: Format, opts: Conversion,
+                     u_random: np.ndarray | None, given: np.ndarray | None) -> np.ndarray:
+    """Codes (into codes) of the elements at ``where`` of the patterns u that are normal in
+    the input and below the format's normal range (positive ones only, in an unsigned format);
+    the rest of ``where``, returned, is left to the generic kernel. There the quantum is the
+    format's smallest, so ``k + (smallest normal's exponent field - field)`` bits are dropped
+    from the significand (hidden bit included); beyond 60 every one is sticky, as in the
+    generic kernel."""
+    uint, mbits, bias = _WIDTHS[u.dtype.itemsize]
+    width = 8 * u.dtype.itemsize
+    low = fmt.emin + bias
+    patterns = u[where]
+    field = ((patterns >> uint(mbits)) & uint((1 << (width - 1 - mbits)) - 1)).astype(np.int64)
+    small = (field >= 1) & (field < low)
+    if not fmt.signed:
+        small &= (patterns >> uint(width - 1)) == 0
+    rest, where = where[~small], where[small]
+    patterns, field = patterns[small], field[small]
+    shift_full = (mbits - fmt.mantissa_bits) + low - field
+    shift = np.minimum(shift_full, 60).astype(np.uint64)
+    significand = (patterns & uint((1 << mbits) - 1)).astype(np.uint64) | np.uint64(1 << mbits)
+    kept = significand >> shift
+    rem = significand & ((np.uint64(1) << shift) - np.uint64(1))
+    negative = (patterns >> uint(width - 1)).astype(bool)
+    code = round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts,
+                      None if u_random is None else u_random[where], None if given is None else given[where])
+    if fmt.signed:
+        if not fmt.has_neg_zero:
+            negative &= code != 0  # zero is unsigned there
+        code |= negative.astype(np.uint64) << np.uint64(fmt.sign_mask.bit_length() - 1)
+    codes[where] = code
+    return rest
+
+
+def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, start: Any = 0,
+                        bits: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Codes (right-aligned, the format's code dtype; into out when given) of a float16/32/64
+    array for fmt and opts that :func:`fields_serve`; stochastic rounding draws the bits of
+    positions ``start``.. (or ``start[i]``) under ``key``, ``bits``: P3109's given bits, as
+    :func:`~fpemu.codec.generic_kernel.encode_generic` does."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if opts.nan == "raise" and not fmt.has_nan:  # (counted over the whole input, as the generic kernel does)
+        count = int(np.count_nonzero(np.isnan(flat)))
+        if count:
+            raise_nan(count, fmt)
+    if opts.stochastic and not isinstance(key, np.uint64):
+        key = sr_key(key)
+    uint, mbits, bias = _width(flat.dtype, fmt)
+    wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)
+    M, k = fmt.mantissa_bits, mbits - fmt.mantissa_bits
+    top = 8 * wide.itemsize - 1 - k  # where the input's sign lands in pattern >> k
+    # v = (pattern >> k) - rebias is the truncated magnitude code, less the smallest normal's
+    # (2**M with subnormals, else 0), plus the sign at bit ``top``; below the normal range
+    # the magnitude wraps around (past the largest code, as Inf, NaN and overflow are)
+    rebias = uint((fmt.emin + bias) << M)
+    max0 = uint(fmt.max_code - (int(fmt.subnormals) << M))
+    low_bits = uint((1 << top) - 1) if fmt.signed else None  # (unsigned: a negative is past max0 too)
+    # the sign from bit ``top`` to the format's: less ``top_less`` for each negative
+    sign_at = fmt.sign_mask.bit_length() - 1 if fmt.signed else top
+    top_less = uint((1 << top) - (1 << sign_at))
+    mode = opts.rounding
+    codes = out.reshape(-1) if out is not None and out.dtype == fmt.code_dtype else np.empty(flat.size, fmt.code_dtype)
+    shift, hidden = np.uint64(k), uint(1 << M)
+    size = chunk_size(_STOCHASTIC_CHUNK if opts.stochastic else LIGHT_CHUNK)
+    v_all, w_all = scratch("fields.v", min(size, flat.size), uint), scratch("fields.w", min(size, flat.size), uint)
+    left = []
+    for part in chunks(flat.size, max(size, 1)):
+        n = part.stop - part.start
+        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
+            x_part = flat[part].astype(wide, copy=False)
+        u, v, w = x_part.view(uint), v_all[:n], w_all[:n]
+        np.right_shift(u, uint(k), out=v)
+        v -= rebias
+        magnitude = v if low_bits is None else np.bitwise_and(v, low_bits, out=w)
+        where = np.flatnonzero(magnitude >= max0) if n and magnitude.max() >= max0 else None  # (a reduction: fast)
+        rem = None if mode == "toward_zero" else np.bitwise_and(u, uint((1 << k) - 1), out=w)
+        negative = np.signbit(x_part) if mode in ("up", "down") else None
+        u_random, given = chunk_random(opts, opts.stochastic, key, start, part, bits)
+        v += hidden
+        code = round_code(None, v, rem, shift, k, None, negative, fmt, opts, u_random, given)
+        if top_less:  # negatives: the sign from bit top to the format's
+            np.right_shift(u, uint(8 * wide.itemsize - 1), out=w)
+            w *= top_less
+            code -= w
+        np.copyto(codes[part], code, casting="unsafe")
+        if where is not None:
+            if fmt.subnormals:  # the format's subnormal range, by the fields too
+                where = _subnormal_range(u, where, codes[part], fmt, opts, u_random, given)
+            left.append(where + part.start)
+    if left:  # every element the fields leave, at once
+        where = np.concatenate(left)
+        positions = np.asarray(start)[where] if np.ndim(start) else start + where.astype(np.uint64)
+        codes[where] = encode_generic(flat[where], fmt, opts, key, positions,
+                                      None if bits is None else bits[where]).astype(codes.dtype)
+    return codes.reshape(np.shape(x))
