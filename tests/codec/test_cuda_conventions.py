@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from fpemu import decode, encode, like
+from fpemu import decode, encode, like, quantize
 
 CUDA_INCLUDE = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
 HEADERS = ("cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h", "cuda_bf16.h", "cuda_fp16.h")
@@ -212,6 +212,16 @@ def test_bf16_and_half_nan_is_0x7fff():
     assert cuda(np.float32([neg_nan, 1e6, 65505.0]), "fp16", rounding="rz") == [0x7FFF, 0x7BFF, 0x7BFF]
     assert cuda(np.float32([65505.0]), "fp16", rounding="ru") == [0x7C00]
     assert cuda(np.float64([-np.nan]), "fp16") == [0x7FFF]
+
+
+def test_exact_input_and_quantize_take_the_same_rules():
+    # The exact kernel (strings, Fractions) and quantize apply the options as float input does.
+    e8m0 = like("cuda-13.0", "e8m0", saturate=False)
+    assert encode(["-4", "0", "-0", "-5", "1e-50", "-1e-50"], "e8m0", conversion=e8m0).tolist() == [
+        0x81, 0x00, 0x00, 0x82, 0x00, 0x00]
+    assert quantize(np.float32([-4.0, -5.0, 0.0]), "e8m0", conversion=e8m0).tolist() == [4.0, 8.0, 2.0**-127]
+    e4m3 = like("cuda-13.0", "e4m3", saturate=False)
+    assert encode(["nan", "-nan", "-500"], "e4m3", conversion=e4m3).tolist() == [0x7F, 0x7F, 0xFF]
 
 
 def test_choices_cuda_does_not_offer_are_refused():
