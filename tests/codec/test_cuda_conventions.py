@@ -224,6 +224,15 @@ def test_exact_input_and_quantize_take_the_same_rules():
     assert encode(["nan", "-nan", "-500"], "e4m3", conversion=e4m3).tolist() == [0x7F, 0x7F, 0xFF]
 
 
+def test_vector_files_keep_no_code():
+    from fpemu.vectors import cast_vectors
+    from fpemu.vectors.files import verify
+
+    v = cast_vectors("e8m0", "edge", conversion=like("cuda-13.0", "e8m0", saturate=False))
+    assert v["meta"]["no_code"] == "magnitude"
+    assert verify(v) == (v["meta"]["n"], v["meta"]["n"])
+
+
 def test_choices_cuda_does_not_offer_are_refused():
     with pytest.raises(ValueError, match="rounds float to e4m3 by nearest_even, not 'rz'"):
         like("cuda-13.0", "e4m3", rounding="rz")
