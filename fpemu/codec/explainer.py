@@ -129,8 +129,8 @@ def explain(
       error     +0 (relative +0%)
     """
     facts = explain_facts(x, fmt, conversion=conversion, rounding=rounding, overflow=overflow, nan=nan,
-                          rng=rng, sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow, via=via,
-                          no_code=no_code)
+                          rng=rng, sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow,
+                          via=via, no_code=no_code)
     fmt = get_format(fmt)
     code, value, cls = facts["code"], facts["value"], facts["class"]
     raw = code >> fmt.code_shift

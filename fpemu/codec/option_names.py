@@ -122,11 +122,11 @@ def resolve_overflow(fmt: Format, overflow: str | None) -> str:
     return overflow
 
 
-def resolve_no_code(fmt: Format, no_code: str | None) -> str | None:
+def resolve_no_code_rule(fmt: Format, no_code: str | None) -> str | None:
     """The no_code rule (None: the default), refused where the format has a code for every
     value (signed, with zero).
 
-    >>> resolve_no_code(get_format("e8m0"), "magnitude")
+    >>> resolve_no_code_rule(get_format("e8m0"), "magnitude")
     'magnitude'
     """
     if no_code is None:

@@ -23,8 +23,8 @@ from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest
 from .inputs import check_via
 from .option_names import (  # noqa: F401  (the public names every caller reads from here)
     DIRECTED_OVERFLOW, NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, NO_CODE_RULES, OVERFLOW_ALIASES, OVERFLOW_MODES,
-    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, is_stochastic, resolve_nan, resolve_no_code, resolve_overflow,
-    resolve_rounding,
+    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, is_stochastic, resolve_nan, resolve_no_code_rule,
+    resolve_overflow, resolve_rounding,
 )
 
 
@@ -220,7 +220,7 @@ def resolved_options(
     else:
         directed = directed_overflow
     bits = int(sr_bits) if rounding in STOCHASTIC_WITH_BITS else None  # NumPy integers: as int
-    return Conversion(rounding, overflow, nan, bits, directed, no_code=resolve_no_code(fmt, no_code))
+    return Conversion(rounding, overflow, nan, bits, directed, no_code=resolve_no_code_rule(fmt, no_code))
 
 
 # resolved_options, cached: every encode, quantize and path question resolves its conversion,

@@ -82,7 +82,8 @@ def _encodes() -> list[Encode]:
     cases.append(Encode("__nv_fp8_e8m0(__half(x)).__x", "half", "e8m0"))
     for fmt, c in (("bf16", "bfloat16"), ("fp16", "half")):
         for suffix, rounding in (("rn", None), ("rz", "rz"), ("rd", "rd"), ("ru", "ru")):
-            cases.append(Encode(f"__float2{c}_{suffix}(x)", "float", fmt, {} if rounding is None else {"rounding": rounding}))
+            choices = {} if rounding is None else {"rounding": rounding}
+            cases.append(Encode(f"__float2{c}_{suffix}(x)", "float", fmt, choices))
         cases.append(Encode(f"__double2{c}(x)", "double", fmt))
     return cases
 
@@ -316,8 +317,8 @@ def harness(tmp_path_factory):
         pytest.skip("needs nvcc and CUDA's cuda_fp*.h headers")
     folder = tmp_path_factory.mktemp("cuda13")
     (folder / "conversions.cu").write_text(harness_source())
-    built = subprocess.run([nvcc, "-O2", "-std=c++17", "-o", str(folder / "conversions"), str(folder / "conversions.cu")],
-                           capture_output=True, text=True)
+    command = [nvcc, "-O2", "-std=c++17", "-o", str(folder / "conversions"), str(folder / "conversions.cu")]
+    built = subprocess.run(command, capture_output=True, text=True)
     if built.returncode:
         pytest.fail(f"nvcc failed:\n{built.stderr[-3000:]}")
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
@@ -402,7 +403,8 @@ def test_encode_matches_cuda(harness, index):
     case = ENCODES[index]
     raw = inputs(case.source)
     want = harness(f"e{index}", raw, np.uint16 if case.fmt in ("bf16", "fp16") else np.uint8)
-    assert not mismatches(fpemu_codes(case, raw), want, raw), f"{case.call}: {mismatches(fpemu_codes(case, raw), want, raw)}"
+    problem = mismatches(fpemu_codes(case, raw), want, raw)
+    assert not problem, f"{case.call}: {problem}"
 
 
 @pytest.mark.parametrize("index", range(len(DECODES)), ids=[c.call for c in DECODES])
