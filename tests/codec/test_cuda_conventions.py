@@ -49,8 +49,8 @@ class Encode:
         return like("cuda-13.0", self.fmt, source=self.source, **self.choices)
 
     def fpemu_call(self) -> str:
-        args = "".join(f", {k}={v!r}" for k, v in self.choices.items())
-        source = "" if self.source == "float" else f", source={self.source!r}"
+        args = "".join(f', {k}="{v}"' if isinstance(v, str) else f", {k}={v!r}" for k, v in self.choices.items())
+        source = "" if self.source == "float" else f', source="{self.source}"'
         return f'like("cuda-13.0", "{self.fmt}"{source}{args})'
 
 
@@ -235,6 +235,8 @@ def test_vector_files_keep_no_code():
 
 
 def test_choices_cuda_does_not_offer_are_refused():
+    assert like("cuda", "e4m3", saturate=False) == like("cuda-13.0", "e4m3", source="float", saturate=False)
+    assert like("cuda-13.0", "e4m3", source=np.float64) == like("cuda-13.0", "e4m3", source="double")
     with pytest.raises(ValueError, match="rounds float to e4m3 by nearest_even, not 'rz'"):
         like("cuda-13.0", "e4m3", rounding="rz")
     with pytest.raises(ValueError, match="e8m0 by up, toward_zero"):
