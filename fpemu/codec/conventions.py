@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np  # noqa: F401  (the examples above)
 
 from ..arguments import option_name, unknown_name
 from ..formats import Format, get_format
+from .option_names import ROUNDING_MODES
 from .encoder import encode  # noqa: F401  (the examples above)
 from .library_versions import installed_version, parse_version, pick_series
 from .options import Conversion
@@ -202,6 +203,82 @@ def _ptx_cvt_rs(fmt: Format) -> dict:
     return _ptx(fmt, stochastic=True)
 
 
+# CUDA 13.0's host conversions (cuda_fp8.hpp, cuda_fp6.hpp, cuda_fp4.hpp, cuda_bf16.hpp,
+# cuda_fp16.hpp, read in CUDA 13.0): per target format, the roundings its intrinsics offer
+# (the first is the struct constructors' choice) and whether they take __nv_saturation_t.
+_CUDA_ROUNDINGS = {
+    "e4m3": ("nearest_even",), "e5m2": ("nearest_even",),
+    "e2m3": ("nearest_even", "toward_zero"), "e3m2": ("nearest_even", "toward_zero"),
+    "e2m1": ("nearest_even", "toward_zero"),
+    "e8m0": ("up", "toward_zero"),
+    "bf16": ("nearest_even", "toward_zero", "down", "up"), "fp16": ("nearest_even", "toward_zero", "down", "up"),
+}
+_CUDA_SATURATES = ("e4m3", "e5m2", "e8m0")
+#: The C types a CUDA conversion takes, per target format (``__nv_cvt_<source>_to_*``,
+#: ``__float2half_r*``, ``__double2bfloat16``; half into E8M0: the ``__nv_fp8_e8m0(__half)``
+#: constructor).
+_CUDA_SOURCES = {
+    "bf16": ("float", "double"), "fp16": ("float", "double"),
+    "e8m0": ("float", "double", "half", "bfloat16"),
+}
+
+#: The C type of each NumPy dtype a ``source=`` may name instead.
+_CUDA_DTYPES = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16"}
+
+
+def _cuda_13(fmt: Format, source: str = "float", saturate: bool | None = None, rounding: str | None = None) -> dict:
+    """CUDA 13.0's host conversions, as its headers define them (compiled by nvcc without a
+    GPU: NVIDIA's software model of ``cvt``). ``source``: the C type converted (``float``,
+    ``double``, ``half``, ``bfloat16``, or the NumPy dtype); ``saturate``: ``__NV_SATFINITE`` (True, the
+    constructors' choice) or ``__NV_NOSAT`` (False), FP8 and E8M0 only; ``rounding``: the
+    ``cudaRoundMode`` or ``_r*`` suffix, in fpemu's names.
+
+    * FP8: RNE. float, half and bfloat16 become a float whose NaN is made +0x7FFFFFFF first,
+      so every NaN is 0x7F (``nan="ones_positive_input"`` in E4M3, where an overflow under
+      ``__NV_NOSAT`` is 0x7F with the sign: -500 -> 0xFF); from double the NaN keeps its
+      sign (E4M3: 0x7F | sign) and E5M2 keeps the top payload bit, quiet (0x7E | m | sign).
+      ``__NV_SATFINITE`` clamps overflow and Inf to +-max; ``__NV_NOSAT``: E4M3 NaN, E5M2 Inf.
+    * FP6/FP4 (``cudaRoundNearest`` or ``cudaRoundZero``): saturating, NaN -> +max.
+    * E8M0 (``cudaRoundZero`` or ``cudaRoundPosInf``): the magnitude |x| is rounded and zero
+      (and everything below 2**-127) is 0x00 (``no_code="magnitude"``); NaN is 0xFF;
+      ``__NV_SATFINITE`` gives 0xFE for overflow and Inf, ``__NV_NOSAT`` 0xFF.
+    * bf16/half (``_rn``, ``_rz``, ``_rd``, ``_ru``; from double: RNE, rounded once): IEEE
+      overflow, every NaN 0x7FFF.
+    """
+    name = fmt.name
+    if not isinstance(source, str):  # a NumPy dtype (or ml_dtypes' bfloat16) names the C type
+        source = _CUDA_DTYPES.get(np.dtype(source).name, str(source))
+    if name not in _CUDA_ROUNDINGS:
+        raise ValueError(f"CUDA 13.0 has no host conversion to {name}; it converts to "
+                         f"{', '.join(_CUDA_ROUNDINGS)}")
+    sources = _CUDA_SOURCES.get(name, ("float", "double", "half", "bfloat16"))
+    if source not in sources:
+        raise ValueError(f"CUDA 13.0 converts {', '.join(sources)} to {name}, not {source!r}")
+    offered = ("nearest_even",) if name in ("bf16", "fp16") and source == "double" else _CUDA_ROUNDINGS[name]
+    chosen = offered[0] if rounding is None else ROUNDING_MODES.get(rounding) if isinstance(rounding, str) else None
+    if chosen not in offered:
+        raise ValueError(f"CUDA 13.0 rounds {source} to {name} by {', '.join(offered)}, not {rounding!r}")
+    if saturate is not None and not isinstance(saturate, bool):
+        raise TypeError(f"saturate must be True (__NV_SATFINITE) or False (__NV_NOSAT), got {saturate!r}")
+    if name not in _CUDA_SATURATES and saturate is not None:
+        raise ValueError(f"CUDA 13.0's conversions to {name} take no __nv_saturation_t "
+                         f"({'always saturating' if fmt.bits < 8 else 'IEEE overflow'})")
+    opts: dict = {"rounding": chosen}
+    if name in _CUDA_SATURATES:
+        opts |= {"overflow": "saturate"} if saturate is None or saturate else {}
+    if name == "e4m3":
+        opts["nan"] = "sign" if source == "double" else "ones_positive_input"
+    elif name == "e5m2":
+        opts["nan"] = "quiet_payload" if source == "double" else "ones_positive"
+    elif name == "e8m0":
+        opts["no_code"] = "magnitude"
+    elif name in ("bf16", "fp16"):
+        opts["nan"] = "ones_positive"
+    else:  # FP6, FP4
+        opts |= {"overflow": "saturate", "nan": "max"}
+    return opts
+
+
 def _p3109(fmt: Format) -> dict:
     """IEEE P3109's conformance rounding (interim report v4.0, 4.5): NearestTiesToEven with
     SatNone."""
@@ -282,11 +359,14 @@ class Rules:
     """What fpemu reproduces of one release of a library (or of a specification): its
     element conversion (:func:`like`; a function of the format), its MX block quantization,
     and its NVFP4 arithmetic (``variant=`` of ``fpemu.mx.quantize``: ``te`` or ``torchao``).
-    None where fpemu has no rules for that part of it."""
+    None where fpemu has no rules for that part of it. ``choices``: the keywords its element
+    rule takes beyond the format (a library call's own arguments, such as CUDA's
+    ``__nv_saturation_t``), passed through :func:`like`."""
 
     elements: _Rule | None = None
     mx: MXBlocks | None = None
     nvfp4: str | None = None
+    choices: tuple[str, ...] = ()
 
     def has(self, part: str) -> bool:
         """Whether this release has rules for ``part`` (``elements``, ``mx`` or ``nvfp4``)."""
@@ -311,6 +391,7 @@ CONVENTIONS: dict[str, tuple[str | None, dict[str, Rules]]] = {
     "ptx_cvt_rn": (None, {"": Rules(_ptx_cvt_rn)}),
     "ptx_cvt_rs": (None, {"": Rules(_ptx_cvt_rs)}),
     "p3109": (None, {"": Rules(_p3109)}),
+    "cuda": ("cuda", {"13.0": Rules(_cuda_13, choices=("source", "saturate", "rounding"))}),
 }  # fmt: skip
 
 #: The parts of a convention, as resolve_convention's ``part`` names them, in words.
@@ -410,17 +491,25 @@ def convention_rules(convention: str, part: str = "elements") -> tuple[str, Rule
     return resolved, CONVENTIONS[name][1][release]
 
 
-def like(convention: str, fmt: str | Format) -> Conversion:
-    """The :class:`~fpemu.Conversion` that reproduces ``convention``'s conversion into ``fmt``.
+def like(convention: str, fmt: str | Format, **choices: Any) -> Conversion:
+    """The :class:`~fpemu.Conversion` that reproduces ``convention``'s conversion into ``fmt``;
+    ``choices``: the arguments of the library's call where it takes some (``cuda-13.0``:
+    ``source``, ``saturate``, ``rounding``; docs/formats.md has the table of intrinsics).
 
     >>> like("ml_dtypes-0.7", "e8m0"), like("ml_dtypes-0.7", "e2m1")
     (Conversion(rounding='nearest_away'), Conversion(nan='ml_dtypes'))
     >>> like("torch", "bf16")
     Conversion(nan='all_ones', via='fp32')
+    >>> like("cuda-13.0", "e8m0", saturate=False)  # __nv_cvt_float_to_e8m0(x, __NV_NOSAT, cudaRoundPosInf)
+    Conversion(rounding='up', no_code='magnitude')
     >>> like("numpy", "fp16")
     Traceback (most recent call last):
     ...
-    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, gfloat_encode, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109; a library's name takes a release too (ml_dtypes-0.7)
+    ValueError: unknown convention 'numpy'; choose one of ml_dtypes, ml_dtypes_saturate, ml_dtypes_truncate, gfloat, gfloat_sat, gfloat_encode, torch, microxcaling, transformer_engine, ptx_cvt_rn, ptx_cvt_rs, p3109, cuda; a library's name takes a release too (ml_dtypes-0.7)
     """
-    _, rules = convention_rules(convention, "elements")
-    return Conversion(**rules.elements(get_format(fmt)))
+    name, rules = convention_rules(convention, "elements")
+    unknown = sorted(set(choices) - set(rules.choices))
+    if unknown:
+        takes = f"it takes {', '.join(rules.choices)}" if rules.choices else "it takes none"
+        raise TypeError(f"like({name!r}, ...) got the unknown choice {unknown[0]!r}: {takes}")
+    return Conversion(**rules.elements(get_format(fmt), **choices))

@@ -28,19 +28,27 @@ def _decode_table(fmt: Format, dtype: np.dtype) -> np.ndarray:
 
 
 def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: int | None = None,
-           returns: str = "numpy") -> np.ndarray:
+           returns: str = "numpy", nan_bits: int | None = None) -> np.ndarray:
     """Values of integer codes of ``fmt`` as float64 (exact for every format) or float32, on
     ``workers`` threads for a large array, in the array type ``returns`` asks for (see
     :func:`fpemu.encode`).
 
     >>> decode([0x01, 0x07, 0x7E, 0x80, 0x7F], "e4m3").tolist()
     [0.001953125, 0.013671875, 448.0, -0.0, nan]
+
+    ``nan_bits``: the bit pattern of every NaN in the output (a NaN of ``dtype``), where a
+    library widens its own NaN code; None (default): NumPy's quiet NaN. CUDA 13's
+    ``float(__nv_fp8_e8m0)`` widens bf16's 0x7FFF:
+
+    >>> hex(int(decode([0xFF], "e8m0", dtype=np.float32, nan_bits=0x7FFF0000).view(np.uint32)[0]))
+    '0x7fff0000'
     """
     fmt = get_format(fmt)
     returns = check_returns(returns, codes)
     dtype = np.dtype(dtype)
     if dtype not in (np.float64, np.float32):
         raise TypeError(f"decode dtype must be float64 or float32, got {dtype}")
+    nan_pattern = _nan_pattern(nan_bits, dtype)
     if dtype == np.float32 and not fits(fmt, dtype):
         raise ValueError(f"format {fmt.name} has values float32 cannot hold exactly "
                          f"(largest {fmt.max:g}, smallest {fmt.min_subnormal:g}, "
@@ -63,7 +71,24 @@ def decode(codes: Any, fmt: str | Format, *, dtype: Any = np.float64, workers: i
         _decode_flat(flat[part], fmt, dtype, out=out[part])
 
     run_pieces(piece, flat.size, workers, light=fmt.bits <= 16)  # a table lookup: light
+    if nan_pattern is not None:
+        bits = out.view(nan_pattern.dtype)
+        bits[np.isnan(out)] = nan_pattern
     return deliver_values(out.reshape(arr.shape), returns, given)
+
+
+def _nan_pattern(nan_bits: Any, dtype: np.dtype) -> np.generic | None:
+    """nan_bits as an unsigned integer of dtype's width, checked to be a NaN of dtype."""
+    if nan_bits is None:
+        return None
+    uint = np.dtype(f"u{dtype.itemsize}")
+    if isinstance(nan_bits, (bool, np.bool_)) or not isinstance(nan_bits, (int, np.integer)) \
+            or not 0 <= int(nan_bits) < 1 << (8 * dtype.itemsize):
+        raise ValueError(f"nan_bits must be a {8 * dtype.itemsize}-bit pattern (an int), got {nan_bits!r}")
+    pattern = uint.type(int(nan_bits))
+    if not np.isnan(np.array(pattern).view(dtype)):
+        raise ValueError(f"nan_bits={int(nan_bits):#x} is not a NaN of {dtype}")
+    return pattern
 
 
 def _decode_flat(arr: np.ndarray, fmt: Format, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:

@@ -44,6 +44,7 @@ def encode(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    no_code: str | None = None,
     via: str | None = None,
     workers: int | None = None,
     returns: str = "numpy",
@@ -92,7 +93,9 @@ def encode(
             ``sign`` (default: the canonical quiet NaN, with the sign where the format is
             signed), ``positive`` (sign dropped), ``all_ones`` (every bit set: gfloat),
             ``ones_with_sign`` (every magnitude bit set, the sign kept: torch's E5M2),
-            ``ones_positive`` (every magnitude bit set, no sign),
+            ``ones_positive`` (every magnitude bit set, no sign), ``ones_positive_input``
+            (a NaN input as ``ones_positive``, an overflow to NaN keeps its sign: CUDA's
+            float -> E4M3 ``__NV_NOSAT``),
             ``payload`` (numpy's float->half rule: top payload bits, non-zero),
             ``quiet_payload`` (what FPUs do: top payload bits with the quiet bit set).
             Unsigned formats with NaN and zero also take ``ml_dtypes``: every negative input
@@ -109,6 +112,10 @@ def encode(
             or NaN: ml_dtypes' C++ ``ConvertFrom<kTruncate>``), ``outside_range`` (every value
             outside [lowest, max] before rounding is Inf or NaN as a non-spared overflow of its
             sign, even where rounding gives max: gfloat's ``encode_float``).
+        no_code: ``"magnitude"``: an unsigned format converts |x| (the sign is dropped
+            before rounding) and a format without zero gives zero its smallest code, whatever
+            the overflow rule (NVIDIA's ue8m0: ``like("cuda-13.0", "e8m0")``). None (default):
+            as ``overflow`` says above.
         via: ``"fp32"``: convert input that is not float32 to float32 first (round to nearest
             even, overflow to Inf, NaN payloads as C's ``(float)`` cast keeps them), then
             encode; libraries that go through float32 round twice so (ml_dtypes before 0.7,
@@ -138,7 +145,7 @@ def encode(
     """
     fmt = get_format(fmt)
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
-                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via, no_code=no_code)
     opts = conv.resolved(fmt)
     random_bits = conv.random_bits
     check_random(opts.rounding, rng, random_bits)

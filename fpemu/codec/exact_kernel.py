@@ -51,6 +51,7 @@ from .exact_numbers import exact_number
 from .generic_kernel import chunk_random, encode_generic, finish_codes, round_code  # noqa: F401  (encode_generic: the doctest)
 from .options import Conversion
 from .rounding import broadcast_random_bits, sr_key
+from .specials import sign_read
 
 _HUGE_EXPONENT, _TINY_EXPONENT = 1024, -1300
 
@@ -104,6 +105,7 @@ def encode_exact(arr: np.ndarray, fmt: Format, opts: Conversion, key: Any = None
         negative[i] = v < 0
         ex[i], kept[i], rem[i] = _fraction_bits(abs(v.numerator), v.denominator, fmt.emin,
                                                 fmt.mantissa_bits, width, opts.rounding != "stochastic")
+    negative = sign_read(negative, fmt, opts)
     if stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)
     if np.ndim(index):

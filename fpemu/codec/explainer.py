@@ -43,7 +43,8 @@ def _classify(code: int, fmt: Format, value: float) -> str:
 def explain_facts(x: Any, fmt: str | Format, *, conversion: Conversion | Mapping | None = None,
                   rounding: str | None = None, overflow: str | None = None, nan: str | None = None,
                   rng: Any = None, sr_bits: int | None = None, random_bits: Any = None,
-                  directed_overflow: str | None = None, via: str | None = None) -> dict[str, Any]:
+                  directed_overflow: str | None = None, via: str | None = None,
+                  no_code: str | None = None) -> dict[str, Any]:
     """One number rounded into ``fmt``: the input as given (``input``, text) and exactly
     (``exact_input``: a Fraction, or a float for zeros, Inf and NaN), the options as applied
     (defaults resolved), the code, its value (float64, exact) and class, and the error
@@ -60,7 +61,7 @@ def explain_facts(x: Any, fmt: str | Format, *, conversion: Conversion | Mapping
 
     fmt = get_format(fmt)
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
-                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via, no_code=no_code)
     opts = conv.resolved(fmt)
     arr = np.asarray(x)
     if arr.ndim != 0:
@@ -97,6 +98,7 @@ def explain(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    no_code: str | None = None,
     via: str | None = None,
 ) -> str:
     """Describe in plain words how one number is encoded: fields, class, value and error
@@ -127,7 +129,8 @@ def explain(
       error     +0 (relative +0%)
     """
     facts = explain_facts(x, fmt, conversion=conversion, rounding=rounding, overflow=overflow, nan=nan,
-                          rng=rng, sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+                          rng=rng, sr_bits=sr_bits, random_bits=random_bits, directed_overflow=directed_overflow,
+                          via=via, no_code=no_code)
     fmt = get_format(fmt)
     code, value, cls = facts["code"], facts["value"], facts["class"]
     raw = code >> fmt.code_shift

@@ -24,7 +24,7 @@ from ..formats import Format
 from .chunks import GENERIC_CHUNK, chunks
 from .options import STOCHASTIC_WITH_BITS, Conversion, resolved_options  # noqa: F401  (resolved_options: the doctest)
 from .rounding import random_u64, round_increment, sr_increment, sr_key, stochastic_increment
-from .specials import nan_codes, place_sign, raise_nan, resolve_no_code, resolve_overflow
+from .specials import nan_codes, place_sign, raise_nan, resolve_no_code, resolve_overflow, sign_read
 
 _U64 = np.uint64
 
@@ -76,7 +76,7 @@ def _encode_chunk(source: np.ndarray, fmt: Format, opts: Conversion, u, bits) ->
     """The generic kernel on one flat chunk (see encode_generic)."""
     with np.errstate(invalid="ignore"):  # widening a signalling NaN warns; it stays NaN
         x = np.asarray(source, dtype=np.float64)
-    negative = np.signbit(x)
+    negative = sign_read(np.signbit(x), fmt, opts)
     isnan = np.isnan(x)
     isinf = np.isinf(x)
     finite = ~(isnan | isinf)

@@ -28,6 +28,7 @@ DISTRIBUTIONS = {
     "transformer_engine": "transformer_engine",
     "torchao": "torchao",
     "microxcaling": None,
+    "cuda": None,  # the CUDA toolkit's headers (cuda_fp8.hpp ...), no Python package
 }
 
 

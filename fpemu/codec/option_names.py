@@ -63,7 +63,13 @@ DIRECTED_OVERFLOW = ("ieee", "p3109", "none", "outside_range")
 
 NAN_POLICIES_WITHOUT_NAN = ("raise", "zero", "max", "ml_dtypes")
 NAN_POLICIES_WITH_NAN = ("sign", "positive", "all_ones", "ones_with_sign", "ones_positive", "payload",
-                          "quiet_payload")
+                          "quiet_payload", "ones_positive_input")
+
+#: What values with no code become (a negative number in an unsigned format, zero in a format
+#: without zero): ``None`` (default) as ``overflow`` and ``nan`` say (specials.py), or
+#: ``magnitude``: the magnitude is converted, the smallest value taking every magnitude below
+#: it, zero included (NVIDIA's ue8m0 conversions, CUDA 13 ``__nv_cvt_*_to_e8m0``).
+NO_CODE_RULES = ("magnitude",)
 
 
 def check_random(rounding: str, rng: Any, random_bits: Any) -> None:
@@ -116,6 +122,23 @@ def resolve_overflow(fmt: Format, overflow: str | None) -> str:
     return overflow
 
 
+def resolve_no_code_rule(fmt: Format, no_code: str | None) -> str | None:
+    """The no_code rule (None: the default), refused where the format has a code for every
+    value (signed, with zero).
+
+    >>> resolve_no_code_rule(get_format("e8m0"), "magnitude")
+    'magnitude'
+    """
+    if no_code is None:
+        return None
+    if no_code not in NO_CODE_RULES:
+        raise ValueError(f"unknown no_code {no_code!r}; choose one of {', '.join(NO_CODE_RULES)} (or None)")
+    if fmt.signed and fmt.subnormals:
+        raise ValueError(f"no_code applies to formats without negative numbers or without zero; "
+                         f"{fmt.name} has a code for both")
+    return no_code
+
+
 def resolve_nan(fmt: Format, nan: str | None) -> str:
     if fmt.has_nan:
         nan = "sign" if nan is None else nan
@@ -130,7 +153,7 @@ def resolve_nan(fmt: Format, nan: str | None) -> str:
         raise ValueError(f"nan={nan!r} does not apply to {fmt.name}, which {kind}; choose one of {allowed}")
     if nan in ("payload", "quiet_payload") and fmt.nan != "ieee":
         raise ValueError(f"nan={nan!r} needs IEEE-style NaNs; {fmt.name} has nan={fmt.nan!r}")
-    if nan in ("all_ones", "ones_with_sign", "ones_positive") and fmt.nan not in ("ieee", "top"):
+    if nan in ("all_ones", "ones_with_sign", "ones_positive", "ones_positive_input") and fmt.nan not in ("ieee", "top"):
         raise ValueError(f"nan={nan!r}: in {fmt.name} the all-ones code is not a NaN")
     if nan == "ml_dtypes" and not fmt.signed and not fmt.has_nan:
         raise ValueError("nan='ml_dtypes' is defined for signed formats and unsigned ones with NaN and zero")

@@ -22,12 +22,13 @@ from ..arguments import option_name
 from ..formats import Format, get_format  # noqa: F401  (get_format: the doctest)
 from .inputs import check_via
 from .option_names import (  # noqa: F401  (the public names every caller reads from here)
-    DIRECTED_OVERFLOW, NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_ALIASES, OVERFLOW_MODES,
-    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, is_stochastic, resolve_nan, resolve_overflow, resolve_rounding,
+    DIRECTED_OVERFLOW, NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, NO_CODE_RULES, OVERFLOW_ALIASES, OVERFLOW_MODES,
+    ROUNDING_MODES, STOCHASTIC, STOCHASTIC_WITH_BITS, is_stochastic, resolve_nan, resolve_no_code_rule,
+    resolve_overflow, resolve_rounding,
 )
 
 
-_FIELDS = ("rounding", "overflow", "nan", "sr_bits", "directed_overflow", "via", "random_bits")
+_FIELDS = ("rounding", "overflow", "nan", "sr_bits", "directed_overflow", "no_code", "via", "random_bits")
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +62,7 @@ class Conversion(Mapping):
     directed_overflow: str | None = None
     via: str | None = None
     random_bits: Any = None
+    no_code: str | None = None
 
     def __post_init__(self) -> None:
         _check_names(self)
@@ -117,7 +119,7 @@ class Conversion(Mapping):
         """The record the kernels read: checked against ``fmt``, canonical names, the defaults
         filled in (``directed_overflow`` stays None for IEEE's rule: :attr:`directed` names it);
         ``via`` and ``random_bits`` are the caller's to apply, so they are not in it."""
-        fields = (fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow)
+        fields = (fmt, self.rounding, self.overflow, self.nan, self.sr_bits, self.directed_overflow, self.no_code)
         try:
             return _resolved_once(*fields)
         except TypeError:  # an unhashable field (sr_bits=[4]): checked, and refused, uncached
@@ -161,7 +163,7 @@ class Conversion(Mapping):
         return NotImplemented
 
     def __hash__(self) -> int:  # (random_bits, an array, is left out: equal records still agree)
-        return hash(tuple(getattr(self, n) for n in _FIELDS[:-1]))
+        return hash(tuple(getattr(self, n) for n in _FIELDS if n != "random_bits"))
 
     def __repr__(self) -> str:
         return f"Conversion({', '.join(f'{n}={_shown(v)}' for n, v in self.items())})"
@@ -188,6 +190,8 @@ def _check_names(c: Conversion) -> None:
     overflow = option_name(c.overflow)
     if overflow is not None and overflow not in OVERFLOW_MODES and overflow not in OVERFLOW_ALIASES:
         raise ValueError(f"unknown overflow {c.overflow!r}; choose one of {', '.join(OVERFLOW_MODES + tuple(OVERFLOW_ALIASES))}")
+    if c.no_code is not None and c.no_code not in NO_CODE_RULES:
+        raise ValueError(f"unknown no_code {c.no_code!r}; choose one of {', '.join(NO_CODE_RULES)} (or None)")
     if c.nan is not None and option_name(c.nan) not in NAN_POLICIES_WITHOUT_NAN + NAN_POLICIES_WITH_NAN:
         raise ValueError(f"unknown nan {c.nan!r}; choose one of "
                          f"{', '.join(NAN_POLICIES_WITHOUT_NAN + NAN_POLICIES_WITH_NAN)}")
@@ -199,7 +203,7 @@ def _check_names(c: Conversion) -> None:
 
 def resolved_options(
     fmt: Format, rounding: str, overflow: str | None, nan: str | None, sr_bits: int | None = None,
-    directed_overflow: str | None = None,
+    directed_overflow: str | None = None, no_code: str | None = None,
 ) -> Conversion:
     """Check the options against the format and resolve the defaults (names in any case): the
     record :meth:`Conversion.resolved` gives."""
@@ -216,7 +220,7 @@ def resolved_options(
     else:
         directed = directed_overflow
     bits = int(sr_bits) if rounding in STOCHASTIC_WITH_BITS else None  # NumPy integers: as int
-    return Conversion(rounding, overflow, nan, bits, directed)
+    return Conversion(rounding, overflow, nan, bits, directed, no_code=resolve_no_code_rule(fmt, no_code))
 
 
 # resolved_options, cached: every encode, quantize and path question resolves its conversion,

@@ -38,6 +38,7 @@ def quantize(
     sr_bits: int | None = None,
     random_bits: Any = None,
     directed_overflow: str | None = None,
+    no_code: str | None = None,
     via: str | None = None,
     workers: int | None = None,
     returns: str = "numpy",
@@ -61,7 +62,7 @@ def quantize(
     fmt = get_format(fmt)
     returns = check_returns(returns, x)
     conv = Conversion.of(conversion, rounding=rounding, overflow=overflow, nan=nan, sr_bits=sr_bits,
-                         random_bits=random_bits, directed_overflow=directed_overflow, via=via)
+                         random_bits=random_bits, directed_overflow=directed_overflow, via=via, no_code=no_code)
     # the fast paths below never reach encode: the options are checked here, once, first
     check_random(conv.resolved(fmt).rounding, rng, conv.random_bits)
     values = _quantize(as_numpy(x), fmt, conv.replace(via=check_via(conv.via)), rng, workers)

@@ -130,7 +130,8 @@ def rounding_rules(x: Fraction | float, fmt: Format, rounding: str, overflow: st
         then = "has no code" if np.isnan(value) else f"becomes {g(value)}"
         return [_rule("no-code", f"{fmt.name} is unsigned, it has no negative values: {gx} {then}")]
     if x == 0 and not fmt.subnormals:
-        return [_rule("no-code", f"{fmt.name} has no zero (every code is a power of two): 0 has no code")]
+        then = "0 has no code" if np.isnan(value) else f"0 becomes {g(value)}"
+        return [_rule("no-code", f"{fmt.name} has no zero (every code is a power of two): {then}")]
     a, top = abs(x), (-fmt.lowest if x < 0 else fmt.max)
     if value == x:
         rules = [_rule("exact", f"{gx} is a value of {fmt.name}: nothing to round")]

@@ -14,7 +14,11 @@ round first on an unbounded grid, then saturate, then encode).
   zero, except under ``nan="ml_dtypes"``, ml_dtypes' rule, where only -0 is; otherwise the
   lowest value under saturation and in the modes that round toward zero for it, NaN in the
   others) and zero in a format without zero (its smallest value under saturation, else NaN).
-* NaN results take the code the ``nan`` option names; a format without NaN raises, or gives
+  Under ``no_code="magnitude"`` (NVIDIA's ue8m0) an unsigned format converts |x| instead,
+  rounding the magnitude (:func:`sign_read`), and zero takes the smallest code.
+* NaN results take the code the ``nan`` option names (``ones_positive_input``: a NaN input
+  gives the positive all-ones code and an overflow to NaN keeps its sign, as CUDA's float
+  -> E4M3 ``__NV_NOSAT`` conversion does); a format without NaN raises, or gives
   the code the option names (``zero``, ``ml_dtypes``).
 * The sign: a sign bit, or the two's complement; zero is unsigned where there is no -0.
 """
@@ -47,6 +51,14 @@ def _spared(mode: str, negative: np.ndarray, rule: str, fmt: Format) -> np.ndarr
     if mode == "up":
         return negative.copy()
     return np.zeros(negative.shape, dtype=bool)
+
+
+def sign_read(negative: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
+    """The sign the kernels round and encode with: the input's, or none where an unsigned
+    format converts the magnitude (``no_code="magnitude"``)."""
+    if opts.no_code == "magnitude" and not fmt.signed:
+        return np.zeros_like(negative)
+    return negative
 
 
 def resolve_overflow(result, nan_out, over, isinf, negative, fmt: Format, opts: Conversion) -> None:
@@ -103,7 +115,7 @@ def resolve_no_code(result, nan_out, negative, iszero, finite, isnan, mag, fmt: 
             result[neg & keep] = 0
             nan_out |= neg & ~keep
     if not fmt.subnormals:
-        if saturating:
+        if saturating or opts.no_code == "magnitude":
             result[iszero] = 0
         else:
             nan_out |= iszero
@@ -150,6 +162,8 @@ def nan_codes(result, nan_out, isnan, negative, fmt: Format, opts: Conversion, s
         codes = np.uint64(fmt.top_code) | sign
     elif opts.nan == "ones_positive":
         codes = np.full(result.shape, fmt.top_code, dtype=np.uint64)
+    elif opts.nan == "ones_positive_input":  # NaN inputs lose their sign, overflows keep it
+        codes = np.where(isnan, np.uint64(fmt.top_code), np.uint64(fmt.nan_code) | sign)
     else:
         codes = np.uint64(fmt.nan_code) | sign
         if opts.nan in ("payload", "quiet_payload"):

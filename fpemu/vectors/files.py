@@ -236,7 +236,7 @@ def verify(v: dict[str, Any]) -> tuple[int, int]:
 
         x = v["input_bits"].view(FLOAT[meta["source"]])
         opts = dict(overflow=meta["overflow"], nan=meta["nan"], directed_overflow=meta.get("directed_overflow"),
-                    via=meta.get("via"))
+                    no_code=meta.get("no_code"), via=meta.get("via"))
         stochastic = is_stochastic(ROUNDING_MODES.get(str(meta["rounding"]).lower()))
         bits = dict(sr_bits=meta["sr_bits"], random_bits=v["random_bits"]) if "sr_bits" in meta else {}
         rng = meta["seed"] if stochastic and not bits else None

@@ -122,7 +122,7 @@ def cast_vectors(
     values = decode(codes, f)
     meta = dict(type="cast", format=f.name, kind=kind, rounding=conv.rounding or "nearest_even", overflow=conv.overflow,
                 nan=conv.nan, source=source, seed=seed, n=int(x.size), fpemu=_version())  # fmt: skip
-    meta.update({k: conv[k] for k in ("sr_bits", "directed_overflow", "via") if k in conv})
+    meta.update({k: conv[k] for k in ("sr_bits", "directed_overflow", "no_code", "via") if k in conv})
     out = {"meta": meta, "input_bits": x.view(_UINT[source]), "code": codes, "value": values}
     if bits is not None:
         out["random_bits"] = bits

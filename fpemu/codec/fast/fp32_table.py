@@ -39,7 +39,8 @@ def encode_table(fmt: Format, opts: Conversion) -> np.ndarray:
     patterns = ((index >> 1) << 16) | (index & 1)
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
         x = patterns.view(np.float32).astype(np.float64)
-    nan_free = opts if opts.nan != "raise" else Conversion(opts.rounding, opts.overflow, "zero", opts.sr_bits)
+    nan_free = opts if opts.nan != "raise" else Conversion(opts.rounding, opts.overflow, "zero", opts.sr_bits,
+                                                             no_code=opts.no_code)
     codes = encode_generic(x, fmt, nan_free)
     if opts.nan == "raise" and fmt.bits < 8:
         codes[np.isnan(x)] = NAN_SENTINEL
