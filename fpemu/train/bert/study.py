@@ -25,7 +25,6 @@ alike) is not run twice: the row repeats that row's embeddings and says so.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
@@ -142,12 +141,12 @@ def run_study(bert: Bert, rows: Sequence[tuple[str, str | None]], pairs: Sequenc
     row order. ``encoder`` embeds one row, with the arguments of :func:`.model.encode` (the
     same encoder through the torch bridge: :func:`fpemu.torch.bert.encode`).
 
-    The rows are independent, so ``workers`` threads embed them at once (default: every core
-    for the NumPy encoder; one for another encoder, whose library's thread settings and modes
-    are its own);
-    each row's arithmetic is the same whichever thread runs it (BLAS pinned to one thread per
-    call by the caller's ``single_threaded_blas``), so the table's numbers do not depend on
-    ``workers``; a row's ``time_s`` is its wall time, shared with the rows beside it."""
+    The rows are independent: ``workers`` threads may embed several at once (default one
+    row at a time: each unit's GEMM already runs on every core, and on 2 cores two rows side by
+    side took 152 s for the whole table against 133 s one at a time). Each row's arithmetic is
+    the same whichever thread runs it (BLAS pinned to one thread per call by the caller's
+    ``single_threaded_blas``), so the table's numbers do not depend on ``workers``; a row's
+    ``time_s`` is its wall time, shared with any row beside it."""
     if not rows or rows[0] != ("fp32", None):
         raise ValueError("the first row is the fp32 reference")
     texts = [s for _, a, b in pairs for s in (a, b)]
@@ -163,9 +162,7 @@ def run_study(bert: Bert, rows: Sequence[tuple[str, str | None]], pairs: Sequenc
         emb = encoder(bert, texts, precision, unit, batch_tokens=batch_tokens, step=step)
         return emb, time.perf_counter() - start
 
-    if workers is None:
-        workers = min(len(first), os.cpu_count() or 1) if encoder is encode else 1
-    n = max(1, workers)
+    n = 1 if workers is None else max(1, workers)
     out, ref = [], None
     with ThreadPoolExecutor(max_workers=n) as pool:
         runs = {key: pool.submit(embed, p, u) for key, (p, u, _) in first.items()}
