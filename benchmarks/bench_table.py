@@ -1,7 +1,7 @@
 """Issue 25's table re-measured in one run: each path of fpemu against its peer (ml_dtypes,
 torchao, or fpemu's own float32 path), with the ratio and the goal of each row.
 
-    python benchmarks/bench_table.py [--n 4194304] [--repeat 3] [--rounds 5]
+    python benchmarks/bench_table.py [--n 4194304] [--repeat 3] [--rounds 5] [--busy]
 
 Input: n standard-normal values (float32, or the row's dtype). Every row is timed best of
 ``repeat`` calls, best over ``rounds`` rounds in which the contenders alternate (this machine
@@ -16,15 +16,23 @@ to ml_dtypes' before timing. torchao is timed in a fresh process of its own, bef
 (:func:`bench_mx.torchao_seconds`: in a process that ran fpemu first it measured up to 3x
 slower, its intermediates page-faulting afresh), on one thread in that thread's CPU time and
 at torch's default in wall time.
+
+``--busy``: the table twice, idle and then with every other core running a memory-bound
+NumPy load (:data:`MEMORY_LOAD`: a triad over arrays eight times the size of any cache,
+:func:`memory_load`), which is what a neighbour costs a kernel made of whole-array passes;
+printed side by side, one-core ratios, each with its goal. The load's own rate (GB/s) is
+printed, so a run shows that the neighbour was there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +140,45 @@ def _torch_rows(data: dict) -> list:
             for name, dt in (("e4m3", "float8_e4m3fn"), ("bf16", "bfloat16"), ("fp16", "float16"))]
 
 
+#: The neighbour of ``--busy``: a STREAM-like triad (c = a + 3 b) over three 128 MiB float64
+#: arrays, forever; on SIGTERM it prints the GB/s it moved (two reads and one write per
+#: element) and exits.
+MEMORY_LOAD = """
+import signal, sys, time
+import numpy as np
+n = 1 << 24
+a, b, c = np.ones(n), np.full(n, 2.0), np.empty(n)
+done, start, passes = [], time.perf_counter(), 0
+signal.signal(signal.SIGTERM, lambda *_: done.append(1))
+print("ready", flush=True)
+while not done:
+    np.multiply(b, 3.0, out=c)
+    c += a
+    passes += 1
+seconds = time.perf_counter() - start
+print(f"{passes * 5 * 8 * n / seconds / 1e9:.1f}", flush=True)
+"""
+
+
+@contextlib.contextmanager
+def memory_load(processes: int) -> Iterator[list]:
+    """``processes`` copies of :data:`MEMORY_LOAD` running while the block runs (each started
+    and ready before it begins); yields a list that holds each one's GB/s once they stop."""
+    procs = [subprocess.Popen([sys.executable, "-c", MEMORY_LOAD], stdout=subprocess.PIPE, text=True)
+             for _ in range(processes)]
+    rates: list = []
+    try:
+        for proc in procs:
+            proc.stdout.readline()  # "ready": its arrays are allocated and touched
+        yield rates
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            out, _ = proc.communicate(timeout=60)
+            rates.append(float(out.split()[-1]) if out.split() else float("nan"))
+
+
 def _time(fn, repeat: int, threads: int | None, one_core: bool, wall: bool) -> float:
     """Best seconds of fn: for one-core calls (they run in this thread alone) this thread's
     CPU time, which the other processes of a shared machine disturb less, unless ``wall``;
@@ -182,6 +229,24 @@ def report(rows: list, best: list, n: int) -> None:
               f"{ratio(m1, p1)}{ratio(ma, pa)}{goal_text:>7}  {met}")
 
 
+def report_busy(rows: list, idle: list, busy: list, n: int, load: str) -> None:
+    """The one-core columns idle and busy side by side, each ratio with its goal."""
+    def rate(seconds: float) -> str:
+        return f"{n / seconds / 1e6:8.0f}" if np.isfinite(seconds) else f"{'-':>8}"
+
+    def ratio(a: float, b: float) -> float:
+        return b / a if np.isfinite(a) and np.isfinite(b) else float("nan")
+
+    print(f"one core each (fpemu workers=1, peer on one thread), idle | busy ({load}); Melem/s")
+    print(f"{'path':<40}{'fpemu':>8}{'peer':>8}{'ratio':>8}{'fpemu':>9}{'peer':>8}{'ratio':>8}{'goal':>7}  met")
+    for (label, _, _, _, goal), (m1, _, p1, _), (b1, _, q1, _) in zip(rows, idle, busy):
+        r_idle, r_busy = ratio(m1, p1), ratio(b1, q1)
+        met = "" if goal is None or np.isnan(r_idle) or np.isnan(r_busy) else \
+            ("yes" if min(r_idle, r_busy) >= goal else "NO")
+        goal_text = f">={goal:g}x" if goal is not None else ""
+        print(f"{label:<40}{rate(m1)}{rate(p1)}{r_idle:8.2f} {rate(b1)}{rate(q1)}{r_busy:8.2f}{goal_text:>7}  {met}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1 << 22)
@@ -189,6 +254,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--match", default=None, help="only rows whose label contains this")
     parser.add_argument("--wall", action="store_true", help="wall time for the one-core columns too")
+    parser.add_argument("--busy", action="store_true",
+                        help="also time every row with the other cores running a memory-bound NumPy load")
     args = parser.parse_args()
     data = _data(args.n)
     rows = _encode_rows(data) + _mx_rows(data) + _torch_rows(data)
@@ -200,7 +267,16 @@ def main() -> None:
           f"rounds (one-core columns: {clock} time); fpemu default = {resolve_workers(None)} workers, "
           f"os.cpu_count() = {os.cpu_count()}; " + ", ".join(versions)
           + ("; torchao timed in a fresh process of its own" if TORCHAO else "; torchao not installed"))
-    report(rows, measure(rows, args.repeat, args.rounds, args.wall), args.n)
+    idle = measure(rows, args.repeat, args.rounds, args.wall)
+    report(rows, idle, args.n)
+    if args.busy:
+        neighbours = max(1, (os.cpu_count() or 2) - 1)
+        with memory_load(neighbours) as rates:
+            busy = measure(rows, args.repeat, args.rounds, args.wall)
+        load = f"{neighbours} memory-bound NumPy process(es) beside it, " + \
+            ", ".join(f"{r:.1f} GB/s" for r in rates)
+        print()
+        report_busy(rows, idle, busy, args.n, load)
     print(import_cost())
 
 

@@ -1,5 +1,5 @@
 """Regenerate the measured sections of docs/performance.md: runs benchmarks/bench_table.py
-(every path against its peer) and benchmarks/profile_codec.py (the e4m3 kernel and
+--busy (every path against its peer, idle and beside a memory-bound neighbour) and benchmarks/profile_codec.py (the e4m3 kernel and
 mx.quantize into MXFP8 pass by pass, with the parts of MX alone and torchao beside it) and
 puts their output, verbatim, between the markers of the page.
 
@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     n, rounds = ("262144", "1") if args.quick else ("4194304", "5")
     machine = f"this project's build machine ({platform.machine()}, Python {platform.python_version()})"
-    table_cmd = ["benchmarks/bench_table.py", "--n", n, "--rounds", rounds]
+    table_cmd = ["benchmarks/bench_table.py", "--n", n, "--rounds", rounds, "--busy"]
     floor_cmds = [["benchmarks/profile_codec.py", "--format", "e4m3", "--n", n],
                   ["benchmarks/profile_codec.py", "--mx", "mxfp8_e4m3", "--n", n]]
     table = _run(table_cmd)
