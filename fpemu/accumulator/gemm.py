@@ -60,13 +60,8 @@ def gemm(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", i
     [4.76837158203125e-07, 4.76837158203125e-07, 0.0]
     """
     if block_pair(a, b):
-        check_block_options(a, b, inputs, out)
-        bs = check_block_matmul(a, b)
-        model = get_accumulator(accumulator, (a.format, b.format), instruction=instruction, block_size=bs)
-        returns = check_returns(returns, a)
-        c0 = accumulator_operand(c, (a.shape[0], b.shape[1]), "fp32")
-        result = _block_products(a, b, c0, model, bs, False, workers)
-        return deliver_values(apply_tensor_scales(result, a, b, model), returns, a)
+        result = _block_gemm(a, b, c, inputs, accumulator, instruction, out, workers, rows_only=False)
+        return deliver_values(result, check_returns(returns, a), a)
     fa, fb, out, acc = _dense_options(inputs, accumulator, instruction, out, "gemm", "A and B")
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
@@ -136,14 +131,8 @@ def dot(a, b, c=None, *, inputs=None, accumulator="exact", out: str = "fp32", in
     (np.float32(3.5), np.float32(4.5), np.float32(11.0))
     """
     if block_pair(a, b):
-        check_block_options(a, b, inputs, out)
-        rows, columns, batch = block_rows(a, b)
-        bs = check_block_matmul(rows, columns)
-        model = get_accumulator(accumulator, (a.format, b.format), instruction=instruction, block_size=bs)
-        returns = check_returns(returns, a)
-        c0 = accumulator_operand(c, batch, "fp32").reshape(-1)
-        result = _block_products(rows, columns, c0, model, bs, True, workers)
-        return _one_or_many(apply_tensor_scales(result, a, b, model).reshape(batch), returns, a)
+        result = _block_gemm(a, b, c, inputs, accumulator, instruction, out, workers, rows_only=True)
+        return _one_or_many(result, check_returns(returns, a), a)
     fa, fb, out, acc = _dense_options(inputs, accumulator, instruction, out, "dot", "a and b")
     returns = check_returns(returns, a)
     if is_dask(a) or is_dask(b) or is_dask(c):
@@ -227,6 +216,21 @@ def _finish(result: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
 def _zero_exponent(acc: Accumulator) -> int | None:
     """The exponent a zero operand takes part in the alignment with (block models only)."""
     return acc.zero_exponent if isinstance(acc, BlockModel) else None
+
+
+def _block_gemm(a: BlockArray, b: BlockArray, c: Any, inputs: Any, accumulator: Any, instruction: str | None,
+                out: str, workers: int | None, rows_only: bool) -> np.ndarray:
+    """The float32 results of a pair of block arrays: A @ B (``rows_only`` False: gemm), or
+    each row of a with the same row of b (True: dot, shaped as the rows' batch), with C
+    added and the tensor scales applied. One path for both, so that the two entry points
+    check, look up and scale alike."""
+    check_block_options(a, b, inputs, out)
+    rows, columns, batch = block_rows(a, b) if rows_only else (a, b, (a.shape[0], b.shape[1]))
+    bs = check_block_matmul(rows, columns)
+    model = get_accumulator(accumulator, (a.format, b.format), instruction=instruction, block_size=bs)
+    c0 = accumulator_operand(c, batch, "fp32")
+    result = _block_products(rows, columns, c0.reshape(-1) if rows_only else c0, model, bs, rows_only, workers)
+    return apply_tensor_scales(result, a, b, model).reshape(batch)
 
 
 def _block_products(a: BlockArray, b: BlockArray, c: np.ndarray, model: BlockScaledAccumulator, bs: int,
