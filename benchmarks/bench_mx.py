@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import fpemu
+from bench_codec import best_seconds  # (this folder is on the path: run as a script)
 from fpemu import mx
 
 try:
@@ -105,15 +106,6 @@ print(json.dumps(best))
     return min(best)
 
 
-def best_time(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000_000)
@@ -134,12 +126,12 @@ def main() -> None:
         kw = {} if args.convention is None or fmt == "nvfp4" else {"convention": args.convention}
         mx.quantize(x[:4096], fmt, **kw)  # build the codec's tables outside the timing
         q = mx.quantize(x, fmt, **kw)
-        tq = best_time(lambda: mx.quantize(x, fmt, **kw), args.repeat)
-        td = best_time(lambda: q.dequantize(), args.repeat)
+        tq = best_seconds(lambda: mx.quantize(x, fmt, **kw), args.repeat)
+        td = best_seconds(lambda: q.dequantize(), args.repeat)
         peer = casts.get(fmt)
         if peer is not None:
             peer(t)  # (warm-up)
-            tp = best_time(lambda: peer(t), args.repeat)
+            tp = best_seconds(lambda: peer(t), args.repeat)
             versus = f"{args.n / tp / 1e6:>16.1f} {tp / tq:>6.2f}"
         else:
             versus = f"{'-':>16} {'-':>6}"
@@ -154,10 +146,10 @@ def bench_block_gemm(m: int, n: int, k: int, repeat: int, fmt: str = "mxfp8_e4m3
     a = mx.quantize(rng.standard_normal((m, k), dtype=np.float32), fmt)
     b = mx.quantize(rng.standard_normal((k, n), dtype=np.float32), fmt, axis=0)
     da, db = a.dequantize(np.float64), b.dequantize(np.float64)
-    ref = best_time(lambda: da @ db, repeat)
+    ref = best_seconds(lambda: da @ db, repeat)
     print(f"\nblock-scaled GEMM {fmt} {m}x{n}x{k} (numpy float64 matmul: {ref * 1e3:.1f} ms)")
     for acc in ("exact", "b200", "mmasim-blackwell"):
-        t = best_time(lambda: fpemu.gemm(a, b, accumulator=acc), repeat)
+        t = best_seconds(lambda: fpemu.gemm(a, b, accumulator=acc), repeat)
         print(f"  {acc:<18} {t:7.2f} s {m * n * k / t / 1e6:8.1f} M products/s {t / ref:8.0f}x numpy")
 
 

@@ -24,6 +24,7 @@ os.environ.setdefault("FPEMU_WORKERS", "1")
 import numpy as np  # noqa: E402
 
 import fpemu  # noqa: E402
+from bench_codec import best_seconds  # noqa: E402  (this folder is on the path: run as a script)
 from fpemu.codec.conventions import CONVENTIONS  # noqa: E402
 from fpemu.codec.options import NAN_POLICIES_WITH_NAN, NAN_POLICIES_WITHOUT_NAN, OVERFLOW_MODES  # noqa: E402
 from fpemu.formats import FORMATS  # noqa: E402
@@ -53,14 +54,11 @@ def options(fmt: str, n: int) -> dict[str, dict]:
     return opts
 
 
-def best_seconds(fn, repeat: int) -> float:
-    fn()  # tables, plans, caches: built outside the timing
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best
+def thread_seconds(fn, repeat: int) -> float:
+    """Best of ``repeat`` calls in this thread's CPU time, after one call that builds the
+    tables, plans and caches outside the timing."""
+    fn()
+    return best_seconds(fn, repeat, time.thread_time)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 if wanted and name != "default" and not any(w in name for w in wanted):
                     continue
                 try:
-                    seconds = best_seconds(lambda kw=kw: fpemu.encode(x, fmt, workers=1, **kw), args.repeat)
+                    seconds = thread_seconds(lambda kw=kw: fpemu.encode(x, fmt, workers=1, **kw), args.repeat)
                 except (ValueError, TypeError, ArithmeticError):
                     continue  # refused for this format (or NaN-free data under raise: none here)
                 rates[name] = args.n / seconds / 1e6
