@@ -50,10 +50,12 @@ GENERIC_CHUNK = 1 << 14
 #: 1.46x/1.54x; e4m3/e2m1 from float64, the e3m4 table, tf32 1.05-1.10x; bf16 decode 0.96-1.07x.
 LIGHT_CHUNK = 1 << 17
 
-#: The top-half arithmetic (its twenty NumPy calls a chunk): with the fused sticky bit, 2**18
-#: ran 1.05-1.12x faster than 2**17 for e4m3/e5m2/MXFP8 and as fast as 2**19 (4M float32
-#: values, 6 alternating rounds on the 2-core VM).
-TOP_HALF_CHUNK = 1 << 18
+#: The top-half arithmetic (its twenty NumPy calls a chunk): 2**17 keeps a chunk's uint16
+#: temporaries in a core's L2 beside a memory-bound neighbour. 4M float32 values, 8
+#: alternating rounds, thread CPU time, 2-core VM (2026-12-07), 2**17 against 2**18, idle
+#: (other work on the machine) / beside bench_table's memory load: e4m3 1.09/1.11x, e5m2
+#: 1.09/1.08x, e2m1 1.08/1.15x, MXFP8 quantize 1.05/1.26x; 2**16 no better than 2**17.
+TOP_HALF_CHUNK = 1 << 17
 
 #: The most elements a chunk of a parallel worker thread grows to: two threads' temporaries
 #: of 2**20 elements no longer stay in the cache (e4m3 on 2 workers: 496 Melem/s, 957 at 2**19).
