@@ -38,9 +38,9 @@ import numpy as np
 
 from ...formats import Format
 from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
-from ..generic_kernel import chunk_random, encode_generic, round_code
+from ..generic_kernel import chunk_random, encode_generic, finish_codes, round_code
 from ..options import Conversion
-from ..rounding import sr_key
+from ..rounding import carry_serves, random_top_bits, random_u64, sr_key, stochastic_carry
 from ..specials import raise_nan
 
 # float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
@@ -90,18 +90,20 @@ def narrows_alike(fmt: Format, opts: Conversion) -> bool:
     )
 
 
-def _subnormal_range(u: np.ndarray, where: np.ndarray, codes: np.ndarray, fmt: Format, opts: Conversion,
-                     u_random: np.ndarray | None, given: np.ndarray | None) -> np.ndarray:
-    """Codes (into codes) of the elements at ``where`` of the patterns u that are normal in
-    the input and below the format's normal range (positive ones only, in an unsigned format);
-    the rest of ``where``, returned, is left to the generic kernel. There the quantum is the
-    format's smallest, so ``k + (smallest normal's exponent field - field)`` bits are dropped
-    from the significand (hidden bit included); beyond 60 every one is sticky, as in the
-    generic kernel."""
-    uint, mbits, bias = _WIDTHS[u.dtype.itemsize]
-    width = 8 * u.dtype.itemsize
+def _subnormal_range(flat: np.ndarray, where: np.ndarray, codes: np.ndarray, wide: np.dtype, fmt: Format,
+                     opts: Conversion, random_at) -> np.ndarray:
+    """Codes (into codes) of the elements ``flat[where]`` (all of a call's at once) that are
+    normal in the float ``wide`` and below the format's normal range (positive ones only, in
+    an unsigned format); the rest of ``where``, returned, is left to the generic kernel. There
+    the quantum is the format's smallest, so ``k + (smallest normal's exponent field - field)``
+    bits are dropped from the significand (hidden bit included); beyond 60 every one is
+    sticky, as in the generic kernel. ``random_at(indices)``: the random bits (u, P3109's) of
+    those elements."""
+    uint, mbits, bias = _WIDTHS[wide.itemsize]
+    width = 8 * wide.itemsize
     low = fmt.emin + bias
-    patterns = u[where]
+    with np.errstate(invalid="ignore"):
+        patterns = flat[where].astype(wide).view(uint)
     field = ((patterns >> uint(mbits)) & uint((1 << (width - 1 - mbits)) - 1)).astype(np.int64)
     small = (field >= 1) & (field < low)
     if not fmt.signed:
@@ -114,14 +116,59 @@ def _subnormal_range(u: np.ndarray, where: np.ndarray, codes: np.ndarray, fmt: F
     kept = significand >> shift
     rem = significand & ((np.uint64(1) << shift) - np.uint64(1))
     negative = (patterns >> uint(width - 1)).astype(bool)
-    code = round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts,
-                      None if u_random is None else u_random[where], None if given is None else given[where])
+    code = round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts, *random_at(where))
     if fmt.signed:
         if not fmt.has_neg_zero:
             negative &= code != 0  # zero is unsigned there
         code |= negative.astype(np.uint64) << np.uint64(fmt.sign_mask.bit_length() - 1)
     codes[where] = code
     return rest
+
+
+def _negative_code(fmt: Format, opts: Conversion) -> int | None:
+    """The code of every negative number in the normal range of an unsigned format, as the
+    generic kernel's rules for values without a code give it (:func:`~..generic_kernel.finish_codes`
+    on a rounded magnitude above zero: zero, or the NaN result the policy names); None where
+    those are the generic kernel's to settle (a signed format, ``no_code="magnitude"``, or a
+    refusal, whose message counts them)."""
+    if fmt.signed or opts.no_code == "magnitude":
+        return None
+    one, no = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
+    try:
+        return int(finish_codes(np.ones(1, np.int64), one, no, no, one, no, fmt, opts, -np.ones(1))[0])
+    except ValueError:
+        return None
+
+
+def _top_bits(opts: Conversion, key: np.uint64, start: Any, part: slice, bits: np.ndarray | None, uint,
+              k: int) -> np.ndarray:
+    """What :func:`~..rounding.stochastic_carry` reads of the random numbers of the elements in
+    ``part`` (positions ``start + i`` or ``start[i]``), as ``uint``: P3109's N given bits,
+    else the top N (``stochastic``: k) bits of each position's 64."""
+    n = part.stop - part.start
+    top = k if opts.sr_bits is None else opts.sr_bits
+    if bits is not None:
+        r = bits[part]
+    elif np.ndim(start) == 0:
+        return random_top_bits(key, int(start) + part.start, n, top, uint)
+    else:
+        r = random_u64(key, np.asarray(start)[part]) >> np.uint64(64 - top)
+    if r.dtype == uint:
+        return r
+    narrow = scratch("fields.r", n, uint)
+    np.copyto(narrow, r, casting="unsafe")  # (values below 2**top: exact)
+    return narrow
+
+
+def _random_at(opts: Conversion, key: np.uint64, start: Any, bits: np.ndarray | None):
+    """A function of indices into the input: the random bits (u, P3109's) of those elements,
+    as :func:`~..generic_kernel.chunk_random` gives them (None where the mode takes none)."""
+    def at(index: np.ndarray) -> tuple:
+        if not opts.stochastic:
+            return None, None
+        positions = np.asarray(start)[index] if np.ndim(start) else index.astype(np.uint64) + np.uint64(int(start))
+        return chunk_random(opts, True, key, positions, slice(0, index.size), None if bits is None else bits[index])
+    return at
 
 
 def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any = None, start: Any = 0,
@@ -146,7 +193,10 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     # the magnitude wraps around (past the largest code, as Inf, NaN and overflow are)
     rebias = uint((fmt.emin + bias) << M)
     max0 = uint(fmt.max_code - (int(fmt.subnormals) << M))
-    low_bits = uint((1 << top) - 1) if fmt.signed else None  # (unsigned: a negative is past max0 too)
+    # an unsigned format's negatives: past max0 too (to the generic kernel), or, where one code
+    # serves them all, that code
+    negative_code = _negative_code(fmt, opts)
+    low_bits = uint((1 << top) - 1) if fmt.signed or negative_code is not None else None
     # the sign from bit ``top`` to the format's: less ``top_less`` for each negative
     sign_at = fmt.sign_mask.bit_length() - 1 if fmt.signed else top
     top_less = uint((1 << top) - (1 << sign_at))
@@ -155,6 +205,9 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     shift, hidden = np.uint64(k), uint(1 << M)
     size = chunk_size(_STOCHASTIC_CHUNK if opts.stochastic else LIGHT_CHUNK)
     v_all, w_all = scratch("fields.v", min(size, flat.size), uint), scratch("fields.w", min(size, flat.size), uint)
+    # stochastic modes decided by integer carries (the normal range drops k bits, one count)
+    carry = opts.stochastic and carry_serves(mode, k, opts.sr_bits, 8 * wide.itemsize)
+    c_all = scratch("fields.c", min(size, flat.size), uint) if carry else None
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
@@ -167,20 +220,29 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         where = np.flatnonzero(magnitude >= max0) if n and magnitude.max() >= max0 else None  # (a reduction: fast)
         rem = None if mode == "toward_zero" else np.bitwise_and(u, uint((1 << k) - 1), out=w)
         negative = np.signbit(x_part) if mode in ("up", "down") else None
-        u_random, given = chunk_random(opts, opts.stochastic, key, start, part, bits)
-        v += hidden
-        code = round_code(None, v, rem, shift, k, None, negative, fmt, opts, u_random, given)
+        if carry:  # the stochastic decision from the random number's top bits, as an integer carry
+            if fmt.subnormals:  # (round_code adds the hidden bit and, without subnormals, takes it away)
+                v += hidden
+            v += stochastic_carry(mode, rem, k, opts.sr_bits, _top_bits(opts, key, start, part, bits, uint, k),
+                                  c_all[:n])
+            code = v
+        else:
+            v += hidden
+            code = round_code(None, v, rem, shift, k, None, negative, fmt, opts,
+                              *chunk_random(opts, opts.stochastic, key, start, part, bits))
         if top_less:  # negatives: the sign from bit top to the format's
             np.right_shift(u, uint(8 * wide.itemsize - 1), out=w)
             w *= top_less
             code -= w
+        if negative_code is not None:
+            np.copyto(code, uint(negative_code), where=np.signbit(x_part))
         np.copyto(codes[part], code, casting="unsafe")
         if where is not None:
-            if fmt.subnormals:  # the format's subnormal range, by the fields too
-                where = _subnormal_range(u, where, codes[part], fmt, opts, u_random, given)
             left.append(where + part.start)
-    if left:  # every element the fields leave, at once
-        where = np.concatenate(left)
+    where = np.concatenate(left) if left else None
+    if where is not None and fmt.subnormals:  # the format's subnormal range, by the fields too (all at once)
+        where = _subnormal_range(flat, where, codes, wide, fmt, opts, _random_at(opts, key, start, bits))
+    if where is not None and where.size:  # every element the fields leave, at once
         positions = np.asarray(start)[where] if np.ndim(start) else start + where.astype(np.uint64)
         codes[where] = encode_generic(flat[where], fmt, opts, key, positions,
                                       None if bits is None else bits[where]).astype(codes.dtype)
