@@ -227,7 +227,7 @@ def carry_serves(mode: str, shift: int, n: int | None, width: int) -> bool:
 def stochastic_carry(mode: str, rem: np.ndarray, shift: int, n: int | None, r: np.ndarray,
                      out: np.ndarray) -> np.ndarray:
     """The stochastic modes' increment (0 or 1, rem's dtype, into out) for one shift count
-    (the fast paths', where :func:`carry_serves`), deciding exactly as
+    (the fast paths', where :func:`carry_serves`; out is not rem), deciding exactly as
     :func:`stochastic_increment` and :func:`sr_increment`: r is the part of the random
     number the mode reads, of rem's dtype: for ``stochastic`` the top ``shift`` bits of u
     (u < rem * 2**(64 - shift) exactly where (u >> (64 - shift)) < rem), for P3109's modes

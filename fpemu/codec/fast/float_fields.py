@@ -48,6 +48,8 @@ _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
 # Elements per chunk under stochastic rounding: its 64-bit random numbers and their
 # temporaries then stay in the L2 cache (SplitMix64 costs a third as much as at LIGHT_CHUNK).
 _STOCHASTIC_CHUNK = 1 << 16
+# Elements of the subnormal range per batch (their int64 temporaries in the L2 cache).
+_SUBNORMAL_BATCH = 1 << 15
 
 
 def _fits(fmt: Format, mbits: int, bias: int) -> bool:
@@ -111,18 +113,42 @@ def _subnormal_range(flat: np.ndarray, where: np.ndarray, codes: np.ndarray, wid
     rest, where = where[~small], where[small]
     patterns, field = patterns[small], field[small]
     shift_full = (mbits - fmt.mantissa_bits) + low - field
-    shift = np.minimum(shift_full, 60).astype(np.uint64)
     significand = (patterns & uint((1 << mbits) - 1)).astype(np.uint64) | np.uint64(1 << mbits)
-    kept = significand >> shift
-    rem = significand & ((np.uint64(1) << shift) - np.uint64(1))
     negative = (patterns >> uint(width - 1)).astype(bool)
-    code = round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts, *random_at(where))
+    # Stochastic modes: where at most ``wide`` bits are dropped, the significand moved to drop
+    # exactly ``wide`` (no bit lost, the code below 2**M) leaves the same fraction at one
+    # shift count, decided by the carries as in the normal range.
+    wide_shift = min(62, 63 - fmt.mantissa_bits)
+    if opts.stochastic and carry_serves(opts.rounding, wide_shift, opts.sr_bits, 64):
+        u_random, bits = random_at(where)
+        code = np.left_shift(significand, np.maximum(wide_shift - shift_full, 0).astype(np.uint64))
+        rem = code & np.uint64((1 << wide_shift) - 1)
+        r = u_random >> np.uint64(64 - wide_shift) if opts.sr_bits is None else bits
+        carry = stochastic_carry(opts.rounding, rem, wide_shift, opts.sr_bits, r, np.empty_like(rem))
+        code >>= np.uint64(wide_shift)
+        code += carry
+        lossy = shift_full > wide_shift  # (bits below the wide shift: rounded as below)
+        if lossy.any():
+            code[lossy] = _rounded_below(significand[lossy], shift_full[lossy], negative[lossy], fmt, opts,
+                                         None if u_random is None else u_random[lossy],
+                                         None if bits is None else bits[lossy])
+    else:
+        code = _rounded_below(significand, shift_full, negative, fmt, opts, *random_at(where))
     if fmt.signed:
         if not fmt.has_neg_zero:
             negative &= code != 0  # zero is unsigned there
         code |= negative.astype(np.uint64) << np.uint64(fmt.sign_mask.bit_length() - 1)
     codes[where] = code
     return rest
+
+
+def _rounded_below(significand, shift_full, negative, fmt: Format, opts: Conversion, u_random, bits) -> np.ndarray:
+    """The rounded magnitude codes of significands (hidden bit included) of which
+    ``shift_full`` bits are dropped, each its own count (the generic kernel's round_code)."""
+    shift = np.minimum(shift_full, 60).astype(np.uint64)
+    kept = significand >> shift
+    rem = significand & ((np.uint64(1) << shift) - np.uint64(1))
+    return round_code(None, kept, rem, shift, shift_full, None, negative, fmt, opts, u_random, bits)
 
 
 def _negative_code(fmt: Format, opts: Conversion) -> int | None:
@@ -240,8 +266,10 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         if where is not None:
             left.append(where + part.start)
     where = np.concatenate(left) if left else None
-    if where is not None and fmt.subnormals:  # the format's subnormal range, by the fields too (all at once)
-        where = _subnormal_range(flat, where, codes, wide, fmt, opts, _random_at(opts, key, start, bits))
+    if where is not None and fmt.subnormals:  # the format's subnormal range, by the fields too (in batches)
+        random_at = _random_at(opts, key, start, bits)
+        where = np.concatenate([_subnormal_range(flat, where[batch], codes, wide, fmt, opts, random_at)
+                                for batch in chunks(where.size, _SUBNORMAL_BATCH)] or [where])
     if where is not None and where.size:  # every element the fields leave, at once
         positions = np.asarray(start)[where] if np.ndim(start) else start + where.astype(np.uint64)
         codes[where] = encode_generic(flat[where], fmt, opts, key, positions,
