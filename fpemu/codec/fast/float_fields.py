@@ -142,6 +142,61 @@ def _subnormal_range(flat: np.ndarray, where: np.ndarray, codes: np.ndarray, wid
     return rest
 
 
+def _subnormal_chunk(u: np.ndarray, code: np.ndarray, outside: np.ndarray, r64: np.ndarray, fmt: Format,
+                     opts: Conversion) -> np.ndarray | None:
+    """Stochastic codes (into code, uint32) of a float32 chunk's elements (patterns u) in fmt's subnormal
+    range, all at once by whole-chunk arithmetic; returns the indices of the rest of those
+    ``outside`` the normal range (a mask, overwritten), or None. In float64, t = |x| + 2**emin is exact where |x| >= 2**(emin - 29) (x's last
+    bit is then at or above 2**(emin - 52)) and lies in binade emin, whose quantum is the
+    subnormal range's: the top M bits of t's fraction field are x's truncated code and the 52 - M
+    below, the exact fraction dropped. The carry then decides as in the normal range, from
+    ``r64``: the top 52 - M random bits (stochastic) or P3109's N. (An unsigned format's
+    negatives stay with the rest.)"""
+    n, M = u.size, fmt.mantissa_bits
+    magnitude = scratch("fields.mag", n, np.uint32)  # |x|'s pattern (unsigned: x's)
+    np.bitwise_and(u, np.uint32(0x7FFFFFFF if fmt.signed else 0xFFFFFFFF), out=magnitude)
+    t = scratch("fields.t", n, np.float64)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN widened: it stays NaN, not served)
+        np.copyto(t, magnitude.view(np.float32))
+        t += 2.0 ** fmt.emin
+    bits64 = t.view(np.uint64)
+    sub = scratch("fields.s", n, np.uint64)
+    rem = scratch("fields.m", n, np.uint64)
+    np.bitwise_and(bits64, np.uint64((1 << (52 - M)) - 1), out=rem)
+    np.right_shift(bits64, np.uint64(52 - M), out=sub)
+    sub &= np.uint64((1 << M) - 1)
+    sub += stochastic_carry(opts.rounding, rem, 52 - M, opts.sr_bits, r64, bits64)
+    sub32 = scratch("fields.s32", n, np.uint32)
+    np.copyto(sub32, sub, casting="unsafe")
+    if fmt.signed:  # the sign bit (not on zero where there is no -0)
+        sign = scratch("fields.sign", n, np.uint32)
+        np.right_shift(u, np.uint32(31), out=sign)
+        if not fmt.has_neg_zero:
+            sign *= np.minimum(sub32, np.uint32(1), out=scratch("fields.nonzero", n, np.uint32))
+        sign <<= np.uint32(fmt.sign_mask.bit_length() - 1)
+        sub32 |= sign
+    # the elements served: |x| in [max(2**(emin - 29), float32's smallest normal), 2**emin);
+    # codes blended in where |x| < 2**emin by an all-ones mask (a masked copy mispredicts
+    # its branches on such data: 4-5 ns an element), those below the first bound redone
+    # with the rest of ``outside``
+    lo = int(np.float32(max(2.0 ** (fmt.emin - 29), 2.0 ** -126)).view(np.uint32))
+    hi = int(np.float32(2.0 ** fmt.emin).view(np.uint32))
+    below = scratch("fields.below", n, np.uint32)
+    if fmt.signed:  # (|x| as int32: x - hi is negative, its arithmetic shift all ones, where |x| < 2**emin)
+        np.subtract(magnitude.view(np.int32), np.int32(hi), out=below.view(np.int32))
+        np.right_shift(below.view(np.int32), np.int32(31), out=below.view(np.int32))
+    else:  # (the negatives too are past hi: not served)
+        np.less(magnitude, np.uint32(hi), out=below, casting="unsafe")
+        np.negative(below, out=below)
+    sub32 ^= code
+    sub32 &= below
+    code ^= sub32
+    magnitude -= np.uint32(lo)
+    rest = np.greater_equal(magnitude, np.uint32(hi - lo), out=scratch("fields.rest", n, bool))
+    rest &= outside
+    return np.flatnonzero(rest) if rest.any() else None
+
+
 def _rounded_below(significand, shift_full, negative, fmt: Format, opts: Conversion, u_random, bits) -> np.ndarray:
     """The rounded magnitude codes of significands (hidden bit included) of which
     ``shift_full`` bits are dropped, each its own count (the generic kernel's round_code)."""
@@ -234,6 +289,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     # stochastic modes decided by integer carries (the normal range drops k bits, one count)
     carry = opts.stochastic and carry_serves(mode, k, opts.sr_bits, 8 * wide.itemsize)
     c_all = scratch("fields.c", min(size, flat.size), uint) if carry else None
+    # float32 fields: a chunk's subnormal range too by the carries, in float64, where it is a large share
+    sub_bulk = carry and uint is np.uint32 and fmt.subnormals and carry_serves(mode, 52 - M, opts.sr_bits, 64)
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
@@ -243,14 +300,26 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         np.right_shift(u, uint(k), out=v)
         v -= rebias
         magnitude = v if low_bits is None else np.bitwise_and(v, low_bits, out=w)
-        where = np.flatnonzero(magnitude >= max0) if n and magnitude.max() >= max0 else None  # (a reduction: fast)
+        if sub_bulk:  # (how many lie outside the normal range decides the way, not the codes)
+            outside = np.greater_equal(magnitude, max0, out=scratch("fields.outside", n, bool))
+            count = np.count_nonzero(outside)
+            bulk = count * 8 > n  # a large share below the normal range
+            where = None if bulk or not count else np.flatnonzero(outside)
+        else:
+            bulk = False
+            where = np.flatnonzero(magnitude >= max0) if n and magnitude.max() >= max0 else None  # (a reduction: fast)
         rem = None if mode == "toward_zero" else np.bitwise_and(u, uint((1 << k) - 1), out=w)
         negative = np.signbit(x_part) if mode in ("up", "down") else None
         if carry:  # the stochastic decision from the random number's top bits, as an integer carry
             if fmt.subnormals:  # (round_code adds the hidden bit and, without subnormals, takes it away)
                 v += hidden
-            v += stochastic_carry(mode, rem, k, opts.sr_bits, _top_bits(opts, key, start, part, bits, uint, k),
-                                  c_all[:n])
+            if bulk:  # one draw for both: the subnormal range reads 52 - M bits (stochastic) or N
+                r64 = _top_bits(opts, key, start, part, bits, np.uint64, 52 - M)
+                r = scratch("fields.r", n, uint)
+                np.right_shift(r64, np.uint64(52 - M - k if opts.sr_bits is None else 0), out=r, casting="unsafe")
+            else:
+                r = _top_bits(opts, key, start, part, bits, uint, k)
+            v += stochastic_carry(mode, rem, k, opts.sr_bits, r, c_all[:n])
             code = v
         else:
             v += hidden
@@ -262,6 +331,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
             code -= w
         if negative_code is not None:
             np.copyto(code, uint(negative_code), where=np.signbit(x_part))
+        if bulk:
+            where = _subnormal_chunk(u, code, outside, r64, fmt, opts)
         np.copyto(codes[part], code, casting="unsafe")
         if where is not None:
             left.append(where + part.start)
