@@ -48,6 +48,10 @@ _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
 # Elements per chunk under stochastic rounding: its 64-bit random numbers and their
 # temporaries then stay in the L2 cache (SplitMix64 costs a third as much as at LIGHT_CHUNK).
 _STOCHASTIC_CHUNK = 1 << 16
+# The share of a chunk outside the format's normal range from which a float32 chunk's
+# subnormal range is rounded by whole-chunk arithmetic (:func:`_subnormal_chunk`) under
+# stochastic rounding, rather than element by element (:func:`_subnormal_range`).
+_BULK_SHARE = 1 / 4
 # Elements of the subnormal range per batch (their int64 temporaries in the L2 cache).
 _SUBNORMAL_BATCH = 1 << 15
 
@@ -287,7 +291,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     size = chunk_size(_STOCHASTIC_CHUNK if opts.stochastic else LIGHT_CHUNK)
     v_all, w_all = scratch("fields.v", min(size, flat.size), uint), scratch("fields.w", min(size, flat.size), uint)
     # stochastic modes decided by integer carries (the normal range drops k bits, one count)
-    carry = opts.stochastic and carry_serves(mode, k, opts.sr_bits, 8 * wide.itemsize)
+    # (k = 0, fp32 from float32: nothing is dropped there, no random number is needed)
+    carry = opts.stochastic and (k == 0 or carry_serves(mode, k, opts.sr_bits, 8 * wide.itemsize))
     c_all = scratch("fields.c", min(size, flat.size), uint) if carry else None
     # float32 fields: a chunk's subnormal range too by the carries, in float64, where it is a large share
     sub_bulk = carry and uint is np.uint32 and fmt.subnormals and carry_serves(mode, 52 - M, opts.sr_bits, 64)
@@ -303,7 +308,7 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         if sub_bulk:  # (how many lie outside the normal range decides the way, not the codes)
             outside = np.greater_equal(magnitude, max0, out=scratch("fields.outside", n, bool))
             count = np.count_nonzero(outside)
-            bulk = count * 8 > n  # a large share below the normal range
+            bulk = count > n * _BULK_SHARE  # a large share below the normal range
             where = None if bulk or not count else np.flatnonzero(outside)
         else:
             bulk = False
@@ -317,9 +322,10 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
                 r64 = _top_bits(opts, key, start, part, bits, np.uint64, 52 - M)
                 r = scratch("fields.r", n, uint)
                 np.right_shift(r64, np.uint64(52 - M - k if opts.sr_bits is None else 0), out=r, casting="unsafe")
-            else:
+            elif k:
                 r = _top_bits(opts, key, start, part, bits, uint, k)
-            v += stochastic_carry(mode, rem, k, opts.sr_bits, r, c_all[:n])
+            if k:
+                v += stochastic_carry(mode, rem, k, opts.sr_bits, r, c_all[:n])
             code = v
         else:
             v += hidden
