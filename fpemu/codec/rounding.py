@@ -276,7 +276,8 @@ def stochastic_carry(mode: str, rem: np.ndarray, shift: int, n: int | None, r: n
 
 def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
     """The caller's N-bit random integers of P3109 stochastic rounding, broadcast to the
-    input's shape and checked to lie in [0, 2**n), as a flat uint64 array (None: drawn)."""
+    input's shape and checked to lie in [0, 2**n), as a flat unsigned array of their width
+    (None: drawn)."""
     if random_bits is None:
         return None
     bits = np.asarray(random_bits)
@@ -288,4 +289,6 @@ def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray 
         raise ValueError(f"random_bits of shape {bits.shape} do not match the input's shape {shape}") from None
     if bits.size and (int(bits.min()) < 0 or int(bits.max()) >= 1 << n):
         raise ValueError(f"random_bits must lie in [0, 2**{n}) for sr_bits={n}")
-    return bits.astype(np.uint64).reshape(-1)
+    # (kept as narrow as the caller gave them: an unsigned integer of their width; widened
+    # to uint64 they cost a whole-array pass and 8 bytes an element)
+    return bits.astype(np.dtype(f"u{bits.dtype.itemsize}")).reshape(-1)
