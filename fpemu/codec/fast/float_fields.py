@@ -9,14 +9,21 @@ so every mode (directed, nearest, odd, ``stochastic`` with the same SplitMix64 b
 element's position, P3109's A/B/C and gfloat's stochastic odd, drawn or given) decides
 exactly as there: its decision is a function of the exact fraction alone, whatever the
 width of ``rem`` (the rounding functions of :mod:`..rounding` are exact for any ``rem <
-2**53`` and ``shift``).
+2**53`` and ``shift``). The stochastic modes take the same decisions as integer carries at
+the normal range's one shift count (:func:`~..rounding.stochastic_carry`), from only the
+top bits of each random number that they read (:func:`~..rounding.random_top_bits`).
 
-Every element the fields cannot decide alone is left to the generic kernel, all of a call's
-at once (so a refusal counts them as the generic kernel does): below the format's normal
-range (subnormals, zero: the subtraction of the rebias wraps around to a huge code), a
-truncated code at or past the largest finite one (overflow, and the overflow rule), Inf and
-NaN (and the NaN policy), and negatives of unsigned formats. On usual data they are few, so
-the options that only change what happens to them cost nothing here.
+Below the format's normal range (the subtraction of the rebias wraps around to a huge code)
+the subnormal range is read off the fields too: element by element, all of a call's at once
+in batches (:func:`_subnormal_range`), or, under stochastic rounding where it is a large
+share of a chunk, by whole-chunk arithmetic (:func:`_subnormal_chunk`). An unsigned format's
+negatives in the normal range all take the one code the generic kernel's rule gives them
+(:func:`_negative_code`). Every element left is the generic kernel's, all of a call's at
+once (so a refusal counts them as the generic kernel does): zero and the input's
+subnormals, a truncated code at or past the largest finite one (overflow, and the overflow
+rule), Inf and NaN (and the NaN policy), and the unsigned negatives the rules above leave.
+On usual data they are few, so the options that only change what happens to them cost
+nothing here.
 
 float16 input is widened to float32 chunk by chunk (exactly); float64 input under a
 deterministic rounding is narrowed to float32 values that round alike (:func:`narrows_alike`),
