@@ -4,6 +4,7 @@ ml_dtypes' whole casts and the floor of a NumPy kernel, in one run.
 
     python benchmarks/profile_codec.py [--format e4m3] [--n 10000000] [--repeat 5] [--dtype float64]
     python benchmarks/profile_codec.py --mx mxfp8_e4m3     (mx.quantize: its scale and element lines)
+    python benchmarks/profile_codec.py --format e2m1 --rounding stochastic_c --sr-bits 8   (any option)
 
 The numpy module that the kernel modules see (fpemu.codec.fast.top_half, .fp32_table and .prefix_rne) is
 swapped for a proxy that times every call by name, on one worker. In-place operators
@@ -18,6 +19,13 @@ included: these are the passes that remain. The floor: the cheapest pass NumPy h
 integer narrowing copy of the input's bit patterns into a code array (``np.copyto`` of
 uint32 into uint8, in cache-sized chunks), times the passes the kernel makes; a compiled cast
 does the whole conversion in about one such pass.
+
+Under stochastic rounding (``--rounding stochastic...``) the float_fields path and the random
+numbers are profiled too, and the stochastic floor is printed: the format's default path, plus
+the random numbers alone (SplitMix64's passes, :func:`fpemu.codec.rounding.random_top_bits` in
+the path's chunks) and the carry alone (:func:`fpemu.codec.rounding.stochastic_carry`): what
+stochastic rounding costs at the least when it is the default path with a rounding increment
+from random bits, pass for pass.
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ from bench_codec import best_seconds  # noqa: E402  (this folder is on the path:
 from bench_mx import torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
 from fpemu.codec import chunks as codec_chunks  # noqa: E402
-from fpemu.codec.fast import float32_alike, fp32_table, prefix_rne, top_half  # noqa: E402
+from fpemu.codec import rounding  # noqa: E402
+from fpemu.codec.fast import float32_alike, float_fields, fp32_table, prefix_rne, top_half  # noqa: E402
 from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
 try:
@@ -78,7 +87,8 @@ class TimedNumpy:
         return timed
 
 
-KERNEL_MODULES = (top_half, fp32_table, prefix_rne, float32_alike)
+KERNEL_MODULES = (top_half, fp32_table, prefix_rne, float_fields, rounding, float32_alike)
+TIMED_MODULES = KERNEL_MODULES[:5]  # (their numpy calls timed by name)
 MX_MODULES = (mx_quantization, mx_scales)  # (profiled with --mx)
 
 
@@ -148,7 +158,10 @@ def print_lines(totals: dict, n: int, top: int = 25) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--format", default="e4m3", choices=sorted(CASTS))
+    parser.add_argument("--format", default="e4m3", help="any format name (ml_dtypes and torch beside: "
+                        + ", ".join(sorted(CASTS)) + ")")
+    parser.add_argument("--rounding", default=None, help="encode's rounding (default: the format's default path)")
+    parser.add_argument("--sr-bits", type=int, default=None, help="P3109's N random bits (stochastic_a/b/c/odd)")
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "float16"])
@@ -161,14 +174,15 @@ def main() -> None:
         encode = lambda: mx.quantize(x, args.mx, workers=1)  # noqa: E731
         what = f"fpemu.mx.quantize({args.n} {args.dtype} randn, {args.mx!r}, workers=1)"
     else:
-        encode = lambda: fpemu.encode(x, args.format, workers=1)  # noqa: E731
-        what = f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1)"
+        options = {} if args.rounding is None else {"rounding": args.rounding, "sr_bits": args.sr_bits, "rng": 0}
+        encode = lambda: fpemu.encode(x, args.format, workers=1, **options)  # noqa: E731
+        what = f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1, {options})"
     encode()  # tables and plans built outside the timing
     kernel = best_seconds(encode, args.repeat)
 
     totals: dict = defaultdict(lambda: [0.0, 0])
     proxy = TimedNumpy(totals)
-    modules = KERNEL_MODULES[:3] + (MX_MODULES if args.mx else ())
+    modules = TIMED_MODULES + (MX_MODULES if args.mx else ())
     saved = [m.np for m in modules]
     for m in modules:
         m.np = proxy
@@ -204,6 +218,10 @@ def main() -> None:
         _mx_parts(x, args.mx, args.repeat, ns)
         _torchao_beside(x, args.mx, args.repeat, kernel, ns)
         return
+    if args.rounding is not None and args.rounding.startswith("stochastic"):
+        _stochastic_floor(x, args.format, args.rounding, args.sr_bits, args.repeat, kernel, ns)
+    if args.format not in CASTS:
+        return
     if ml_dtypes is not None:
         dtype = getattr(ml_dtypes, CASTS[args.format], None) or np.dtype(CASTS[args.format])
         t = best_seconds(lambda: x.astype(dtype), args.repeat)
@@ -214,6 +232,42 @@ def main() -> None:
         t = best_seconds(lambda: tensor.to(tdtype), args.repeat)
         print(f"torch .to() from float32 on 1 thread: {t * ns:.2f} ns/element ({args.n / t / 1e6:.0f} Melem/s); "
               f"fpemu / torch = {t / kernel:.2f}")
+
+
+def _stochastic_floor(x: np.ndarray, name: str, mode: str, sr_bits: int | None, repeat: int, kernel: float,
+                     ns: float) -> None:
+    """The least stochastic rounding costs as a rounding increment on the default path: the
+    format's default encode, the random numbers of every position alone (the top bits the
+    carry reads, in the float_fields path's chunks) and one carry over every element (on
+    float32 fields' remainders), each timed alone."""
+    fmt = fpemu.get_format(name)
+    default = best_seconds(lambda: fpemu.encode(x, name, workers=1), repeat)
+    step = float_fields._STOCHASTIC_CHUNK
+    wide = 64 if x.dtype == np.float64 else 32
+    uint = np.uint64 if wide == 64 else np.uint32
+    shift = (52 if wide == 64 else 23) - fmt.mantissa_bits
+    top = shift if sr_bits is None else sr_bits
+    key = rounding.sr_key(0)
+
+    def random_numbers() -> None:
+        for start in range(0, x.size, step):
+            rounding.random_top_bits(key, start, min(step, x.size - start), top, uint)
+
+    rem = (np.arange(step, dtype=np.uint64) * np.uint64(2654435761) % np.uint64(1 << shift)).astype(uint)
+    r = rounding.random_top_bits(key, 0, step, top, uint).copy()
+    out = np.empty(step, uint)
+
+    def carries() -> None:
+        for _ in range(0, x.size, step):
+            rounding.stochastic_carry(mode, rem, shift, sr_bits, r, out)
+
+    t_random = best_seconds(random_numbers, repeat)
+    t_carry = best_seconds(carries, repeat) if rounding.carry_serves(mode, shift, sr_bits, wide) else 0.0
+    floor = default + t_random + t_carry
+    print(f"stochastic floor: default path {default * ns:.2f} + random numbers {t_random * ns:.2f} "
+          f"({top} top bits of SplitMix64) + carry {t_carry * ns:.2f} = {floor * ns:.2f} ns/element "
+          f"({x.size / floor / 1e6:.0f} Melem/s, {default / floor:.2f}x the default path); "
+          f"measured {kernel * ns:.2f} ns/element ({default / kernel:.2f}x the default path)")
 
 
 def _mx_parts(x: np.ndarray, name: str, repeat: int, ns: float) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import is_whole
+from .chunks import scratch
 
 _U64 = np.uint64
 
@@ -163,9 +164,120 @@ def random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
     return z
 
 
+# GAMMA * i for i = 0, 1, ...: the Weyl sequence's steps from a run's first position, built
+# once (grown when a longer run asks; read-only, so threads share it).
+_STEPS = np.zeros(0, dtype=np.uint64)
+
+
+def _steps(count: int) -> np.ndarray:
+    global _STEPS
+    steps = _STEPS
+    if steps.size < count:
+        with np.errstate(over="ignore"):
+            steps = np.arange(max(count, 1 << 16), dtype=np.uint64) * _GAMMA
+        steps.flags.writeable = False
+        _STEPS = steps
+    return steps[:count]
+
+
+def random_top_bits(key: np.uint64, first: int, count: int, n: int, dtype=np.uint64) -> np.ndarray:
+    """The top n bits (0 <= n <= 64) of :func:`random_u64` of the positions ``first`` ..
+    ``first + count - 1``, as ``dtype`` (an unsigned type wide enough), bit for bit: u >> (64 - n).
+
+    The same numbers at half the passes over memory or less: the Weyl sequence of a run of
+    positions is one addition to a table of its steps, every mixing step runs in place in this
+    thread's scratch arrays (no fresh pages), and for n <= 31 the last xor-shift is skipped
+    (``z ^= z >> 31`` changes bits 0-32 only). The result is a scratch array: use it before
+    the next call (see :func:`..chunks.scratch`).
+
+    >>> key, i = np.uint64(7), np.arange(40, 45, dtype=np.uint64)
+    >>> bool((random_top_bits(key, 40, 5, 20, np.uint32) == random_u64(key, i) >> np.uint64(44)).all())
+    True
+    """
+    z, t = scratch("random.z", count, np.uint64), scratch("random.t", count, np.uint64)
+    with np.errstate(over="ignore"):
+        np.add(_steps(count), _U64(((first + 1) * int(_GAMMA) + int(key)) % (1 << 64)), out=z)
+        for right, times in ((30, _MIX1), (27, _MIX2)):
+            np.right_shift(z, _U64(right), out=t)
+            z ^= t
+            z *= times
+    if n > 31:
+        np.right_shift(z, _U64(31), out=t)
+        z ^= t
+    if n < 64:
+        z >>= _U64(64 - n) if n else _U64(63)
+        if not n:
+            z[...] = 0
+    if np.dtype(dtype) == np.uint64:
+        return z
+    top = scratch("random.top", count, dtype)
+    np.copyto(top, z, casting="unsafe")
+    return top
+
+
+def carry_serves(mode: str, shift: int, n: int | None, width: int) -> bool:
+    """Whether :func:`stochastic_carry` decides ``mode`` at one shift count on unsigned
+    integers of ``width`` bits (its sums then never wrap around)."""
+    if mode == "stochastic":
+        return 1 <= shift <= width - 1
+    return mode in ("stochastic_a", "stochastic_b", "stochastic_c", "stochastic_odd") \
+        and n is not None and shift <= width - 2 and n + 2 <= width
+
+
+def stochastic_carry(mode: str, rem: np.ndarray, shift: int, n: int | None, r: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
+    """The stochastic modes' increment (0 or 1, rem's dtype, into out) for one shift count
+    (the fast paths', where :func:`carry_serves`; out is not rem), deciding exactly as
+    :func:`stochastic_increment` and :func:`sr_increment`: r is the part of the random
+    number the mode reads, of rem's dtype: for ``stochastic`` the top ``shift`` bits of u
+    (u < rem * 2**(64 - shift) exactly where (u >> (64 - shift)) < rem), for P3109's modes
+    the N bits. Each decision is a carry out of an integer sum, one pass at a time:
+
+    * stochastic: r - rem wraps around past 2**(width - 1) exactly where r < rem;
+    * A: floor(nu * 2**N) + R carries into bit N; B: floor(nu * 2**(N+1)) + 2R + 1 into
+      bit N + 1; C and odd: nu * 2**N rounded to nearest (ties to even: rem + half - 1 +
+      the quotient's last bit; to odd: rem + half - that bit, carrying into bit d) + R into
+      bit N.
+
+    >>> rem, r = np.uint32([1, 2, 3]), np.uint32([2, 2, 2])
+    >>> stochastic_carry("stochastic", rem, 2, None, r, np.empty(3, np.uint32)).tolist()
+    [0, 0, 1]
+    >>> stochastic_carry("stochastic_a", rem, 2, 1, np.uint32([1, 1, 0]), np.empty(3, np.uint32)).tolist()
+    [0, 1, 0]
+    """
+    one = rem.dtype.type(1)
+    if mode == "stochastic":
+        np.subtract(r, rem, out=out)
+        out >>= rem.dtype.type(8 * rem.itemsize - 1)
+        return out
+    top = n + 1 if mode == "stochastic_b" else n
+    d = shift - top  # bits of rem below floor(nu * 2**top)
+    if d <= 0:
+        np.left_shift(rem, rem.dtype.type(-d), out=out)
+    elif mode in ("stochastic_a", "stochastic_b"):
+        np.right_shift(rem, rem.dtype.type(d), out=out)
+    else:  # nu * 2**N rounded to the nearest integer, ties to even (C) or to odd
+        np.right_shift(rem, rem.dtype.type(d), out=out)
+        out &= one
+        if mode == "stochastic_c":
+            out += rem
+            out += rem.dtype.type((1 << (d - 1)) - 1)
+        else:
+            np.subtract(rem, out, out=out)
+            out += rem.dtype.type(1 << (d - 1))
+        out >>= rem.dtype.type(d)
+    out += r
+    if mode == "stochastic_b":
+        out += r
+        out += one
+    out >>= rem.dtype.type(top)
+    return out
+
+
 def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
     """The caller's N-bit random integers of P3109 stochastic rounding, broadcast to the
-    input's shape and checked to lie in [0, 2**n), as a flat uint64 array (None: drawn)."""
+    input's shape and checked to lie in [0, 2**n), as a flat unsigned array of their width
+    (None: drawn)."""
     if random_bits is None:
         return None
     bits = np.asarray(random_bits)
@@ -177,4 +289,6 @@ def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray 
         raise ValueError(f"random_bits of shape {bits.shape} do not match the input's shape {shape}") from None
     if bits.size and (int(bits.min()) < 0 or int(bits.max()) >= 1 << n):
         raise ValueError(f"random_bits must lie in [0, 2**{n}) for sr_bits={n}")
-    return bits.astype(np.uint64).reshape(-1)
+    # (kept as narrow as the caller gave them: an unsigned integer of their width; widened
+    # to uint64 they cost a whole-array pass and 8 bytes an element)
+    return bits.astype(np.dtype(f"u{bits.dtype.itemsize}")).reshape(-1)

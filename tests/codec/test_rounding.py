@@ -414,3 +414,49 @@ def test_rng_still_seeds_every_stochastic_rounding():
     assert fpemu.encode(x, "e4m3", rounding="SR", rng=3).shape == (32,)
     assert fpemu.encode(x, "e4m3", rounding="stochastic_b", sr_bits=8, rng=3).shape == (32,)
     assert mx.quantize(x, "mxfp4", rounding="stochastic", rng=3).codes.shape == (32,)
+
+
+# ---- the fast paths' pieces: a run's top random bits, the stochastic carries ----------------
+
+def test_random_top_bits_are_the_top_bits_of_random_u64():
+    """For every width n (the last xor-shift skipped below 32) and runs starting anywhere,
+    past 2**64's wrap-around of the Weyl sequence too."""
+    from fpemu.codec.rounding import random_top_bits, random_u64
+
+    key = np.uint64(0xDEADBEEF12345678)
+    for first in (0, 1, 123_456_789, 2**63 - 5, 2**64 - 100):
+        u = random_u64(key, (np.arange(300, dtype=np.uint64) + np.uint64(first)))
+        for n in range(65):
+            want = u >> np.uint64(64 - n) if n else np.zeros_like(u)
+            for dtype in (np.uint64, np.uint32) if n <= 32 else (np.uint64,):
+                got = random_top_bits(key, first, 300, n, dtype)
+                assert got.dtype == dtype and np.array_equal(got, want.astype(dtype)), (first, n, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_stochastic_carry_decides_as_the_general_functions(dtype):
+    """Every shift count and N the carry serves, on uint32 and uint64 remainders, against
+    stochastic_increment (64 random bits) and sr_increment (N bits)."""
+    from fpemu.codec.rounding import carry_serves, random_u64, sr_increment, stochastic_carry, stochastic_increment
+
+    rng = np.random.default_rng(8)
+    width = 8 * np.dtype(dtype).itemsize
+    u = random_u64(np.uint64(3), np.arange(2000, dtype=np.uint64))
+    served = 0
+    for shift in range(1, min(width - 1, 54)):
+        rem = rng.integers(0, 1 << shift, 2000, dtype=np.uint64)
+        rem[:6] = np.array([0, 1, (1 << shift) - 1, 1 << (shift - 1), (1 << (shift - 1)) + 1, 3], dtype=np.uint64) \
+            & np.uint64((1 << shift) - 1)
+        if carry_serves("stochastic", shift, None, width):
+            got = stochastic_carry("stochastic", rem.astype(dtype), shift, None,
+                                   (u >> np.uint64(64 - shift)).astype(dtype), np.empty(2000, dtype))
+            assert np.array_equal(got, stochastic_increment(rem, shift, u)), shift
+            served += 1
+        for mode in ("stochastic_a", "stochastic_b", "stochastic_c", "stochastic_odd"):
+            for n in (1, 2, 3, 7, 8, 16, 29, 40):
+                if carry_serves(mode, shift, n, width):
+                    r = u >> np.uint64(64 - n)
+                    got = stochastic_carry(mode, rem.astype(dtype), shift, n, r.astype(dtype), np.empty(2000, dtype))
+                    assert np.array_equal(got, sr_increment(mode, rem, shift, n, r)), (mode, shift, n)
+                    served += 1
+    assert served > 100

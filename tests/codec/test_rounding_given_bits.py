@@ -11,6 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import fpemu
 from fpemu import decode, encode, get_format
 from reference import magnitude_value, max_magnitude_code, ref_encode
 
@@ -87,3 +88,21 @@ def test_drawn_bits_are_seeded():
     b = encode(x, "e4m3", rounding="stochastic_c", sr_bits=5, rng=7)
     assert a.tolist() == b.tolist()
     assert decode(a, "e4m3").mean() == pytest.approx(x.mean(), abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e2m1", "bf16", "int8"])
+@pytest.mark.parametrize("mode", ["stochastic_a", "stochastic_b", "stochastic_c", "stochastic_odd"])
+def test_narrow_given_bits_give_the_codes_of_their_uint64_values(name, mode):
+    """Given bits are kept in the caller's width (broadcast_random_bits): uint8/16 and int16
+    bits round as the same values in uint64 do, on every path (fields, generic, exact)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(3000) * 4
+    bits = rng.integers(0, 1 << 7, x.size, dtype=np.uint64)
+    want = fpemu.encode(x, name, rounding=mode, sr_bits=7, random_bits=bits)
+    for dtype in (np.uint8, np.uint16, np.int16):
+        narrow = bits.astype(dtype)
+        assert np.array_equal(fpemu.encode(x, name, rounding=mode, sr_bits=7, random_bits=narrow), want)
+        assert np.array_equal(fpemu.encode(x.astype(np.float32), name, rounding=mode, sr_bits=7, random_bits=narrow),
+                              fpemu.encode(x.astype(np.float32), name, rounding=mode, sr_bits=7, random_bits=bits))
+        assert np.array_equal(fpemu.encode(x[:200].astype(object), name, rounding=mode, sr_bits=7,
+                                           random_bits=narrow[:200]), want[:200])

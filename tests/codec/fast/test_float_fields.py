@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+
+import fpemu
 
 from fpemu.codec.dispatch import encode_flat, encode_path
 from fpemu.codec.fast.float_fields import fields_serve
@@ -14,6 +18,7 @@ from fpemu.codec.generic_kernel import encode_generic
 from fpemu.codec.options import Conversion
 from fpemu.codec.rounding import sr_key
 from fpemu.formats import FORMATS, get_format
+from random_formats import formats
 from tests.codec.test_dispatch import float32_patterns, float64_values
 
 DETERMINISTIC = ("nearest_even", "nearest_away", "toward_zero", "up", "down", "odd")
@@ -89,3 +94,97 @@ def test_the_dispatch_sends_every_other_option_here():
     assert fields_serve(get_format("e8m0"), Conversion().resolved(get_format("e8m0")), np.float32)  # (as float64)
     e8m0 = get_format("e8m0")
     assert not fields_serve(e8m0, Conversion(rounding="ml_dtypes_e8m0").resolved(e8m0), np.float32)
+
+
+# ---- stochastic rounding by integer carries (rounding.stochastic_carry), on any format ----------
+
+def edge_values(fmt, seed: int, n: int = 2000) -> np.ndarray:
+    """float64 values around fmt's own: its finite values (subnormals included) nudged by a
+    random fraction of a unit either way (ties exactly, too), both signs, values past the
+    largest (overflow), far below the smallest, zeros, Inf and NaN."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, fmt.max_code + 1, n, dtype=np.uint64)
+    values = fmt.magnitudes(codes)
+    nudge = rng.choice([0.0, 0.5, -0.5], n)
+    fraction = np.where(rng.random(n) < 0.3, nudge, rng.uniform(-1, 1, n))
+    unit = np.abs(fmt.magnitudes(np.minimum(codes + np.uint64(1), np.uint64(fmt.max_code))) - values)
+    values = np.abs(values + fraction * unit)
+    top, least = float(fmt.magnitudes(np.uint64(fmt.max_code))), float(fmt.magnitudes(np.uint64(1)))
+    extra = np.array([top * 1.5, top * (1 + 2.0 ** -(fmt.mantissa_bits + 1)), least / 3, least * 0.5, least * 2.0 ** -60,
+                      0.0, np.inf, np.nan, 1.0, 3.0])
+    values = np.concatenate([values, extra])
+    return np.concatenate([values, -values])
+
+
+def check_both_dtypes(fmt, opts, x64, start=0, bits=None):
+    """The fields' codes equal the generic kernel's for float64 input and, where fmt fits
+    float32's range, for float32 input (a refusal: both refuse alike)."""
+    inputs = [x64]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        inputs.append(x64.astype(np.float32))
+    compared = 0
+    for x in inputs:
+        if not fields_serve(fmt, opts, x.dtype):
+            continue
+        try:
+            check(x, fmt, opts, start, bits)
+            compared += 1
+        except ValueError:  # (a negative or a NaN the conversion refuses: both refuse it alike)
+            with pytest.raises(ValueError) as generic_error:
+                encode_generic(x, fmt, opts, sr_key(11), start, bits)
+            with pytest.raises(ValueError, match=generic_error.value.args[0].replace("(", r"\(").replace(")", r"\)")):
+                encode_flat(x, fmt, opts, "float_fields", sr_key(11), start, bits)
+    return compared
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(fmt=formats(), mode=st.sampled_from(STOCHASTIC), sr_bits=st.integers(1, 40), seed=st.integers(0, 2**32 - 1),
+       overflow=st.sampled_from([None, "saturate"]), nan=st.sampled_from([None, "zero", "max", "ml_dtypes"]),
+       first=st.integers(0, 2**62))
+def test_stochastic_modes_on_random_formats(fmt, mode, sr_bits, seed, overflow, nan, first):
+    """Every stochastic mode, drawn bits (positions from ``first`` on, and as an array) and
+    P3109's given bits, on random user-defined formats and their edge values."""
+    try:
+        opts = Conversion(rounding=mode, overflow=overflow, nan=None if fmt.has_nan else nan,
+                          sr_bits=None if mode == "stochastic" else sr_bits).resolved(fmt)
+    except ValueError:
+        assume(False)
+    assume(fields_serve(fmt, opts, np.float64))
+    x = edge_values(fmt, seed)
+    event(f"compared {check_both_dtypes(fmt, opts, x, start=first)} dtypes")
+    positions = np.random.default_rng(seed).integers(0, 2**62, x.size, dtype=np.uint64)
+    check_both_dtypes(fmt, opts, x, start=positions)
+    if opts.sr_bits:
+        given_bits = np.random.default_rng(seed + 1).integers(0, 1 << opts.sr_bits, x.size, dtype=np.uint64)
+        check_both_dtypes(fmt, opts, x, bits=given_bits)
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e2m1", "e3m2", "bf16", "fp16", "fp32", "e8m0", "ue4m3", "float8_e5m3fnu"])
+@pytest.mark.parametrize("rounding", STOCHASTIC)
+def test_stochastic_modes_on_built_in_formats_normals(name, rounding):
+    """Normally distributed data (most of it in the normal range: the carries' share), in
+    chunks past the first, float32 and float64, drawn and given bits, with NaN, Inf, zeros."""
+    fmt = get_format(name)
+    opts = Conversion(rounding=rounding, sr_bits=None if rounding == "stochastic" else 8,
+                      nan=None if fmt.has_nan else "zero").resolved(fmt)
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(150_000) * 2.0 ** rng.integers(-8, 8, 150_000),
+                        [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    assert check_both_dtypes(fmt, opts, x, start=987_654_321) == 2
+    if opts.sr_bits:
+        assert check_both_dtypes(fmt, opts, x, bits=rng.integers(0, 256, x.size, dtype=np.uint64)) == 2
+
+
+@pytest.mark.parametrize("rounding", ["stochastic", "stochastic_c"])
+def test_two_workers_draw_the_bits_one_worker_draws(rounding):
+    """Split among threads (whose chunks grow), each piece draws the bits of its own positions."""
+    x = np.random.default_rng(4).standard_normal((1 << 20) + 12345).astype(np.float32)
+    for name in ("e4m3", "ue4m3"):
+        kw = {"rounding": rounding, "rng": 5, "sr_bits": None if rounding == "stochastic" else 8}
+        one = fpemu.encode(x, name, workers=1, **kw)
+        two = fpemu.encode(x, name, workers=2, **kw)
+        assert np.array_equal(one, two)
+        head = slice(0, 20_000)  # and the generic kernel's, on a stretch of it
+        fmt = get_format(name)
+        want = encode_generic(x[head], fmt, Conversion(**{k: v for k, v in kw.items() if k != "rng"}).resolved(fmt), 5)
+        assert np.array_equal(one[head], want.astype(one.dtype))
