@@ -65,9 +65,13 @@ def product_sum(prods: Products, term_rounding: str, c_bits: int = 23) -> BlockS
 
     def loop(s: int, e: int, c: np.ndarray, ec: np.ndarray, F: int | np.ndarray) -> np.ndarray:
         ks = range(s, e)
-        total, _ = aligned_sum(itertools.chain([c], (prods.value(k) for k in ks)),
-                               itertools.chain([ec], (prods.exponent(k) for k in ks)), F, term_rounding,
-                               prods.headroom)  # fmt: skip
+        # aligned_sum takes each term before it asks for the next: one scratch buffer serves them
+        # all (cut in place), c's copy aside; int16 exponents where the products' are (c's fits).
+        dtype = prods.exponent_dtype if prods.exponent_dtype == np.int16 else np.int32
+        vbuf, ebuf = np.empty(prods.R), np.empty(prods.R, dtype)
+        total, _ = aligned_sum(itertools.chain([np.array(c, dtype=np.float64)], (prods.term(k, vbuf) for k in ks)),
+                               itertools.chain([ec], (prods.exponent(k, ebuf) for k in ks)), F, term_rounding,
+                               prods.headroom, dtype, scratch=True)  # fmt: skip
         return total
 
     n = prods.bound_k
