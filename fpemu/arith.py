@@ -149,11 +149,17 @@ def round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     True
     """
     with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
-        s = x + y
+        s = np.asarray(np.add(x, y, dtype=np.float64))
         yy = s - x
         err = (x - (s - yy)) + (y - yy)
-    bits = s.view(np.int64)
-    inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
+    fix = np.flatnonzero(err)  # most sums are exact: the rest (and NaN errors) looked at alone
+    if fix.size == 0:
+        return s
+    flat = s.reshape(-1)  # a view: s is a fresh array
+    sf, ef = flat[fix], err.reshape(-1)[fix]
+    bits = sf.view(np.int64)
+    inexact = ((bits & 1) == 0) & np.isfinite(sf)
     # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
-    step = np.where((err > 0) == (s > 0), 1, -1)
-    return np.where(inexact, (bits + step).view(np.float64), s)
+    step = np.where((ef > 0) == (sf > 0), 1, -1)
+    flat[fix] = np.where(inexact, (bits + step).view(np.float64), sf)
+    return s
