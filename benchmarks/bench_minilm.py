@@ -6,7 +6,8 @@ Run: ``python benchmarks/bench_minilm.py [--via torch] [--gemms] [--pairs N] [--
 the table's rows as ``fpemu infer --model minilm --json`` prints them, which
 ``scripts/gen_minilm_doc.py --from FILE`` puts into docs/training.md)
 
-* the table: each row's seconds, the total (wall, and the process's CPU seconds with the load
+* the table: each row's seconds (wall, and CPU: the process's, all threads, rows one at a
+  time), the total (wall, and the process's CPU seconds with the load
   average while it ran: the machine may be shared), and the memory: the peak resident set of
   the process (``ru_maxrss``) against what it held once the model was loaded (the weights are a
   memory-mapped file, 87 MiB, read as the layers touch them) and against one layer's operands
@@ -68,8 +69,13 @@ def table(n_pairs: int, via: str = "numpy") -> dict:
     rows = study_rows(FORMATS, UNITS)
     load0, cpu0, t0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
 
-    def done(row: dict) -> None:
-        print(f"  {row['label']:<12} {row['time_s']:6.1f} s", file=sys.stderr, flush=True)
+    row_cpu, last = {}, [cpu0]
+
+    def done(row: dict) -> None:  # rows run one at a time: the process's CPU since the last row is this row's
+        now = time.process_time()
+        row_cpu[row["label"]], last[0] = now - last[0], now
+        print(f"  {row['label']:<12} {row['time_s']:6.1f} s, {row_cpu[row['label']]:6.1f} s CPU", file=sys.stderr,
+              flush=True)
 
     with single_threaded_blas():
         results = run_study(bert, rows, pairs, done=done, **encoder)
@@ -78,7 +84,7 @@ def table(n_pairs: int, via: str = "numpy") -> dict:
     out = {"via": via, "pairs": n_pairs, "tokens": tokens, "rows": len(rows), "wall_s": wall, "cpu_s": cpu,
            "load_before": load0, "load_after": os.getloadavg()[0], "rss_loaded_mib": loaded,
            "rss_peak_mib": _rss_mib(), "one_layer_operands_mib": layer_mib, "workers": os.cpu_count(),
-           "results": results}
+           "row_cpu_s": row_cpu, "results": results}
     print(study_table(results))
     print(f"via {via}: {len(rows)} rows, {2 * n_pairs} sentences ({tokens} tokens): {wall:.1f} s wall, {cpu:.1f} s CPU on "
           f"{os.cpu_count()} cores (load average {load0:.1f} before, {out['load_after']:.1f} after)")

@@ -58,6 +58,8 @@ PATHS = {
     "gemm mmasim-blackwell nvfp4 128x128x1024": "gemm", "gemm exact nvfp4 128x128x1024": "gemm",
     "gemm exact fp16 128^3": "gemm", "gemm mi300x bf16 128^3": "gemm", "gemm mi250 bf16 128^3": "gemm",
     "dot b200 mxfp8 1024x1024": "gemm",
+    "gemm h100 bf16 128x384x1536": "gemm", "gemm h100 fp16 128x384x1536": "gemm",
+    "gemm b200 e4m3 128x384x1536": "gemm",
     "import fpemu": "import",
 }  # fmt: skip
 #: The option grid (issue 39): encode under each option, beside the same format's default
@@ -131,6 +133,12 @@ def _path_functions(n: int) -> dict:
     db = mx.quantize(g.standard_normal((1024, 1024), dtype=np.float32), "mxfp8_e4m3")
     dot = getattr(mx, "dot", None) or fpemu.dot  # (a ref before issue 37 has mx.dot for block arrays)
     fns["dot b200 mxfp8 1024x1024"] = (lambda: dot(da, db, accumulator="b200"), 1024 * 1024)
+    # MiniLM's widest linear layer (K 384, N 1536; 128 of its 757 tokens) through the dense units.
+    for unit, fmt in (("h100", "bf16"), ("h100", "fp16"), ("b200", "e4m3")):
+        xa = fpemu.quantize(g.standard_normal((128, 384)), fmt)
+        xb = fpemu.quantize(g.standard_normal((384, 1536)) * 0.05, fmt)
+        fns[f"gemm {unit} {fmt} 128x384x1536"] = (
+            (lambda xa=xa, xb=xb, unit=unit, fmt=fmt: fpemu.gemm(xa, xb, inputs=fmt, accumulator=unit)), 128 * 384 * 1536)
     return fns
 
 

@@ -76,9 +76,12 @@ def cut_below(v: np.ndarray, ref: np.ndarray, bits: int, rounding: str) -> np.nd
 
 
 def aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int | np.ndarray, rounding: str,
-                headroom: int | None = 2) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                headroom: int | None = 2, exponent_dtype: type = np.int32,
+                scratch: bool = False) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Terms aligned to the largest of their exponents E, each cut to F fraction bits below E
-    toward zero ("rz") or down ("rd"), added exactly. Returns (the sum as float64, E int32).
+    toward zero ("rz") or down ("rd"), added exactly. Returns (the sum as float64, E of
+    ``exponent_dtype``: int32, or int16 where every exponent is int16, as the product tables'
+    are, whose maximum then takes a quarter of the time).
 
     ``values`` and ``exps`` give one array per term, all of one shape (the result's: a term
     for every element); lists, generators or the rows of a 2-D array: the exponents are
@@ -86,6 +89,7 @@ def aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int
     that shape (one per element). A term must be finite, and zero where its exponent is
     :data:`NO_EXPONENT`; |value| < 2**(exponent + ``headroom``), so that each cut term is an
     integer below 2**(F + headroom) (``None``: no such bound; every cut term below 2**63).
+    ``scratch``: the value arrays are the caller's scratch (float64), cut in place.
 
     While the float64 total provably stays below 2**53 the terms are cut and added in place in
     float64; past that (or without a bound) in int64. The result is exact, or rounded to odd
@@ -99,7 +103,7 @@ def aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int
     array([ True])
     """
     exps = iter(exps)
-    E = np.array(next(exps), dtype=np.int32)
+    E = np.array(next(exps), dtype=exponent_dtype)
     for e in exps:
         np.maximum(E, e, out=E)
     scale = pow2(F - E)
@@ -114,6 +118,8 @@ def aligned_sum(values: Iterable[np.ndarray], exps: Iterable[np.ndarray], F: int
     for v in values:
         if count == exact and total.dtype != np.int64:
             total = total.astype(np.int64)
+        if scratch:
+            term = v
         np.multiply(v, scale, out=term)
         if total.dtype == np.int64:
             if rounding == "rd":
@@ -143,11 +149,17 @@ def round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     True
     """
     with np.errstate(invalid="ignore", over="ignore"):  # Inf partial sums are passed through
-        s = x + y
+        s = np.asarray(np.add(x, y, dtype=np.float64))
         yy = s - x
         err = (x - (s - yy)) + (y - yy)
-    bits = s.view(np.int64)
-    inexact = (err != 0) & ((bits & 1) == 0) & np.isfinite(s)
+    fix = np.flatnonzero(err)  # most sums are exact: the rest (and NaN errors) looked at alone
+    if fix.size == 0:
+        return s
+    flat = s.reshape(-1)  # a view: s is a fresh array
+    sf, ef = flat[fix], err.reshape(-1)[fix]
+    bits = sf.view(np.int64)
+    inexact = ((bits & 1) == 0) & np.isfinite(sf)
     # Move one float64 ulp toward the exact value: up in magnitude when err has s's sign.
-    step = np.where((err > 0) == (s > 0), 1, -1)
-    return np.where(inexact, (bits + step).view(np.float64), s)
+    step = np.where((ef > 0) == (sf > 0), 1, -1)
+    flat[fix] = np.where(inexact, (bits + step).view(np.float64), sf)
+    return s

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from tolerance_helpers import dump_columns, dump_dots
 
-from fpemu.accumulator import dot, get_accumulator
+from fpemu.accumulator import BlockFMA, dot, gemm, get_accumulator
 
 HWDATA = Path(__file__).resolve().parents[2].parent / "shared" / "hwdata"
 
@@ -49,6 +49,24 @@ def replay(gpu: str, fmt: str, column: str) -> tuple[int, int]:
 def test_dump_replays_bit_for_bit(gpu, fmt, column):
     same, total = replay(gpu, fmt, column)
     assert (same, total) == (5000, 5000)
+
+
+# The fp32 dumps of block FMAs whose GEMM takes the exact fast path (kept bits beyond both
+# significands: B200's FP8, 48 bits): the GEMM of 100 dumped rows against their 100 columns
+# holds each row's dot on its diagonal, bit for bit (the dot replays the GPU above).
+FAST = [(g, f, col) for g, f, col in REQUIRED + OPEN
+        if col == "d_fp32" and isinstance(get_accumulator(g, f), BlockFMA) and get_accumulator(g, f).frac_bits >= 40]
+
+
+@pytest.mark.parametrize("gpu,fmt,column", FAST, ids=["-".join(r) for r in FAST])
+def test_gemm_fast_path_equals_the_dot(gpu, fmt, column):
+    path = HWDATA / f"{gpu}_{fmt}.npz"
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    _, _, a, b, c, _ = dump_dots(path, column)
+    got = np.concatenate([np.diag(gemm(a[i : i + 100], b[i : i + 100].T, np.diag(c[i : i + 100]), inputs=fmt,
+                                       accumulator=gpu)) for i in range(0, len(c), 100)])
+    np.testing.assert_array_equal(got.view(np.uint32), dot(a, b, c, inputs=fmt, accumulator=gpu).view(np.uint32))
 
 
 @pytest.mark.parametrize("gpu,fmt,column", OPEN, ids=["-".join(r) for r in OPEN])

@@ -16,14 +16,12 @@ loop; the others run it.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ...arith import NO_EXPONENT, aligned_sum, pow2, round_to_odd_sum
+from ...arith import NO_EXPONENT, aligned_sum, pow2
 from ...mx.formats import BlockFormat
 from ..model import BlockScaledFMA
-from .block import BlockSum, chain_blocks, product_sum
+from .block import BlockSum, chain_blocks, exact_products, product_sum
 from .operand import Operand
 from .products import Products
 from .rounding import rounding_target
@@ -59,54 +57,20 @@ def run_block_scaled(a: Operand, b: Operand, c: np.ndarray, model: BlockScaledFM
     values in fp32, starting from the accumulator c; ``paired``: row i of a against column
     i of b only, (rows,) from c of shape (rows,), each the value the (1, 1) product of that
     pair gives."""
-    prods = Products(a, b, outer=not paired)
-    terms = _product_terms if model.term_exponent == "product" else _sub_block_terms
+    prods = Products(a, b, outer=not paired)  # product terms: the operands' bounds per instruction give the fast path
+    if model.term_exponent == "product":
+        terms = product_sum(prods, model.term_rounding)
+    else:
+        terms = _sub_block_terms(prods, a, b, model, paired)
     t = rounding_target("fp32", model.out_rounding, overflow=model.overflow)
-    out = chain_blocks(prods, 0, prods.K, c.reshape(-1), model.instruction_k, terms(prods, a, b, model, paired), t,
-                       -126, model.frac_bits, model.zero_c_exponent)  # fmt: skip
+    out = chain_blocks(prods, 0, prods.K, c.reshape(-1), model.instruction_k, terms, t, -126, model.frac_bits,
+                       model.zero_c_exponent)
     return out.reshape(c.shape)
-
-
-def _exact_products(x: np.ndarray, y: np.ndarray, paired: bool) -> np.ndarray:
-    """sum_k x[k, i] * y[k, j] for every (i, j) (``paired``: i = j only), raveled, for sums that
-    are exact in float64 in any order, without BLAS: NumPy's own loop. OpenBLAS's threads,
-    spinning after each of these many small products, took the cores from the element-wise
-    work between them (a 512x512x4096 GEMM 7x slower on 2 cores).
-
-    >>> _exact_products(np.array([[1.0], [2.0]]), np.array([[3.0, 1.0], [4.0, 0.0]]), False).tolist()
-    [11.0, 1.0]
-    """
-    return np.einsum("ki,ki->i" if paired else "ki,kj->ij", x, y).reshape(-1)
 
 
 def _pair(op: np.ufunc, x: np.ndarray, y: np.ndarray, paired: bool) -> np.ndarray:
     """op of a per-row array of a and a per-column array of b, for each raveled result."""
     return op(x, y) if paired else op(x[:, None], y[None, :]).reshape(-1)
-
-
-def _product_terms(prods: Products, a: Operand, b: Operand, model: BlockScaledFMA, paired: bool) -> BlockSum:
-    """The instruction's sum with a term per product: the matrix product where no term loses
-    a bit (bounded from the operands' per-instruction highs and lows), the term loop of
-    :func:`~.block.product_sum` for the other results."""
-    loop = product_sum(prods, model.term_rounding)
-    ik = model.instruction_k
-    limit = min(model.frac_bits, 53 - prods.headroom - math.ceil(math.log2(ik)))
-
-    def block_sum(s: int, e: int, cf: np.ndarray, ec: np.ndarray, F: int) -> np.ndarray:
-        t = s // ik
-        high = np.maximum(ec, _pair(np.add, a.high[t], b.high[t], paired))
-        low = _pair(np.add, a.low[t], b.low[t], paired)
-        fast = (high - low <= limit) & ((cf == 0) | (ec - 23 >= high - F))
-        if not fast.any():
-            return loop(s, e, cf, ec, F)
-        total = round_to_odd_sum(_exact_products(a.finite[s:e], b.finite[s:e], paired), cf)
-        if not fast.all():
-            slow = np.flatnonzero(~fast)
-            i, j = (slow, slow) if paired else np.divmod(slow, b.rows)
-            total[slow] = product_sum(prods.pairs(i, j, s, e), model.term_rounding)(0, e - s, cf[slow], ec[slow], F)
-        return total
-
-    return block_sum
 
 
 def _sub_block_terms(prods: Products, a: Operand, b: Operand, model: BlockScaledFMA, paired: bool) -> BlockSum:
@@ -120,7 +84,7 @@ def _sub_block_terms(prods: Products, a: Operand, b: Operand, model: BlockScaled
         values, exps = [cf], [ec]
         for g in range(s, e, sb):
             blk = g // a.block
-            sums = _exact_products(a.ints[g : g + sb], b.ints[g : g + sb], paired)  # integers below 2**53
+            sums = exact_products(a.ints[g : g + sb], b.ints[g : g + sb], not paired)  # integers below 2**53
             ex = _pair(np.add, a.scale_exp[blk], b.scale_exp[blk], paired)
             scales = _pair(np.multiply, a.scale_int[blk] * unit_a, b.scale_int[blk] * unit_b, paired)
             v = sums * scales * pow2(ex - shift)

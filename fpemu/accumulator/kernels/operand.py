@@ -56,8 +56,11 @@ class Operand:
             scale's fraction bits; 0 for a NaN or zero scale, whose exponent is NO_EXPONENT,
             or ``zero_exponent`` for a zero one).
         ints: (K, rows) element values times 2**int_shift, integers (0 for Inf and NaN).
-        high, low: (instructions, rows) the largest term exponent and the lowest set bit of any
-            non-zero value in an instruction: the bounds of the exact fast path.
+        high, low: (blocks, rows) the largest term exponent and the lowest set bit of any
+            non-zero value in each block of ``bound_k`` products along K (a block-scaled
+            model's instruction, a dense model's block): the bounds of the exact fast path of
+            :func:`~.block.product_sum`; None where the kernel runs without it.
+        bound_k: the products per block of ``high`` and ``low`` (0 without them).
     """
 
     raw: np.ndarray | None
@@ -74,6 +77,7 @@ class Operand:
     ints: np.ndarray | None = None
     high: np.ndarray | None = None
     low: np.ndarray | None = None
+    bound_k: int = 0
 
     @property
     def rows(self) -> int:
@@ -138,6 +142,25 @@ def element_operand(x_kmajor: np.ndarray, fmt: Format, flush: bool, zero_exponen
     return Operand(raw, finite, exps, nonfinite)
 
 
+def with_bounds(op: Operand, n: int) -> Operand:
+    """A plain operand with its fast-path bounds per block of ``n`` products along K (a
+    short last block padded with terms that take no part): each block's largest exponent
+    and the lowest set bit of its non-zero values.
+
+    >>> op = with_bounds(element_operand(np.array([[1.5], [0.0], [0.25]]), Format("fp16", 5, 10, 15), False, None), 2)
+    >>> op.high[:, 0].tolist(), op.low[:, 0].tolist()
+    ([0, -2], [-1, -2])
+    """
+    K, rows = op.finite.shape
+    t = -(-K // n)
+    pad = ((0, t * n - K), (0, 0))
+    high = np.pad(op.exponent.astype(np.int32), pad, constant_values=NO_EXPONENT).reshape(t, n, rows).max(axis=1)
+    low = np.pad(_lowest_bits(op.finite), pad, constant_values=NO_BIT).reshape(t, n, rows).min(axis=1)
+    bounded = copy.copy(op)
+    bounded.high, bounded.low, bounded.bound_k = high, low, n
+    return bounded
+
+
 def block_operand(q: BlockArray, k_axis: int, model: Accumulator) -> Operand:
     """A block array as ``model`` reads it: A (k_axis 1) or B (k_axis 0) of a product, its
     rows (A's) or columns (B's) K-major, with one scale per (row, K-block) (a 2-D tile's for
@@ -188,6 +211,7 @@ def _terms(op: Operand, model: BlockScaledFMA) -> None:
     op.high = op.exponent.reshape(t, ik, -1).max(axis=1)
     low = np.where(op.finite == 0, NO_BIT, elements.low[op.codes] + scales.low[s])
     op.low = low.reshape(t, ik, -1).min(axis=1)
+    op.bound_k = ik
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ...formats import Format
-from .operand import Operand, element_operand
+from .operand import Operand, element_operand, with_bounds
 
 #: Products of this magnitude overflow in models with ``product_overflow`` (beyond fp32).
 _PRODUCT_LIMIT = 2.0**128
@@ -25,7 +25,9 @@ class Products:
     below any real one, :data:`~fpemu.arith.NO_EXPONENT` twice, unless a zero operand has an
     exponent of its own). Both are computed on demand, so a product never holds more than a
     few (R,) arrays: R is kept cache-sized by the caller (:mod:`..pieces`). ``headroom``:
-    |value(k)| < 2**(exponent(k) + headroom).
+    |value(k)| < 2**(exponent(k) + headroom). ``bound_k``: where both operands carry their
+    bounds per block of that many products (:attr:`.operand.Operand.high`, ``low``), the
+    block sums may take the exact fast path (:func:`.block.product_sum`); 0 otherwise.
     """
 
     def __init__(self, a: Operand, b: Operand, outer: bool, lane_ordered: bool = False) -> None:
@@ -37,6 +39,9 @@ class Products:
         self.headroom = a.sig_bits + b.sig_bits
         self.K = a.raw.shape[0]
         self.R = a.rows * b.rows if outer else a.rows
+        bounded = a.high is not None and b.high is not None and a.bound_k == b.bound_k
+        self.bound_k = a.bound_k if bounded else 0
+        self.high_a, self.low_a, self.high_b, self.low_b = (a.high, a.low, b.high, b.low) if bounded else (None,) * 4
 
     def _arrays(self) -> tuple[str, ...]:
         return ("a_raw", "b_raw", "a", "b", "ea", "eb")
@@ -46,6 +51,7 @@ class Products:
         new = object.__new__(Products)
         new.__dict__.update(self.__dict__)
         new.lane_ordered = True
+        new.bound_k = 0  # the bounds are per block of the old order
         for name in self._arrays():
             setattr(new, name, getattr(self, name)[order])
         return new
@@ -59,7 +65,7 @@ class Products:
         new.__dict__.update(self.__dict__)
         for name in self._arrays():
             setattr(new, name, np.tile(getattr(self, name), (1, n)))  # k-major: rows are columns
-        new.R = self.R * n
+        new.R, new.bound_k = self.R * n, 0
         return new
 
     def pairs(self, i: np.ndarray, j: np.ndarray, k0: int, k1: int) -> Products:
@@ -70,19 +76,35 @@ class Products:
         for name, rows in zip(self._arrays(), (i, j) * 3):
             value = getattr(self, name)
             setattr(new, name, None if value is None else value[k0:k1][:, rows])
-        new.outer, new.K, new.R = False, k1 - k0, len(i)
+        new.outer, new.K, new.R, new.bound_k = False, k1 - k0, len(i), 0
         return new
 
-    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op: Callable) -> np.ndarray:
+    def _pair(self, x: np.ndarray, y: np.ndarray, k: int, op: Callable, out: np.ndarray | None = None) -> np.ndarray:
         if self.outer:
-            return op(x[k][:, None], y[k][None, :]).reshape(-1)
-        return op(x[k], y[k])
+            shaped = None if out is None else out.reshape(x.shape[1], y.shape[1])
+            return op(x[k][:, None], y[k][None, :], out=shaped).reshape(-1)
+        return op(x[k], y[k], out=out)
 
     def value(self, k: int) -> np.ndarray:
         return self._pair(self.a, self.b, k, np.multiply)
 
-    def exponent(self, k: int) -> np.ndarray:
-        return self._pair(self.ea, self.eb, k, np.add)
+    def term(self, k: int, out: np.ndarray) -> np.ndarray:
+        """The products k as terms of an aligned sum, into ``out`` (float64, (R,)): the values
+        of :meth:`value`, but a zero's sign is not kept (a GEMM's outer product by einsum, twice
+        as fast as broadcasting np.multiply; the aligned sum starts from +0, where a zero term
+        adds nothing whatever its sign)."""
+        if self.outer:
+            np.einsum("i,j->ij", self.a[k], self.b[k], out=out.reshape(self.a.shape[1], self.b.shape[1]))
+            return out
+        return np.multiply(self.a[k], self.b[k], out=out)
+
+    def exponent(self, k: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The products' exponents k (R,), into ``out`` (of :attr:`exponent_dtype`) where given."""
+        return self._pair(self.ea, self.eb, k, np.add, out)
+
+    @property
+    def exponent_dtype(self) -> np.dtype:
+        return np.result_type(self.ea, self.eb)
 
     def values(self, k0: int, k1: int) -> np.ndarray:
         """Products k0..k1-1 stacked, shape (k1 - k0, R)."""
@@ -117,9 +139,11 @@ class Products:
 
 
 def element_products(a: np.ndarray, b: np.ndarray | Operand, fa: Format, fb: Format, outer: bool, flush: bool,
-                     zero_exponent: int | None = None, lane_ordered: bool = False) -> Products:  # fmt: skip
+                     zero_exponent: int | None = None, lane_ordered: bool = False, bound_k: int = 0) -> Products:  # fmt: skip
     """The products of plain operands: a GEMM's A (M, K) and B (K, N), or a dot's a and b
-    (R, K); B may be an Operand already (prepared once for every piece of A's rows).
+    (R, K); B may be an Operand already (prepared once for every piece of A's rows). With
+    ``bound_k``, A gets its bounds per block of that many products (B too, unless it is an
+    Operand already, which carries its own).
 
     >>> from fpemu.formats import get_format
     >>> p = element_products(np.array([[2.0, 3.0]]), np.array([[4.0], [0.5]]), get_format("fp16"),
@@ -129,6 +153,9 @@ def element_products(a: np.ndarray, b: np.ndarray | Operand, fa: Format, fb: For
     """
     opa = element_operand(a.T, fa, flush, zero_exponent)
     opb = b if isinstance(b, Operand) else element_operand(b if outer else b.T, fb, flush, zero_exponent)
+    if bound_k:
+        opa = with_bounds(opa, bound_k)
+        opb = opb if isinstance(b, Operand) else with_bounds(opb, bound_k)
     return Products(opa, opb, outer, lane_ordered)
 
 
