@@ -14,6 +14,9 @@ does, in one place.
   same codes, for the three float32 paths above and below.
 * :mod:`.prefix_rne`: bf16/tf32 under round-to-nearest-even by integer rounding of the
   float32 bit pattern (``prefix_rne``).
+* :mod:`.in_range`: overflow rules and NaN policies at the speed of the path above that
+  serves the same rounding under the format's defaults, the generic kernel for what lies
+  outside the format's range (``in_range``).
 * :mod:`.float_fields`: float16/32/64 under any rounding (stochastic included) and option,
   by the generic kernel's rounding on the fields of the bit pattern (``float_fields``).
 * :mod:`.numpy_cast`: fp16/fp32/fp64 under round-to-nearest-even by numpy's own correctly

@@ -1,5 +1,7 @@
 """fp16, fp32 and fp64 under round-to-nearest-even through numpy's own cast, which is correctly
 rounded (IEEE 754); only NaNs are re-encoded, by the generic kernel, per the ``nan`` option.
+From an input no wider than the format the cast is exact, so it serves every deterministic
+rounding (which leaves the format's own values as they are).
 
 >>> from ...formats import get_format
 >>> from ..options import Conversion
