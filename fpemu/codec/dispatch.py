@@ -23,7 +23,9 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    correctly rounded cast; from an input at most as wide under any deterministic rounding,
    which then changes no finite value: numpy's exact cast (``numpy_cast``).
 8. bf16 and tf32 (float32 prefixes) under RNE: integer rounding of the float32 bit pattern
-   (``prefix_rne``).
+   (``prefix_rne``); under the other deterministic roundings, with any overflow rule and NaN
+   policy, the same for every value below the format's largest, the generic kernel for the
+   rest (``prefix_directed``).
 9. Conversions that differ from one of steps 6-8 only in the overflow rule or the NaN policy
    (signed formats with NaN, deterministic roundings): that path, then the generic kernel
    for the elements of magnitude not below the format's largest finite value, NaN included,
@@ -69,7 +71,7 @@ from .fast.in_range import in_range_base, in_range_serves, redo_outside
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
 from .fast.numpy_cast import NUMPY_NATIVE, encode_numpy_cast
-from .fast.prefix_rne import PREFIX_INPUTS, encode_prefix_rne
+from .fast.prefix_rne import PREFIX_DIRECTED, PREFIX_INPUTS, encode_prefix_directed, encode_prefix_rne
 from .fast.top_half import arithmetic_plan, encode_float32_top_half
 from .generic_kernel import encode_generic, is_fp32_prefix
 from .inputs import check_via, integers_as_floats
@@ -89,6 +91,9 @@ PATHS = {
     "in_range": "overflow rules and NaN policies (signed formats with NaN): the path of the same rounding under the "
                 "format's defaults, then the generic kernel for |x| >= max and NaN, found by two reductions "
                 "(fast/in_range)",
+    "prefix_directed": "bf16/tf32 under RZ, up, down, odd, nearest-away with any overflow rule and NaN policy: "
+                       "integer rounding of the float32 pattern, the generic kernel for |x| >= max and NaN "
+                       "(fast/prefix_rne, fast/in_range)",
     "float_fields": "float16/32/64 into sign-magnitude formats, any rounding and option: the truncated code and the "
                     "dropped fraction read off the bit pattern, the generic kernel's rounding; what lies outside the "
                     "format's normal range by the generic kernel (fast/float_fields)",
@@ -98,7 +103,7 @@ PATHS = {
 }
 
 #: Paths that cost a few ns an element on float32 (threads pay off only for millions).
-LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne", "in_range")
+LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne", "prefix_directed", "in_range")
 
 #: Below this many 16-bit elements the input table is not worth building (2**16 encodes); for
 #: 8-bit input (256 encodes) below :data:`MIN_BYTE_TABLE_ELEMENTS`. Either way the codes are
@@ -156,10 +161,12 @@ def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
             opts.rounding == "nearest_even" and (dtype.itemsize >= NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64)
             or _exact_rounding(opts) and dtype.itemsize <= NUMPY_NATIVE[fmt].itemsize):
         return "numpy_cast"
-    if dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
-            and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
-            and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
+    prefix = dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
+        and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23)
+    if prefix and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix_rne"
+    if prefix and opts.rounding in PREFIX_DIRECTED and fmt.has_nan:
+        return "prefix_directed"
     if in_range_serves(fmt, opts) and _float_path(fmt, in_range_base(fmt, opts), dtype) in _IN_RANGE_BASES:
         return "in_range"
     if fields_serve(fmt, opts, dtype):
@@ -239,6 +246,8 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
         codes = encode_numpy_cast(x, fmt, opts)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
+    elif path == "prefix_directed":
+        codes = encode_prefix_directed(x, fmt, opts.rounding, None if fmt.code_shift else out)
     elif path == "float_fields":
         into = None if fmt.code_shift else out
         if x.dtype == np.float64 and narrows_alike(fmt, opts):  # half the memory of float64 fields
@@ -252,6 +261,8 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
+    if path == "prefix_directed":  # exact below the format's largest value: the rest by the generic kernel
+        codes = redo_outside(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     if out is None:
         return codes

@@ -130,6 +130,17 @@ def test_numpy_cast_path_is_the_generic_kernel(name, dtype, nan, rounding):
 
 
 @pytest.mark.parametrize("name, conv", [
+    ("bf16", Conversion(rounding="odd", overflow="saturate")), ("tf32", Conversion(rounding="up")),
+    ("bf16", Conversion(rounding="nearest_away", nan="payload")), ("tf32", Conversion(rounding="toward_zero")),
+])
+def test_prefix_directed_path_is_the_generic_kernel(name, conv):
+    for dtype in (np.float32, np.float64, np.float16):
+        x = inputs(dtype)
+        assert encode_path(name, conv, dtype, x.size) == "prefix_directed", (name, conv, dtype)
+        same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, conv, dtype))
+
+
+@pytest.mark.parametrize("name, conv", [
     ("bf16", Conversion(nan="all_ones")), ("bf16", Conversion(overflow="saturate", nan="payload")),
     ("tf32", Conversion(overflow="sat_none")), ("fp16", Conversion(overflow="saturate")),
     ("fp32", Conversion(overflow="ml_dtypes_saturate", nan="ones_positive")), ("e5m2", Conversion(nan="payload")),
@@ -170,7 +181,7 @@ def test_exact_path_is_the_generic_kernel_on_float_values(name):
     ("e4m3", Conversion(rounding="stochastic")),
     ("e2m1", Conversion(rounding="stochastic_c", sr_bits=5)),
     ("bf16", Conversion(rounding="stochastic", nan="all_ones")),
-    ("bf16", Conversion(rounding="odd", overflow="saturate")),
+    ("bf16", Conversion(rounding="stochastic", overflow="saturate")),
     ("fp16", Conversion(rounding="down", overflow="saturate")),
     ("e5m2", Conversion(rounding="stochastic", nan="payload")),
     ("fp16", Conversion(rounding="up")),
@@ -285,6 +296,7 @@ def test_the_decision_follows_the_module_docstring():
     assert encode_path("fp32", {"rounding": "up"}, f32) == "numpy_cast"  # ... in any deterministic mode
     assert encode_path("fp16", {"rounding": "up"}, f32) == "float_fields"  # (a narrowing cast is RNE)
     assert encode_path("tf32", {}, f64) == "prefix_rne"  # 8. bf16 and tf32 prefixes
+    assert encode_path("bf16", {"rounding": "up", "overflow": "saturate"}, f64) == "prefix_directed"
     assert encode_path("fp32", {}, f32) == "numpy_cast"
     assert encode_path("bf16", {"overflow": "saturate"}, f32) == "in_range"  # 9. options beyond the range
     assert encode_path("fp16", {"overflow": "saturate", "rounding": "up"}, f32) == "float_fields"  # 10. the fields

@@ -13,7 +13,8 @@ does, in one place.
 * :mod:`.float32_alike`: float64 (and float16) input made float32 so that it rounds to the
   same codes, for the three float32 paths above and below.
 * :mod:`.prefix_rne`: bf16/tf32 under round-to-nearest-even by integer rounding of the
-  float32 bit pattern (``prefix_rne``).
+  float32 bit pattern (``prefix_rne``), and under the other deterministic roundings below
+  the format's largest value (``prefix_directed``).
 * :mod:`.in_range`: overflow rules and NaN policies at the speed of the path above that
   serves the same rounding under the format's defaults, the generic kernel for what lies
   outside the format's range (``in_range``).

@@ -80,7 +80,7 @@ def test_stochastic_bits_of_each_position_and_given_bits(name, rounding):
 
 
 def test_the_dispatch_sends_every_other_option_here():
-    assert encode_path("bf16", Conversion(rounding="toward_zero"), np.float32) == "float_fields"
+    assert encode_path("fp16", Conversion(rounding="toward_zero"), np.float32) == "float_fields"
     assert encode_path("fp16", Conversion(rounding="up", overflow="saturate"), np.float64) == "float_fields"
     assert encode_path("e2m1", Conversion(rounding="stochastic"), np.float32) == "float_fields"
     assert encode_path("e4m3", Conversion(rounding="stochastic_a", sr_bits=3), np.float16) == "float_fields"
