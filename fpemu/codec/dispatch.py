@@ -21,7 +21,10 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    float32 chunk by chunk first, in a way that keeps every code (:mod:`.fast.float32_alike`).
 7. fp16, fp32, fp64 under RNE with Inf overflow, from an input at least as wide: numpy's
    correctly rounded cast; from an input at most as wide under any deterministic rounding,
-   which then changes no finite value: numpy's exact cast (``numpy_cast``).
+   which then changes no finite value: numpy's exact cast (``numpy_cast``). From a wider
+   input under RZ, up, down, odd or nearest-away, with any overflow rule and NaN policy: that cast
+   stepped one unit where it went against the mode, the generic kernel for the elements of
+   magnitude not below the format's largest (``cast_directed``).
 8. bf16 and tf32 (float32 prefixes) under RNE: integer rounding of the float32 bit pattern
    (``prefix_rne``); under the other deterministic roundings, with any overflow rule and NaN
    policy, the same for every value below the format's largest, the generic kernel for the
@@ -70,7 +73,7 @@ from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
 from .fast.in_range import in_range_base, in_range_serves, redo_outside
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
-from .fast.numpy_cast import NUMPY_NATIVE, encode_numpy_cast
+from .fast.numpy_cast import CAST_DIRECTED, NUMPY_NATIVE, encode_cast_directed, encode_numpy_cast
 from .fast.prefix_rne import PREFIX_DIRECTED, PREFIX_INPUTS, encode_prefix_directed, encode_prefix_rne
 from .fast.top_half import arithmetic_plan, encode_float32_top_half
 from .generic_kernel import encode_generic, is_fp32_prefix
@@ -87,6 +90,9 @@ PATHS = {
                   "by one gather from the 17-bit table (fast/fp32_table)",
     "numpy_cast": "fp16/fp32/fp64 under RNE by numpy's cast, or any deterministic rounding of a narrower input "
                   "(then exact) (fast/numpy_cast)",
+    "cast_directed": "fp16/fp32 from a wider float under RZ, up, down, odd, nearest-away, any overflow rule and NaN policy: numpy's "
+                     "cast stepped one unit where it went against the mode, the generic kernel for |x| >= max and NaN "
+                     "(fast/numpy_cast, fast/in_range)",
     "prefix_rne": "bf16/tf32 under RNE by integer rounding of the float32 pattern (fast/prefix_rne)",
     "in_range": "overflow rules and NaN policies (signed formats with NaN): the path of the same rounding under the "
                 "format's defaults, then the generic kernel for |x| >= max and NaN, found by two reductions "
@@ -103,7 +109,7 @@ PATHS = {
 }
 
 #: Paths that cost a few ns an element on float32 (threads pay off only for millions).
-LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne", "prefix_directed", "in_range")
+LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne", "prefix_directed", "cast_directed", "in_range")
 
 #: Below this many 16-bit elements the input table is not worth building (2**16 encodes); for
 #: 8-bit input (256 encodes) below :data:`MIN_BYTE_TABLE_ELEMENTS`. Either way the codes are
@@ -161,6 +167,8 @@ def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
             opts.rounding == "nearest_even" and (dtype.itemsize >= NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64)
             or _exact_rounding(opts) and dtype.itemsize <= NUMPY_NATIVE[fmt].itemsize):
         return "numpy_cast"
+    if fmt in NUMPY_NATIVE and dtype.itemsize > NUMPY_NATIVE[fmt].itemsize and opts.rounding in CAST_DIRECTED:
+        return "cast_directed"
     prefix = dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
         and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23)
     if prefix and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
@@ -244,6 +252,8 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
                                                                                                  encode32)
     elif path == "numpy_cast":
         codes = encode_numpy_cast(x, fmt, opts)
+    elif path == "cast_directed":
+        codes = encode_cast_directed(x, fmt, opts.rounding, out)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
     elif path == "prefix_directed":
@@ -261,7 +271,7 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
-    if path == "prefix_directed":  # exact below the format's largest value: the rest by the generic kernel
+    if path in ("prefix_directed", "cast_directed"):  # exact below the format's largest value: the rest by the generic kernel
         codes = redo_outside(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     if out is None:
