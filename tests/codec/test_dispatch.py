@@ -132,7 +132,7 @@ def test_numpy_cast_path_is_the_generic_kernel(name, dtype, nan, rounding):
 @pytest.mark.parametrize("name, conv", [
     ("fp16", Conversion(rounding="up")), ("fp16", Conversion(rounding="down", overflow="saturate")),
     ("fp32", Conversion(rounding="odd", nan="payload")), ("fp32", Conversion(rounding="nearest_away", overflow="sat_none")),
-    ("fp16", Conversion(rounding="toward_zero", overflow="ml_dtypes_saturate")),
+    ("fp32", Conversion(rounding="toward_zero", overflow="ml_dtypes_saturate")),
 ])
 def test_cast_directed_path_is_the_generic_kernel(name, conv):
     for dtype in ((np.float32, np.float64) if name == "fp16" else (np.float64,)):
