@@ -70,7 +70,7 @@ from ..formats import Format, get_format
 from .exact_kernel import outside_range
 from .fast.float32_alike import encode_through_float32
 from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
-from .fast.in_range import in_range_base, in_range_serves, redo_outside
+from .fast.in_range import in_range_base, in_range_serves, redo_at, redo_outside
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
 from .fast.numpy_cast import CAST_DIRECTED, NUMPY_NATIVE, encode_cast_directed, encode_numpy_cast
@@ -253,8 +253,10 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
                                                                                                  encode32)
     elif path == "numpy_cast":
         codes = encode_numpy_cast(x, fmt, opts)
-    elif path == "cast_directed":
-        codes = encode_cast_directed(x, fmt, opts.rounding, out)
+    elif path == "cast_directed":  # (it finds what lies outside the range while each chunk is in cache)
+        found: list = []
+        codes = encode_cast_directed(x, fmt, opts.rounding, out, found)
+        codes = redo_at(codes, x, np.concatenate(found) if found else np.empty(0, np.intp), fmt, opts)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
     elif path == "prefix_directed":
@@ -272,7 +274,7 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
-    if path in ("prefix_directed", "cast_directed"):  # exact below the format's largest value: the rest by the generic kernel
+    if path == "prefix_directed":  # exact below the format's largest value: the rest by the generic kernel
         codes = redo_outside(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     if out is None:

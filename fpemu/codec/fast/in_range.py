@@ -67,7 +67,12 @@ def redo_outside(codes: np.ndarray, x: np.ndarray, fmt: Format, opts: Conversion
     """codes (of the flat float array x, in the format's code dtype and container position,
     by a path exact for ``|x| < max``) with the elements outside that range re-encoded under
     opts by the generic kernel, in place."""
-    where = outside_positions(x, fmt)
+    return redo_at(codes, x, outside_positions(x, fmt), fmt, opts)
+
+
+def redo_at(codes: np.ndarray, x: np.ndarray, where: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
+    """codes with the elements at the flat positions ``where`` re-encoded under opts by the
+    generic kernel, in place (see :func:`redo_outside`)."""
     if where.size:
         redone = encode_generic(x[where], fmt, opts).astype(fmt.code_dtype)
         codes[where] = redone << fmt.code_dtype.type(fmt.code_shift) if fmt.code_shift else redone
