@@ -20,17 +20,27 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    (``top_half``), else the 17-bit table (``fp32_table``); float16 and float64 input is made
    float32 chunk by chunk first, in a way that keeps every code (:mod:`.fast.float32_alike`).
 7. fp16, fp32, fp64 under RNE with Inf overflow, from an input at least as wide: numpy's
-   correctly rounded cast (``numpy_cast``).
+   correctly rounded cast; from an input at most as wide under any deterministic rounding,
+   which then changes no finite value: numpy's exact cast (``numpy_cast``). From a wider
+   input under RZ (fp32 only), up, down, odd or nearest-away, with any overflow rule and
+   NaN policy: that cast stepped one unit where it went against the mode, the generic kernel
+   for the elements of magnitude not below the format's largest (``cast_directed``).
 8. bf16 and tf32 (float32 prefixes) under RNE: integer rounding of the float32 bit pattern
-   (``prefix_rne``).
-9. Sign-magnitude and unsigned formats whose normal range lies within float64's (read as
+   (``prefix_rne``); under the other deterministic roundings, with any overflow rule and NaN
+   policy, the same for every value below the format's largest, the generic kernel for the
+   rest (``prefix_directed``).
+9. Conversions that differ from one of steps 6-8 only in the overflow rule or the NaN policy
+   (signed formats with NaN, deterministic roundings): that path, then the generic kernel
+   for the elements of magnitude not below the format's largest finite value, NaN included,
+   which one maximum and one minimum find (``in_range``).
+10. Sign-magnitude and unsigned formats whose normal range lies within float64's (read as
    float32 fields where the format fits float32's, else as float64's), under any other
    rounding or option (directed, odd,
    stochastic, P3109's given bits, overflow rules, NaN policies): the truncated code and the
    dropped fraction read off the bit pattern, rounded by the generic kernel's ``round_code``,
    with the generic kernel for the elements outside the format's normal range
    (``float_fields``).
-10. Everything else: ``generic``.
+11. Everything else: ``generic``.
 
 Steps inside one path that depend on the data (the top-half path's choice, chunk by chunk,
 between listing few specials and bulk ways for many; the narrowing's choice between fixing
@@ -60,10 +70,11 @@ from ..formats import Format, get_format
 from .exact_kernel import outside_range
 from .fast.float32_alike import encode_through_float32
 from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
+from .fast.in_range import in_range_base, in_range_serves, redo_at, redo_outside
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
-from .fast.numpy_cast import NUMPY_NATIVE, encode_numpy_cast
-from .fast.prefix_rne import PREFIX_INPUTS, encode_prefix_rne
+from .fast.numpy_cast import CAST_DIRECTED, NUMPY_NATIVE, encode_cast_directed, encode_numpy_cast
+from .fast.prefix_rne import PREFIX_DIRECTED, PREFIX_INPUTS, encode_prefix_directed, encode_prefix_rne
 from .fast.top_half import arithmetic_plan, encode_float32_top_half
 from .generic_kernel import encode_generic, is_fp32_prefix
 from .inputs import check_via, integers_as_floats
@@ -77,8 +88,18 @@ PATHS = {
                 "by uint16 arithmetic on the top half of each pattern (fast/top_half)",
     "fp32_table": "float32 (float16, float64 made float32 alike) into formats of <= 6 mantissa bits, "
                   "by one gather from the 17-bit table (fast/fp32_table)",
-    "numpy_cast": "fp16/fp32/fp64 under RNE by numpy's cast (fast/numpy_cast)",
+    "numpy_cast": "fp16/fp32/fp64 under RNE by numpy's cast, or any deterministic rounding of a narrower input "
+                  "(then exact) (fast/numpy_cast)",
+    "cast_directed": "fp16/fp32 from a wider float under RZ, up, down, odd, nearest-away, any overflow rule and NaN policy: numpy's "
+                     "cast stepped one unit where it went against the mode, the generic kernel for |x| >= max and NaN "
+                     "(fast/numpy_cast, fast/in_range)",
     "prefix_rne": "bf16/tf32 under RNE by integer rounding of the float32 pattern (fast/prefix_rne)",
+    "in_range": "overflow rules and NaN policies (signed formats with NaN): the path of the same rounding under the "
+                "format's defaults, then the generic kernel for |x| >= max and NaN, found by two reductions "
+                "(fast/in_range)",
+    "prefix_directed": "bf16/tf32 under RZ, up, down, odd, nearest-away with any overflow rule and NaN policy: "
+                       "integer rounding of the float32 pattern, the generic kernel for |x| >= max and NaN "
+                       "(fast/prefix_rne, fast/in_range)",
     "float_fields": "float16/32/64 into sign-magnitude formats, any rounding and option: the truncated code and the "
                     "dropped fraction read off the bit pattern, the generic kernel's rounding; what lies outside the "
                     "format's normal range by the generic kernel (fast/float_fields)",
@@ -88,13 +109,16 @@ PATHS = {
 }
 
 #: Paths that cost a few ns an element on float32 (threads pay off only for millions).
-LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne")
+LIGHT_PATHS = ("input_table", "top_half", "fp32_table", "numpy_cast", "prefix_rne", "prefix_directed", "cast_directed", "in_range")
 
 #: Below this many 16-bit elements the input table is not worth building (2**16 encodes); for
 #: 8-bit input (256 encodes) below :data:`MIN_BYTE_TABLE_ELEMENTS`. Either way the codes are
 #: the same.
 MIN_TABLE_ELEMENTS = 1 << 15
 MIN_BYTE_TABLE_ELEMENTS = 1 << 10
+
+# The paths in_range runs for the values inside the format's range.
+_IN_RANGE_BASES = ("top_half", "fp32_table", "numpy_cast", "prefix_rne")
 
 # numpy's own integer roundings of float64 values (quantum_scaling), per rounding mode.
 _INTEGER_ROUNDINGS = ("nearest_even", "toward_zero", "up", "down")
@@ -112,7 +136,7 @@ def encode_path(fmt: str | Format, conversion: Conversion | Mapping | None = Non
     >>> encode_path("e2m1", {"rounding": "toward_zero"}, np.int16, 5)
     'top_half'
     >>> encode_path("e4m3", {"rounding": "odd"}, np.float32), encode_path("bf16", {"nan": "all_ones"}, np.float32)
-    ('fp32_table', 'float_fields')
+    ('fp32_table', 'in_range')
     """
     fmt = get_format(fmt)
     conv = Conversion.of(conversion)
@@ -136,19 +160,33 @@ def encode_path(fmt: str | Format, conversion: Conversion | Mapping | None = Non
 
 
 def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
-    """Steps 6-10 of the module docstring: the path of float16/32/64 input."""
+    """Steps 6-11 of the module docstring: the path of float16/32/64 input."""
     if _fp32_table_serves(fmt, opts):
         return "fp32_table" if arithmetic_plan(fmt, opts) is None else "top_half"
-    if opts.rounding == "nearest_even" and opts.overflow == "inf" and fmt in NUMPY_NATIVE \
-            and (dtype.itemsize >= NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64):
+    if opts.overflow == "inf" and fmt in NUMPY_NATIVE and (
+            opts.rounding == "nearest_even" and (dtype.itemsize >= NUMPY_NATIVE[fmt].itemsize or fmt.bits == 64)
+            or _exact_rounding(opts) and dtype.itemsize <= NUMPY_NATIVE[fmt].itemsize):
         return "numpy_cast"
-    if dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
-            and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23) \
-            and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
+    if fmt in NUMPY_NATIVE and dtype.itemsize > NUMPY_NATIVE[fmt].itemsize and opts.rounding in CAST_DIRECTED \
+            and (fmt.bits > 16 or opts.rounding != "toward_zero"):  # (fp16 RZ: the fields, which skip rounding, are faster)
+        return "cast_directed"
+    prefix = dtype in PREFIX_INPUTS and is_fp32_prefix(fmt) \
+        and (fmt.mantissa_bits <= 21 or dtype == np.float32 and fmt.mantissa_bits < 23)
+    if prefix and opts == Conversion("nearest_even", "inf", "sign"):  # (directed_overflow: RNE is never spared)
         return "prefix_rne"
+    if prefix and opts.rounding in PREFIX_DIRECTED and fmt.has_nan:
+        return "prefix_directed"
+    if in_range_serves(fmt, opts) and _float_path(fmt, in_range_base(fmt, opts), dtype) in _IN_RANGE_BASES:
+        return "in_range"
     if fields_serve(fmt, opts, dtype):
         return "float_fields"
     return "generic"
+
+
+def _exact_rounding(opts: Conversion) -> bool:
+    """Whether the rounding leaves every finite value the format holds as it is (the generic
+    kernel's deterministic modes)."""
+    return not opts.stochastic and opts.rounding != "ml_dtypes_e8m0"
 
 
 def _fp32_table_serves(fmt: Format, opts: Conversion) -> bool:
@@ -205,14 +243,24 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     "outside_range"`` applied; written into ``out`` when given (the fast paths write there
     directly). Stochastic rounding draws the bits of positions ``start``.. (or ``start[i]``,
     an array) under ``key``; ``bits``: P3109's given random bits."""
+    if path == "in_range":  # the base path's codes (positioned, outside_range-free), then the rest
+        base = in_range_base(fmt, opts)
+        codes = encode_flat(x, fmt, base, _float_path(fmt, base, x.dtype), out=out)
+        return outside_range(redo_outside(codes, x, fmt, opts), x, fmt, opts)
     if path in ("top_half", "fp32_table"):
         encode32 = encode_float32_top_half if path == "top_half" else encode_float32_by_table
         codes = encode32(x, fmt, opts, out) if x.dtype == np.float32 else encode_through_float32(x, fmt, opts, out,
                                                                                                  encode32)
     elif path == "numpy_cast":
         codes = encode_numpy_cast(x, fmt, opts)
+    elif path == "cast_directed":  # (it finds what lies outside the range while each chunk is in cache)
+        found: list = []
+        codes = encode_cast_directed(x, fmt, opts.rounding, out, found)
+        codes = redo_at(codes, x, np.concatenate(found) if found else np.empty(0, np.intp), fmt, opts)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
+    elif path == "prefix_directed":
+        codes = encode_prefix_directed(x, fmt, opts.rounding, None if fmt.code_shift else out)
     elif path == "float_fields":
         into = None if fmt.code_shift else out
         if x.dtype == np.float64 and narrows_alike(fmt, opts):  # half the memory of float64 fields
@@ -226,6 +274,8 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     codes = np.asarray(codes)
     if fmt.code_shift:
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
+    if path == "prefix_directed":  # exact below the format's largest value: the rest by the generic kernel
+        codes = redo_outside(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     if out is None:
         return codes

@@ -119,11 +119,50 @@ def test_prefix_rne_path_is_the_generic_kernel(name, dtypes):
                                          ("fp32", np.float32), ("fp32", np.float64), ("fp64", np.float64),
                                          ("fp64", np.float32)])
 @pytest.mark.parametrize("nan", [None, "payload", "quiet_payload", "positive"])
-def test_numpy_cast_path_is_the_generic_kernel(name, dtype, nan):
-    conv = Conversion(nan=nan)
+@pytest.mark.parametrize("rounding", [None, "up", "odd"])
+def test_numpy_cast_path_is_the_generic_kernel(name, dtype, nan, rounding):
+    if rounding and np.dtype(dtype).itemsize > {"fp16": 2, "fp32": 4, "fp64": 8}[name]:
+        return  # (a narrowing cast rounds to nearest even only)
+    conv = Conversion(nan=nan, rounding=rounding)
     x = inputs(dtype)
     assert encode_path(name, conv, dtype, x.size) == "numpy_cast", (name, dtype)
     same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, dtype, nan))
+
+
+@pytest.mark.parametrize("name, conv", [
+    ("fp16", Conversion(rounding="up")), ("fp16", Conversion(rounding="down", overflow="saturate")),
+    ("fp32", Conversion(rounding="odd", nan="payload")), ("fp32", Conversion(rounding="nearest_away", overflow="sat_none")),
+    ("fp32", Conversion(rounding="toward_zero", overflow="ml_dtypes_saturate")),
+])
+def test_cast_directed_path_is_the_generic_kernel(name, conv):
+    for dtype in ((np.float32, np.float64) if name == "fp16" else (np.float64,)):
+        x = inputs(dtype)
+        assert encode_path(name, conv, dtype, x.size) == "cast_directed", (name, conv, dtype)
+        same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, conv, dtype))
+
+
+@pytest.mark.parametrize("name, conv", [
+    ("bf16", Conversion(rounding="odd", overflow="saturate")), ("tf32", Conversion(rounding="up")),
+    ("bf16", Conversion(rounding="nearest_away", nan="payload")), ("tf32", Conversion(rounding="toward_zero")),
+])
+def test_prefix_directed_path_is_the_generic_kernel(name, conv):
+    for dtype in (np.float32, np.float64, np.float16):
+        x = inputs(dtype)
+        assert encode_path(name, conv, dtype, x.size) == "prefix_directed", (name, conv, dtype)
+        same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, conv, dtype))
+
+
+@pytest.mark.parametrize("name, conv", [
+    ("bf16", Conversion(nan="all_ones")), ("bf16", Conversion(overflow="saturate", nan="payload")),
+    ("tf32", Conversion(overflow="sat_none")), ("fp16", Conversion(overflow="saturate")),
+    ("fp32", Conversion(overflow="ml_dtypes_saturate", nan="ones_positive")), ("e5m2", Conversion(nan="payload")),
+    ("fp16", Conversion(overflow="nan", nan="all_ones")), ("float8_e3m4", Conversion(nan="quiet_payload")),
+])
+def test_in_range_path_is_the_generic_kernel(name, conv):
+    for dtype in (np.float32, np.float64):
+        x = inputs(dtype)
+        assert encode_path(name, conv, dtype, x.size) == "in_range", (name, conv, dtype)
+        same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, conv, dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8, np.int16, np.uint16])
@@ -153,15 +192,15 @@ def test_exact_path_is_the_generic_kernel_on_float_values(name):
 @pytest.mark.parametrize("name, conv", [
     ("e4m3", Conversion(rounding="stochastic")),
     ("e2m1", Conversion(rounding="stochastic_c", sr_bits=5)),
-    ("bf16", Conversion(nan="all_ones")),
-    ("bf16", Conversion(rounding="odd", overflow="saturate")),
-    ("fp16", Conversion(overflow="saturate")),
-    ("e5m2", Conversion(nan="payload")),
-    ("fp16", Conversion(rounding="up")),
+    ("bf16", Conversion(rounding="stochastic", nan="all_ones")),
+    ("bf16", Conversion(rounding="stochastic", overflow="saturate")),
+    ("fp16", Conversion(rounding="stochastic_a", sr_bits=6, overflow="saturate")),
+    ("e5m2", Conversion(rounding="stochastic", nan="payload")),
+    ("fp16", Conversion(rounding="stochastic")),
     ("e5m2", Conversion(rounding="stochastic_odd", sr_bits=3, overflow="saturate_propagate")),
     ("ue4m3", Conversion(rounding="stochastic")),
     ("e8m0", Conversion(rounding="stochastic")),  # (float32 input read as float64: its lowest binade is float32 subnormal)
-    ("fp32", Conversion(rounding="up")),
+    ("fp32", Conversion(rounding="stochastic")),
 ])
 def test_float_fields_path_is_the_generic_kernel(name, conv):
     stochastic_or_generic_path(name, conv, "float_fields")
@@ -265,13 +304,19 @@ def test_the_decision_follows_the_module_docstring():
     assert encode_path("e2m1", {}, f32) == "top_half"  # 6. the top half ...
     assert encode_path("e4m3", {"rounding": "up"}, f32) == "fp32_table"  # ... or the 17-bit table
     assert encode_path("e8m0", {}, f64) == "fp32_table"
-    assert encode_path("fp32", {}, f16) == "float_fields"  # 7. numpy's cast needs an input as wide
+    assert encode_path("fp32", {}, f16) == "numpy_cast"  # 7. numpy's cast: exact from a narrower input ...
+    assert encode_path("fp32", {"rounding": "up"}, f32) == "numpy_cast"  # ... in any deterministic mode
+    assert encode_path("fp16", {"rounding": "up"}, f32) == "cast_directed"  # ... and stepped from a wider one
     assert encode_path("tf32", {}, f64) == "prefix_rne"  # 8. bf16 and tf32 prefixes
+    assert encode_path("bf16", {"rounding": "up", "overflow": "saturate"}, f64) == "prefix_directed"
     assert encode_path("fp32", {}, f32) == "numpy_cast"
-    assert encode_path("bf16", {"overflow": "saturate"}, f32) == "float_fields"  # 9. the fields, any option
+    assert encode_path("bf16", {"overflow": "saturate"}, f32) == "in_range"  # 9. options beyond the range
+    assert encode_path("fp16", {"overflow": "saturate", "rounding": "up"}, f32) == "cast_directed"
+    assert encode_path("fp16", {"rounding": "stochastic"}, f32) == "float_fields"  # 10. the fields
+    assert encode_path("e5m2", {"nan": "payload"}, f64) == "in_range"
     assert encode_path("e4m3", {"rounding": "sr"}, f64) == "float_fields"
     assert encode_path("e8m0", {"rounding": "sr"}, f64) == "float_fields"
-    assert encode_path("int8", {}, f32) == "generic"  # 10. the rest
+    assert encode_path("int8", {}, f32) == "generic"  # 11. the rest
 
 
 def test_encode_path_refuses_what_encode_refuses():

@@ -85,7 +85,7 @@ def test_float64_paths_equal_generic_kernel(name):
                 opts = options.resolved_options(fmt, mode, overflow, nan)
             except ValueError:
                 continue
-            assert encode_path(fmt, opts, np.dtype(np.float64)) in ("top_half", "fp32_table", "prefix_rne", "float_fields", "generic")
+            assert encode_path(fmt, opts, np.dtype(np.float64)) in ("top_half", "fp32_table", "prefix_rne", "prefix_directed", "in_range", "float_fields", "generic")
             got = fpemu.encode(x, fmt, rounding=mode, overflow=overflow, nan=nan, workers=1)
             want = kernel.encode_generic(x, fmt, opts).astype(got.dtype)
             if fmt.code_shift:

@@ -17,7 +17,7 @@ from fpemu.codec.fast.float_fields import fields_serve
 from fpemu.codec.generic_kernel import encode_generic
 from fpemu.codec.options import Conversion
 from fpemu.codec.rounding import sr_key
-from fpemu.formats import FORMATS, get_format
+from fpemu.formats import FORMATS, Format, get_format
 from random_formats import formats
 from tests.codec.test_dispatch import float32_patterns, float64_values
 
@@ -85,8 +85,9 @@ def test_stochastic_bits_of_each_position_and_given_bits(name, rounding):
 
 
 def test_the_dispatch_sends_every_other_option_here():
-    assert encode_path("bf16", Conversion(rounding="toward_zero"), np.float32) == "float_fields"
-    assert encode_path("fp16", Conversion(overflow="saturate"), np.float64) == "float_fields"
+    e6m9 = Format("e6m9", 6, 9, 31)  # (a format no cast or prefix path serves)
+    assert encode_path(e6m9, Conversion(rounding="toward_zero"), np.float32) == "float_fields"
+    assert encode_path("fp16", Conversion(rounding="stochastic", overflow="saturate"), np.float64) == "float_fields"
     assert encode_path("e2m1", Conversion(rounding="stochastic"), np.float32) == "float_fields"
     assert encode_path("e4m3", Conversion(rounding="stochastic_a", sr_bits=3), np.float16) == "float_fields"
     assert not fields_serve(get_format("int8"), Conversion().resolved(get_format("int8")), np.float32)
