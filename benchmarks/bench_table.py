@@ -244,7 +244,8 @@ def report_busy(rows: list, idle: list, busy: list, n: int, load: str) -> None:
         met = "" if goal is None or np.isnan(r_idle) or np.isnan(r_busy) else \
             ("yes" if min(r_idle, r_busy) >= goal else "NO")
         goal_text = f">={goal:g}x" if goal is not None else ""
-        print(f"{label:<40}{rate(m1)}{rate(p1)}{r_idle:8.2f} {rate(b1)}{rate(q1)}{r_busy:8.2f}{goal_text:>7}  {met}")
+        ratios = "".join(f"{r:8.2f}" if not np.isnan(r) else f"{'-':>8}" for r in (r_idle, r_busy))
+        print(f"{label:<40}{rate(m1)}{rate(p1)}{ratios[:8]} {rate(b1)}{rate(q1)}{ratios[8:]}{goal_text:>7}  {met}")
 
 
 def main() -> None:
