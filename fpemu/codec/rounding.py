@@ -154,12 +154,20 @@ def random_u64(key: np.uint64, index: np.ndarray) -> np.ndarray:
         z = np.add(np.asarray(index, dtype=np.uint64), np.uint64(1))
         z *= _GAMMA
         z += np.uint64(key)
-        t = np.empty_like(z)
+    return _mix(z, np.empty_like(z))
+
+
+def _mix(z: np.ndarray, t: np.ndarray, last: bool = True) -> np.ndarray:
+    """SplitMix64's output function on the Weyl sequence's values z, in place (t: a scratch
+    array of z's size); ``last`` False skips the final ``z ^= z >> 31``, which changes bits
+    0-32 only."""
+    with np.errstate(over="ignore"):
         for right, times in ((30, _MIX1), (27, _MIX2)):
-            np.right_shift(z, np.uint64(right), out=t)
+            np.right_shift(z, _U64(right), out=t)
             z ^= t
             z *= times
-        np.right_shift(z, np.uint64(31), out=t)
+    if last:
+        np.right_shift(z, _U64(31), out=t)
         z ^= t
     return z
 
@@ -195,19 +203,12 @@ def random_top_bits(key: np.uint64, first: int, count: int, n: int, dtype=np.uin
     True
     """
     z, t = scratch("random.z", count, np.uint64), scratch("random.t", count, np.uint64)
-    with np.errstate(over="ignore"):
-        np.add(_steps(count), _U64(((first + 1) * int(_GAMMA) + int(key)) % (1 << 64)), out=z)
-        for right, times in ((30, _MIX1), (27, _MIX2)):
-            np.right_shift(z, _U64(right), out=t)
-            z ^= t
-            z *= times
-    if n > 31:
-        np.right_shift(z, _U64(31), out=t)
-        z ^= t
-    if n < 64:
-        z >>= _U64(64 - n) if n else _U64(63)
-        if not n:
-            z[...] = 0
+    np.add(_steps(count), _U64(((first + 1) * int(_GAMMA) + int(key)) % (1 << 64)), out=z)
+    _mix(z, t, last=n > 31)
+    if n == 0:
+        z.fill(0)
+    elif n < 64:
+        z >>= _U64(64 - n)
     if np.dtype(dtype) == np.uint64:
         return z
     top = scratch("random.top", count, dtype)
