@@ -129,7 +129,7 @@ def _subnormal_range(flat: np.ndarray, where: np.ndarray, codes: np.ndarray, wid
     # Stochastic modes: where at most ``wide`` bits are dropped, the significand moved to drop
     # exactly ``wide`` (no bit lost, the code below 2**M) leaves the same fraction at one
     # shift count, decided by the carries as in the normal range.
-    wide_shift = min(62, 63 - fmt.mantissa_bits)
+    wide_shift = _wide_shift(fmt)
     if opts.stochastic and carry_serves(opts.rounding, wide_shift, opts.sr_bits, 64):
         u_random, bits = random_at(where)
         code = np.left_shift(significand, np.maximum(wide_shift - shift_full, 0).astype(np.uint64))
