@@ -41,14 +41,21 @@ CHUNK = 1 << 18
 #: The generic kernel keeps a dozen 8-byte temporaries an element.
 GENERIC_CHUNK = 1 << 14
 
-#: The light kernels (the 17-bit table lookup, bf16/tf32 bit rounding, the float64 -> float32
-#: narrowing that feeds them, bf16 decode: a few same-type passes): 2**17 elements keep a
+#: The light kernels on float32 input (the 17-bit table lookup, bf16/tf32 bit rounding, bf16
+#: decode, the float fields: a few same-type passes): 2**17 elements keep a
 #: chunk's input, temporaries and codes (about 1.3 MiB for bf16) in a core's L2 cache, so a
 #: neighbour's memory traffic does not reach the passes after the first. 4M float32 values,
 #: 4-8 alternating rounds, thread CPU time, 2-core VM (2026-12-07), 2**17 against 2**19:
 #: bf16 encode from float32 1.23-1.31x, 1.31-1.33x beside a memory-bound neighbour; bf16 up
-#: 1.46x/1.54x; e4m3/e2m1 from float64, the e3m4 table, tf32 1.05-1.10x; bf16 decode 0.96-1.07x.
+#: 1.46x/1.54x; the e3m4 table, tf32 1.05-1.10x; bf16 decode 0.96-1.07x (float64 input: see
+#: :data:`NARROW_CHUNK`).
 LIGHT_CHUNK = 1 << 17
+
+#: The float64 -> float32 narrowing (:mod:`.fast.float32_alike`) and the light kernels it
+#: feeds from float64 input: 2**19, since at 2**17 the narrowing's two dozen NumPy calls a
+#: chunk cost more than the smaller chunk saves (idle, 8 alternating rounds, 4M float64 normals, 2**17 against 2**19: e4m3
+#: 0.93x, e5m2 0.87x, e2m1 0.88x, bf16 0.97x).
+NARROW_CHUNK = 1 << 19
 
 #: The top-half arithmetic (its twenty NumPy calls a chunk): 2**17 keeps a chunk's uint16
 #: temporaries in a core's L2 beside a memory-bound neighbour. 4M float32 values, 8

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...formats import Format
-from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from ..chunks import NARROW_CHUNK, chunk_size, chunks, scratch
 from ..generic_kernel import encode_generic
 from ..options import Conversion
 
@@ -52,7 +52,7 @@ def _float64_to_float32_odd(x: np.ndarray, specials: list | None = None) -> np.n
     """
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32)
-    size = chunk_size(LIGHT_CHUNK)  # (as the light kernels it feeds)
+    size = chunk_size(NARROW_CHUNK)
     work = scratch("odd.work", min(size, flat.size), np.uint64)
     doubled = scratch("odd.doubled", work.size, np.uint32)
     found = []
@@ -142,7 +142,7 @@ def float64_to_float32_alike(x: np.ndarray, zero_bits: int, specials: list | Non
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty(flat.size, dtype=np.float32) if out is None else out
     mask = np.uint32((1 << zero_bits) - 1)
-    size = chunk_size(LIGHT_CHUNK)
+    size = chunk_size(NARROW_CHUNK)
     low = scratch("alike.low", min(size, flat.size), np.uint32)
     flag, inexact = scratch("alike.flag", low.size, bool), scratch("alike.inexact", low.size, bool)
     # Where one chunk of random data holds a decision point or more (bf16: one pattern in
@@ -215,7 +215,7 @@ def encode_through_float32(x: np.ndarray, fmt: Format, opts: Conversion, out: np
     significant bits whose range lies within float32's."""
     flat = np.ascontiguousarray(x).reshape(-1)
     codes = out.reshape(-1) if out is not None and out.dtype == fmt.code_dtype else np.empty(flat.size, fmt.code_dtype)
-    for part in chunks(flat.size, chunk_size(LIGHT_CHUNK)):
+    for part in chunks(flat.size, chunk_size(NARROW_CHUNK)):
         specials: list = []
         narrow = as_float32_alike(flat[part], fmt, specials, scratch("wide.float32", part.stop - part.start, np.float32))
         got = encode32(narrow, fmt, opts, codes[part])

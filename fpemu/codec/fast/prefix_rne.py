@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...formats import Format
-from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
+from ..chunks import LIGHT_CHUNK, NARROW_CHUNK, chunk_size, chunks, scratch
 from .float32_alike import as_float32_alike
 
 
@@ -39,7 +39,7 @@ def encode_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None = None)
     source = np.asarray(x, order="C").reshape(-1)
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = chunk_size(LIGHT_CHUNK)
+    size = chunk_size(LIGHT_CHUNK if source.dtype == np.float32 else NARROW_CHUNK)
     work = scratch("prefix.0", min(size, source.size), np.uint32)
     drop = 23 - fmt.mantissa_bits
     for part in chunks(source.size, size):
@@ -81,7 +81,7 @@ def encode_prefix_directed(x: np.ndarray, fmt: Format, mode: str, out: np.ndarra
     source = np.asarray(x, order="C").reshape(-1)
     dtype = np.uint32 if fmt.container_bits else fmt.code_dtype
     out = np.empty(source.size, dtype=dtype) if out is None or out.dtype != dtype else out.reshape(-1)
-    size = chunk_size(LIGHT_CHUNK)
+    size = chunk_size(LIGHT_CHUNK if source.dtype == np.float32 else NARROW_CHUNK)
     work, extra = scratch("prefix.0", min(size, source.size), np.uint32), scratch("prefix.1", min(size, source.size), np.uint32)
     drop = np.uint32(23 - fmt.mantissa_bits)
     low = np.uint32((1 << int(drop)) - 1)
