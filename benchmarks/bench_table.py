@@ -151,10 +151,12 @@ a, b, c = np.ones(n), np.full(n, 2.0), np.empty(n)
 done, start, passes = [], time.perf_counter(), 0
 signal.signal(signal.SIGTERM, lambda *_: done.append(1))
 print("ready", flush=True)
-while not done:
+while True:  # (at least one pass, so that the rate it prints is one it measured)
     np.multiply(b, 3.0, out=c)
     c += a
     passes += 1
+    if done:
+        break
 seconds = time.perf_counter() - start
 print(f"{passes * 5 * 8 * n / seconds / 1e9:.1f}", flush=True)
 """
