@@ -45,7 +45,7 @@ from bench_codec import best_seconds  # noqa: E402  (this folder is on the path:
 from bench_mx import torchao_seconds  # noqa: E402
 from fpemu import mx  # noqa: E402
 from fpemu.codec import chunks as codec_chunks  # noqa: E402
-from fpemu.codec import rounding  # noqa: E402
+from fpemu.codec import rounding, scaled_blocks  # noqa: E402
 from fpemu.codec.fast import float32_alike, float_fields, fp32_table, prefix_rne, top_half  # noqa: E402
 from fpemu.mx import mx_quantization, mx_scales  # noqa: E402
 
@@ -89,7 +89,7 @@ class TimedNumpy:
 
 KERNEL_MODULES = (top_half, fp32_table, prefix_rne, float_fields, rounding, float32_alike)
 TIMED_MODULES = KERNEL_MODULES[:5]  # (their numpy calls timed by name)
-MX_MODULES = (mx_quantization, mx_scales)  # (profiled with --mx)
+MX_MODULES = (mx_quantization, mx_scales, codec_chunks, scaled_blocks)  # (profiled with --mx)
 
 
 def line_profile(fn) -> tuple[dict, int]:
@@ -174,7 +174,9 @@ def main() -> None:
         encode = lambda: mx.quantize(x, args.mx, workers=1)  # noqa: E731
         what = f"fpemu.mx.quantize({args.n} {args.dtype} randn, {args.mx!r}, workers=1)"
     else:
-        options = {} if args.rounding is None else {"rounding": args.rounding, "sr_bits": args.sr_bits, "rng": 0}
+        options = {} if args.rounding is None else {"rounding": args.rounding}
+        if fpemu.codec.is_stochastic(args.rounding or ""):  # (rng and sr_bits belong to those alone)
+            options.update(sr_bits=args.sr_bits, rng=0)
         encode = lambda: fpemu.encode(x, args.format, workers=1, **options)  # noqa: E731
         what = f"fpemu.encode({args.n} {args.dtype} randn, {args.format!r}, workers=1, {options})"
     encode()  # tables and plans built outside the timing

@@ -36,7 +36,7 @@ array([126], dtype=uint8)
 import numpy as np  # noqa: F401  (the examples above)
 
 from .bit_views import foreign_codes, is_torch
-from .chunks import MX_CHUNK, scratch
+from .chunks import MX_CHUNK, last_axis_max, scratch
 from .conventions import MXRule, convention_rules, like, names_with, resolve_convention
 from .dask_arrays import is_dask
 from .decoder import decode
@@ -55,17 +55,19 @@ from .quantizer import quantize
 from .returns import check_returns, deliver_values
 from .rounding import sr_key
 from .rules import next_step_above_max, overflow_inclusive, overflow_threshold, overflow_words, rounding_rules
-from .scaled_blocks import encode_scaled_blocks
+from .scaled_blocks import encode_scaled_blocks, encode_scaled_by_block_max
 
 __all__ = ["encode", "decode", "quantize", "explain", "Conversion", "like", "resolve_convention", "to_ml_dtypes", "to_torch", "ROUNDING_MODES",
            "OVERFLOW_MODES", "integers_to_float64", "encode_path", "PATHS"]
 
 #: The names other fpemu packages use (beside __all__'s): the pipelines' entries (mx encodes
-#: its elements through encode_array and encode_scaled_blocks, keys its stochastic rounding
-#: with sr_key and shares the chunk sizes and scratch buffers), the option vocabulary, the
-#: conventions' MX rules, exact numbers and explain's facts (the command line, teach), other
-#: libraries' arrays (testing), and the returns= option and foreign arrays as NumPy (the matrix unit).
-FOR_PACKAGES = ("encode_array", "encode_scaled_blocks", "sr_key", "MX_CHUNK", "scratch", "is_dask", "check_random",
+#: its elements through encode_array, encode_scaled_blocks and encode_scaled_by_block_max,
+#: keys its stochastic rounding with sr_key and shares the chunk sizes, scratch buffers and
+#: last_axis_max), the option vocabulary, the conventions' MX rules, exact numbers and
+#: explain's facts (the command line, teach), other libraries' arrays (testing), and the
+#: returns= option and foreign arrays as NumPy (the matrix unit).
+FOR_PACKAGES = ("encode_array", "encode_scaled_blocks", "encode_scaled_by_block_max", "sr_key", "MX_CHUNK", "scratch",
+                "last_axis_max", "is_dask", "check_random",
                 "is_stochastic", "STOCHASTIC", "STOCHASTIC_WITH_BITS", "NAN_POLICIES_WITH_NAN",
                 "NAN_POLICIES_WITHOUT_NAN", "OVERFLOW_ALIASES", "MXRule", "convention_rules", "names_with", "exact_number",
                 "exact_decimal", "decimal_text", "fraction_float", "fraction_text", "explain_facts", "rounding_rules",

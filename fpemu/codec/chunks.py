@@ -104,3 +104,23 @@ def scratch(name: str, size: int, dtype) -> np.ndarray:
     if buffer is None or buffer.size < size:
         buffer = pool[key] = np.empty(max(size, 1), dtype=dtype)
     return buffer[:size]
+
+
+def last_axis_max(a: np.ndarray) -> np.ndarray:
+    """The maximum over the last axis of a C-contiguous array: adjacent pairs halved along
+    the flat array while the length is even (one long strided pass each, together about one
+    pass over a; a reduction over 32 elements a block costs NumPy a call per block, 2.6 times
+    slower), then a reduction over the odd rest. (The MX scales' amax and the top-half
+    arithmetic's block maxima: one walk for both.)
+
+    >>> last_axis_max(np.array([[3, 9, 2, 4, 1, 1], [0, 5, 7, 6, 8, 2]], np.uint32)).tolist()
+    [9, 8]
+    """
+    k, lead = a.shape[-1], a.shape[:-1]
+    flat, level = a.reshape(-1), 0
+    while k % 2 == 0:  # (into two reused buffers in turn, never into a)
+        half = scratch(f"amax.half{level % 2}", flat.size // 2, a.dtype)
+        flat, k, level = np.maximum(flat[0::2], flat[1::2], out=half), k // 2, level + 1
+    if k == 1:  # (a copy: a reduction over one element a row costs a call a row)
+        return flat.reshape(lead).copy()
+    return flat.reshape(lead + (k,)).max(axis=-1)  # (a new array)

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from ..codec import Conversion, MXRule, encode_array, encode_scaled_blocks
+from ..codec import Conversion, MXRule, encode_array, encode_scaled_blocks, encode_scaled_by_block_max
 from ..formats import Format
 from ..parallel import run_each
 from .elements import TINY_MATTERS, encode_elements, nan_fill, restore_underflow
 from .formats import BlockFormat
 from .inputs import stochastic_positions
 from .layout import block_regions, moved, nblocks, output_rows, region_rows, row_chunks, store_rows, unmoved
-from .mx_scales import block_amax_bits, mx_scale_codes, pow2_from_e8m0
+from .mx_scales import block_amax_bits, floor_exponents, mx_scale_codes, pow2_from_e8m0
 
 
 # ---- quantize -------------------------------------------------------------------------------
@@ -38,6 +38,25 @@ def _quantize_mx_rows(
     out: np.ndarray, positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Scale codes of blocks laid out as rows (rows, k); their element codes go into out."""
+    if rule.is_spec and rule.scale == "floor" and _scaled_pays(bf, key):
+        # the floor scale reads only each block's largest exponent: the codec finds it in
+        # the element encode's own pass over the rows (rows it declines: the way below)
+        done = encode_scaled_by_block_max(rows, bf.element, _element_options(bf.element, rounding),
+                                          lambda maxima: floor_exponents(maxima, bf), out)
+        if done is not None:
+            exponents, undone = done
+            scales = (exponents + 127).astype(np.uint8)
+            for part in undone:
+                scales[part] = _quantize_blocks(rows[part], bf, rule, rounding, key, out[part])
+            return scales
+    return _quantize_blocks(rows, bf, rule, rounding, key, out, positions)
+
+
+def _quantize_blocks(
+    rows: np.ndarray, bf: BlockFormat, rule: MXRule, rounding: str, key: Any,
+    out: np.ndarray, positions: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`_quantize_mx_rows` from each block's amax, found in a pass of its own."""
     amax = block_amax_bits(rows, skip_nan=rule.nan == "ignore")
     scales = mx_scale_codes(amax, rows.dtype, bf, rule.scale, rule.inf)
     if rule.is_spec and _encode_scaled(rows, amax, scales, bf, rounding, key, out):
@@ -65,6 +84,12 @@ def _quantize_mx_rows(
 _FEW_SPECIALS = 6
 
 
+def _scaled_pays(bf: BlockFormat, key: Any) -> bool:
+    """Whether the codec's scaled-block arithmetic pays for these elements: a deterministic
+    rounding, and a normal range of :data:`_FEW_SPECIALS` binades or more."""
+    return key is None and bf.element.emax - bf.element.emin >= _FEW_SPECIALS
+
+
 def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, bf: BlockFormat,
                    rounding: str, key: Any, out: np.ndarray) -> bool:
     """Element codes of float32 rows divided by their scales, into out, without the
@@ -72,7 +97,7 @@ def _encode_scaled(rows: np.ndarray, amax: np.ndarray, scales: np.ndarray, bf: B
     exponent into its top-half arithmetic), where the element format has the normal range for
     that to pay and the rounding is deterministic; False (nothing written) where not, or where
     the codec declines these blocks (the caller then divides and encodes)."""
-    if key is not None or bf.element.emax - bf.element.emin < _FEW_SPECIALS:
+    if not _scaled_pays(bf, key):
         return False
     exponents = scales.astype(np.int64) - 127
     return encode_scaled_blocks(rows, exponents, amax, bf.element, _element_options(bf.element, rounding), out)

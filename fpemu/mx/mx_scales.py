@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..arith import round_to_odd_sum
-from ..codec import scratch
+from ..codec import last_axis_max, scratch
 from .formats import BlockFormat
 
 #: Scale rounding rules for MX (see ``docs/mx.md`` for who uses which).
@@ -36,23 +36,6 @@ def block_amax_bits(xb: np.ndarray, skip_nan: bool = False) -> np.ndarray:
         inf_bits = utype(sign_off ^ ((1 << mbits) - 1))
         mag[mag > inf_bits] = 0  # mag is the buffer, not xb
     return last_axis_max(mag) if mag.shape[-1] else np.zeros(mag.shape[:-1], utype)
-
-
-def last_axis_max(a: np.ndarray) -> np.ndarray:
-    """The maximum over the last axis of a C-contiguous array: adjacent pairs halved along
-    the flat array while the length is even (one long strided pass each, together about one
-    pass over a; a reduction over 32 elements a block costs NumPy a call per block, 2.6 times
-    slower), then a reduction over the odd rest.
-
-    >>> last_axis_max(np.array([[3, 9, 2, 4, 1, 1], [0, 5, 7, 6, 8, 2]], np.uint32)).tolist()
-    [9, 8]
-    """
-    k, lead = a.shape[-1], a.shape[:-1]
-    flat, level = a.reshape(-1), 0
-    while k % 2 == 0:  # (into two reused buffers in turn, never into a)
-        half = scratch(f"amax.half{level % 2}", flat.size // 2, a.dtype)
-        flat, k, level = np.maximum(flat[0::2], flat[1::2], out=half), k // 2, level + 1
-    return flat.reshape(lead + (k,)).max(axis=-1)  # (a new array)
 
 
 def _as_float64_bits(amax_bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -154,6 +137,27 @@ def _scale_exponent(bits: np.ndarray, bf: BlockFormat, scale_rounding: str) -> n
     raise ValueError(
         f"unknown scale_rounding {scale_rounding!r}; choose one of {', '.join(SCALE_ROUNDINGS)}"
     )
+
+
+def floor_exponents(maxima: np.ndarray, bf: BlockFormat) -> np.ndarray | None:
+    """The floor rule's scale exponents (scale code - 127, int64) of blocks whose largest
+    magnitudes have the float32 top halves ``maxima`` (uint16, sign off: the exponent field is
+    ``maxima >> 7``, all the floor rule reads), as :func:`mx_scale_codes` gives them; None
+    where some amax is zero or a float32 subnormal (mx_scale_codes reads those in float64,
+    below float32's exponent field) or not finite.
+
+    >>> from .formats import get_block_format
+    >>> bf = get_block_format("mxfp8_e4m3")
+    >>> top_halves = (np.float32([7.0, 448.0, 2.0**-120]).view(np.uint32) >> 16).astype(np.uint16)
+    >>> floor_exponents(top_halves, bf).tolist()  # floor(log2 amax) - emax, clamped to E8M0
+    [-6, 0, -127]
+    """
+    fields = (maxima >> np.uint16(7)).astype(np.int16)  # (int16: few elements, every call counts)
+    if not fields.size or int(fields.min()) == 0 or int(fields.max()) == 255:
+        return None
+    fields -= np.int16(bf.emax + 127)
+    np.maximum(fields, np.int16(-127), out=fields)  # E8M0's smallest code
+    return np.minimum(fields, np.int16(127), out=fields) if bf.emax < 0 else fields  # (its largest: only for emax < 0)
 
 
 def mx_scale_codes(

@@ -44,7 +44,7 @@ import numpy as np
 from functools import lru_cache
 
 from ...formats import Format
-from ..chunks import TOP_HALF_CHUNK, chunk_size
+from ..chunks import TOP_HALF_CHUNK, chunk_size, last_axis_max
 from ..chunks import scratch as reused
 from ..options import Conversion
 from .fp32_table import encode_table, refuse_nan_after, refuse_nan_before
@@ -96,11 +96,13 @@ def _candidate(fmt: Format, opts: Conversion) -> _Plan | None:
 
 
 def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray,
-                  scratch: tuple[np.ndarray, ...], mode: str = "auto", scaled: _Scaled | None = None) -> None:
+                  scratch: tuple[np.ndarray, ...], mode: str = "auto", scaled: _Scaled | None = None) -> bool:
     """Codes of the float32 patterns ``u`` (a piece) into ``out``. ``mode``: "auto" picks per
     piece; "sparse" looks every special up in the table; "subnormal" does the subnormal range
     by arithmetic first (the check runs both, so that it sees every sum). With ``scaled``,
-    the codes of u's values divided by their blocks' powers of two (:func:`encode_top_half_scaled`)."""
+    the codes of u's values divided by their blocks' powers of two (:func:`encode_top_half_scaled`).
+    False, with ``out`` not all written, where ``scaled`` takes its blocks' exponents from
+    their largest magnitudes and declines them (:func:`encode_top_half_block_max`); else True."""
     top, a, b, ones, special, small, f, keep = (s[: u.size] for s in scratch)
     if plan.even:
         np.copyto(b, u, casting="unsafe")  # the low halves (the plain copy takes u from memory)
@@ -117,7 +119,13 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
         a += np.uint16(plan.offset)
     else:  # the offset less each block's exponent: x / 2**e has e less in its exponent field
         blocks = a.reshape(-1, scaled.block)
-        np.add(blocks, scaled.offsets[:, None], out=blocks)
+        offsets = scaled.offsets
+        if offsets is None:  # the exponents from each block's largest magnitude, read off a
+            # (the sticky bit 0 never moves a maximum's exponent field, bits 7 up)
+            offsets = scaled.offsets_of(last_axis_max(blocks))
+            if offsets is None:
+                return False
+        np.add(blocks, offsets[:, None], out=blocks)
     a >>= np.uint16(plan.drop)
     np.greater(a, np.uint16(plan.largest), out=special)
     a += np.uint16(plan.first_normal)
@@ -132,10 +140,9 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
             if where.size:
                 values = u[where] if scaled is None else scaled.values(where).view(np.uint32)
                 out[where] = _table_codes(values, table)
-            return
+            return True
     if scaled is not None:  # many specials among the divided values: divide, then encode
-        _encode_piece(scaled.values(None).view(np.uint32), plan, table, out, scratch, mode)
-        return
+        return _encode_piece(scaled.values(None).view(np.uint32), plan, table, out, scratch, mode)
     if plan.even:
         _subnormal_range(u.view(np.float32), plan, top, out, special, small, f, b, keep)
     count = np.count_nonzero(special)
@@ -144,6 +151,7 @@ def _encode_piece(u: np.ndarray, plan: _Plan, table: np.ndarray, out: np.ndarray
     elif count:
         where = np.flatnonzero(special)
         out[where] = _table_codes(u[where], table)
+    return True
 
 
 def _subnormal_range(x: np.ndarray, plan: _Plan, sign: np.ndarray, out: np.ndarray, special: np.ndarray,
@@ -208,11 +216,14 @@ def encode_top_half(u: np.ndarray, plan: _Plan, table: np.ndarray, mode: str = "
 class _Scaled:
     """A piece's blocks of ``block`` elements, each to be divided by a power of two:
     ``offsets`` (uint16, one a block) replace the plan's offset, ``values(where)`` gives the
-    divided float32 values at the piece's flat positions ``where`` (None: all of them)."""
+    divided float32 values at the piece's flat positions ``where`` (None: all of them).
+    ``offsets`` None: ``offsets_of(maxima)`` gives them from the blocks' largest magnitudes
+    (uint16 top halves of float32 patterns, sign off), or None to decline the piece."""
 
     block: int
-    offsets: np.ndarray
+    offsets: np.ndarray | None
     values: Callable[[np.ndarray | None], np.ndarray]
+    offsets_of: Callable[[np.ndarray], np.ndarray | None] | None = None
 
 
 def scaled_blocks_hold(plan: _Plan, exponents: np.ndarray, top_exponents: np.ndarray) -> bool:
@@ -230,8 +241,9 @@ def scaled_blocks_hold(plan: _Plan, exponents: np.ndarray, top_exponents: np.nda
         return True
     low, high = int(exponents.min()), int(exponents.max())
     lowest = (1 << 16) - (max(high, 0) << 7) - plan.rebias
-    return (-low <= 126 + plan.emin and int((top_exponents.astype(np.int64) - exponents).max()) <= 254
-            and 0 <= plan.rebias and (lowest >> plan.drop) > plan.largest)
+    # (2) first by a bound, max(top) - min(e), which usually settles it in two reductions
+    highest = int(top_exponents.max()) - low <= 254 or int((top_exponents.astype(np.int64) - exponents).max()) <= 254
+    return -low <= 126 + plan.emin and highest and 0 <= plan.rebias and (lowest >> plan.drop) > plan.largest
 
 
 def encode_top_half_scaled(u: np.ndarray, plan: _Plan, table: np.ndarray, exponents: np.ndarray, block: int,
@@ -241,7 +253,7 @@ def encode_top_half_scaled(u: np.ndarray, plan: _Plan, table: np.ndarray, expone
     e comes off the exponent field in the rounding's own addition. ``divided(piece, where)``
     gives the quotients of u[piece] at the positions where (None: all), for the few elements
     the arithmetic leaves to the table. Exact where :func:`scaled_blocks_hold`."""
-    offsets = ((plan.offset - (exponents.astype(np.int64) << 7)) & 0xFFFF).astype(np.uint16)
+    offsets = _offsets(plan, exponents)
     step = chunk_size(TOP_HALF_CHUNK) // block * block
     scratch = _scratch(min(step, u.size))
     with np.errstate(invalid="ignore"):
@@ -251,6 +263,50 @@ def encode_top_half_scaled(u: np.ndarray, plan: _Plan, table: np.ndarray, expone
                              lambda where, piece=piece: divided(piece, where))
             _encode_piece(u[piece], plan, table, out[piece], scratch, "auto", scaled)
     return out
+
+
+def _offsets(plan: _Plan, exponents: np.ndarray) -> np.ndarray:
+    """The rounding's offsets (uint16, one a block) for blocks divided by 2**exponents
+    (integers in [-127, 127]): ``plan.offset - (e << 7)`` modulo 2**16, in uint16 arithmetic
+    (two's complement wraps alike)."""
+    shifted = np.left_shift(exponents.astype(np.int16).view(np.uint16), np.uint16(7))
+    return np.subtract(np.uint16(plan.offset), shifted, out=shifted)
+
+
+def encode_top_half_block_max(u: np.ndarray, plan: _Plan, table: np.ndarray, block: int,
+                              exponents_of: Callable[[np.ndarray], np.ndarray | None],
+                              divided: Callable[[slice, np.ndarray | None], np.ndarray], exponents: np.ndarray,
+                              out: np.ndarray) -> list[slice]:
+    """As :func:`encode_top_half_scaled`, but each block's exponent e comes from its largest
+    magnitude, read off the arithmetic's own top halves in the same pass over u (no pass of
+    its own to find the maxima): ``exponents_of(maxima)`` maps the blocks' largest
+    magnitudes (uint16: a float32 pattern's top half, sign off) to their exponents, or
+    declines them with None. Each exponent is stored into ``exponents`` (one a block).
+    Returned: the pieces (flat slices of u, whole blocks) left undone, where exponents_of
+    declined, some block holds Inf or NaN, or the exponents lie outside what the folded
+    division is exact for (:func:`scaled_blocks_hold`); their codes and exponents are not
+    written, for the caller to compute."""
+    step = chunk_size(TOP_HALF_CHUNK) // block * block
+    scratch = _scratch(min(step, u.size))
+    undone = []
+    with np.errstate(invalid="ignore"):
+        for start in range(0, u.size, step):
+            piece = slice(start, min(start + step, u.size))
+            blocks = slice(start // block, piece.stop // block)
+
+            def offsets_of(maxima: np.ndarray, blocks: slice = blocks) -> np.ndarray | None:
+                if int(maxima.max(initial=0)) >= 0x7F80:  # Inf or NaN (top half 0x7F80, low half non-zero)
+                    return None
+                found = exponents_of(maxima)
+                if found is None or not scaled_blocks_hold(plan, found, maxima >> np.uint16(7)):
+                    return None
+                exponents[blocks] = found
+                return _offsets(plan, found)
+
+            scaled = _Scaled(block, None, lambda where, piece=piece: divided(piece, where), offsets_of)
+            if not _encode_piece(u[piece], plan, table, out[piece], scratch, "auto", scaled):
+                undone.append(piece)
+    return undone
 
 
 def top_half_plan(fmt: Format, opts: Conversion, table: np.ndarray) -> _Plan | None:
