@@ -70,7 +70,7 @@ from ..formats import Format, get_format
 from .exact_kernel import outside_range
 from .fast.float32_alike import encode_through_float32
 from .fast.float_fields import encode_float_fields, fields_serve, narrows_alike
-from .fast.in_range import in_range_base, in_range_serves, redo_at, redo_outside
+from .fast.in_range import in_range_base, in_range_serves, outside_positions, redo_at, redo_outside
 from .fast.fp32_table import encode_float32_by_table
 from .fast.input_table import input_table
 from .fast.numpy_cast import CAST_DIRECTED, NUMPY_NATIVE, encode_cast_directed, encode_numpy_cast
@@ -236,6 +236,17 @@ def _quantum_scaling_serves(fmt: Format, opts: Conversion) -> bool:
     )
 
 
+def _redo_and_range(codes: np.ndarray, x: np.ndarray, where: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
+    """codes (of the flat x, by a path exact for ``|x| < max``) with the elements at ``where``
+    (those of ``|x| >= max`` and NaN, or more) re-encoded by the generic kernel and
+    ``directed_overflow="outside_range"`` applied to them alone: the values it changes,
+    finite beyond max or lowest, lie among them, so the rest of x is never looked at again."""
+    codes = redo_at(codes, x, where, fmt, opts)
+    if where.size and opts.directed_overflow == "outside_range":
+        codes[where] = outside_range(codes[where], x[where], fmt, opts)
+    return codes
+
+
 def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: Any = None, start: Any = 0,
                 bits: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """Codes of a flat float16/32/64 array by ``path`` (a float path :func:`encode_path` named
@@ -246,7 +257,7 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     if path == "in_range":  # the base path's codes (positioned, outside_range-free), then the rest
         base = in_range_base(fmt, opts)
         codes = encode_flat(x, fmt, base, _float_path(fmt, base, x.dtype), out=out)
-        return outside_range(redo_outside(codes, x, fmt, opts), x, fmt, opts)
+        return _redo_and_range(codes, x, outside_positions(x, fmt), fmt, opts)
     if path in ("top_half", "fp32_table"):
         encode32 = encode_float32_top_half if path == "top_half" else encode_float32_by_table
         codes = encode32(x, fmt, opts, out) if x.dtype == np.float32 else encode_through_float32(x, fmt, opts, out,
@@ -256,7 +267,7 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
     elif path == "cast_directed":  # (it finds what lies outside the range while each chunk is in cache)
         found: list = []
         codes = encode_cast_directed(x, fmt, opts.rounding, out, found)
-        codes = redo_at(codes, x, np.concatenate(found) if found else np.empty(0, np.intp), fmt, opts)
+        codes = _redo_and_range(codes, x, np.concatenate(found) if found else np.empty(0, np.intp), fmt, opts)
     elif path == "prefix_rne":
         codes = encode_prefix_rne(x, fmt, None if fmt.code_shift else out)
     elif path == "prefix_directed":
@@ -276,7 +287,8 @@ def encode_flat(x: np.ndarray, fmt: Format, opts: Conversion, path: str, key: An
         codes = codes.astype(fmt.code_dtype) << fmt.code_dtype.type(fmt.code_shift)
     if path == "prefix_directed":  # exact below the format's largest value: the rest by the generic kernel
         codes = redo_outside(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
-    codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
+    if path != "cast_directed":  # (its outside_range ran on the values it found)
+        codes = outside_range(codes.astype(fmt.code_dtype, copy=False), x, fmt, opts)
     if out is None:
         return codes
     if not np.shares_memory(codes, out):

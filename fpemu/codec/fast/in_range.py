@@ -51,16 +51,30 @@ def in_range_base(fmt: Format, opts: Conversion) -> Conversion:
 def outside_positions(flat: np.ndarray, fmt: Format) -> np.ndarray:
     """Flat positions of the elements of a float array whose magnitude is not below fmt's
     largest finite value (NaN among them): a maximum and a minimum first, which on data
-    without any is all it costs. The bound is compared in the input's dtype: rounded there it
-    has no value of that dtype between it and ``fmt.max``, so the comparison is exact."""
+    without any is all it costs."""
     if not flat.size:
         return np.empty(0, np.intp)
-    with np.errstate(over="ignore"):  # (a bound past the dtype's range: Inf, all finite are inside)
-        bound = flat.dtype.type(fmt.max)
     with np.errstate(invalid="ignore"):  # (NaN: it wins both reductions, and is outside)
-        if np.maximum.reduce(flat) < bound and np.minimum.reduce(flat) > -bound:
-            return np.empty(0, np.intp)
-        return np.flatnonzero(~(np.abs(flat) < bound))
+        where = positions_beyond(flat, range_bound(fmt, flat.dtype))
+    return np.empty(0, np.intp) if where is None else where
+
+
+def range_bound(fmt: Format, dtype: np.dtype):
+    """fmt's largest finite value in the float dtype, for :func:`positions_beyond`: rounded
+    there it has no value of that dtype between it and ``fmt.max``, so comparing with it is
+    comparing with ``fmt.max`` exactly (past the dtype's range: Inf, every finite is inside)."""
+    with np.errstate(over="ignore"):
+        return np.dtype(dtype).type(fmt.max)
+
+
+def positions_beyond(flat: np.ndarray, bound) -> np.ndarray | None:
+    """Flat positions of the elements of the non-empty float array flat with ``|x| < bound``
+    false (NaN among them), or None where there are none: a maximum and a minimum, which on
+    data without any is all it costs. (Under the caller's ``np.errstate(invalid="ignore")``:
+    a chunk loop pays for that context once, not per chunk.)"""
+    if np.maximum.reduce(flat) < bound and np.minimum.reduce(flat) > -bound:
+        return None
+    return np.flatnonzero(~(np.abs(flat) < bound))
 
 
 def redo_outside(codes: np.ndarray, x: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 from ...formats import Format
 from ..generic_kernel import encode_generic
 from ..chunks import chunks, scratch
-from .in_range import outside_positions
+from .in_range import positions_beyond, range_bound
 from ..options import Conversion
 
 #: Formats numpy casts to natively, and their numpy dtypes.
@@ -81,19 +81,25 @@ def encode_cast_directed(x: np.ndarray, fmt: Format, mode: str, out: np.ndarray 
     top = signed.type(8 * signed.itemsize - 1)
     low_bits = scratch("cast.low", size, wide_uint)
     tie_zeros = wide_uint.type((1 << (np.finfo(flat.dtype).nmant - np.finfo(native).nmant - 1)) - 1)
+    bound = range_bound(fmt, flat.dtype)
+    views = (back, flag, sign, step, low_bits)
     with np.errstate(over="ignore", invalid="ignore"):  # (outside the range: redone by the caller)
         for part in chunks(flat.size, size):
             n = part.stop - part.start
+            if n < size:  # (the last chunk: the scratch arrays cut to it; sliced once, not per use)
+                back, flag, sign, step, low_bits = (v[:n] for v in views)
             xs, codes = flat[part], out[part]
             narrow = codes.view(native)
             np.copyto(narrow, xs, casting="same_kind")  # round to nearest even
             if outside is not None:  # (two reductions of the chunk while it is in the cache)
-                outside.append(outside_positions(xs, fmt) + part.start)
+                beyond = positions_beyond(xs, bound)
+                if beyond is not None:
+                    outside.append(beyond + part.start)
             if mode == "nearest_away":  # nearest even, but away at the ties it took toward zero
                 # A tie's pattern ends in as many zeros as the bits dropped less one, or more
                 # (more below the normal range): those few are looked at, the rest is nearest even.
-                low = np.bitwise_and(xs.view(wide_uint), tie_zeros, out=low_bits[:n])
-                found = np.flatnonzero(np.equal(low, 0, out=flag[:n]))
+                low = np.bitwise_and(xs.view(wide_uint), tie_zeros, out=low_bits)
+                found = np.flatnonzero(np.equal(low, 0, out=flag))
                 if found.size:
                     x_at, code_at = xs[found], codes[found]
                     g_at = code_at.view(native).astype(flat.dtype)
@@ -104,20 +110,20 @@ def encode_cast_directed(x: np.ndarray, fmt: Format, mode: str, out: np.ndarray 
                     half_way = (x_at - g_at).view(wide_uint) >= (past - x_at).view(wide_uint)  # (exact: Sterbenz)
                     codes[found[toward_at & half_way]] += out.dtype.type(1)
                 continue
-            g = back[:n]
+            g = back
             np.copyto(g, narrow)
             if mode in ("up", "down"):  # one step toward +Inf (up) or -Inf (down) where the cast went the other way
-                s = np.right_shift(codes.view(signed), top, out=sign[:n])  # 0, or -1 for negatives
+                s = np.right_shift(codes.view(signed), top, out=sign)  # 0, or -1 for negatives
                 if mode == "up":
-                    d = np.bitwise_xor(np.less(g, xs, out=flag[:n]), s, out=step[:n])
+                    d = np.bitwise_xor(np.less(g, xs, out=flag), s, out=step)
                     d -= s  # +1 for positives, -1 (toward zero) for negatives
                 else:
-                    d = np.bitwise_xor(np.greater(g, xs, out=flag[:n]), s, out=step[:n])
+                    d = np.bitwise_xor(np.greater(g, xs, out=flag), s, out=step)
                     np.subtract(s, d, out=d)  # -1 for positives, +1 (away from zero) for negatives
                 codes += d.view(codes.dtype)  # (wrapping: -1 is all ones)
                 continue
             gu, xu = g.view(wide_uint), xs.view(wide_uint)
-            codes -= np.greater(gu, xu, out=flag[:n])  # toward zero where the cast went away
+            codes -= np.greater(gu, xu, out=flag)  # toward zero where the cast went away
             if mode == "odd":  # then the last bit set where inexact
-                codes |= np.not_equal(gu, xu, out=flag[:n])
+                codes |= np.not_equal(gu, xu, out=flag)
     return out.reshape(np.shape(x))

@@ -14,12 +14,19 @@ from hypothesis import strategies as st
 
 from fpemu.codec.dispatch import encode_flat, encode_path
 from fpemu.codec.fast.numpy_cast import CAST_DIRECTED
-from fpemu.codec.generic_kernel import encode_generic
 from fpemu.codec.options import Conversion
 from fpemu.formats import get_format
 
+from .test_in_range import want_codes
+
 OPTIONS = ((None, None), ("saturate", "all_ones"), ("sat_none", "payload"), ("nan", "quiet_payload"),
-           ("ml_dtypes_saturate", "positive"))
+           ("ml_dtypes_saturate", "positive"), (None, "all_ones", "outside_range"))  # (the last: gfloat_encode's)
+
+
+def conversion(rounding: str, options: tuple, fmt) -> Conversion:
+    """The resolved conversion of one OPTIONS entry: (overflow, nan[, directed_overflow])."""
+    overflow, nan, *directed = options
+    return Conversion(rounding, overflow, nan, directed_overflow=directed[0] if directed else None).resolved(fmt)
 
 
 def near_ties(values: np.ndarray, dropped: int) -> np.ndarray:
@@ -70,7 +77,7 @@ def check(x, fmt, opts):
     fp16_rz = fmt.bits == 16 and opts.rounding == "toward_zero"
     assert encode_path(fmt, opts, x.dtype) == ("float_fields" if fp16_rz else "cast_directed"), (fmt.name, opts)
     got = encode_flat(x, fmt, opts, "cast_directed")
-    want = encode_generic(x, fmt, opts).astype(fmt.code_dtype)
+    want = want_codes(x, fmt, opts)  # (outside_range applied to the generic kernel's codes)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, (fmt.name, opts, x.dtype, x[bad[:3]], got[bad[:3]], want[bad[:3]])
 
@@ -79,8 +86,8 @@ def check(x, fmt, opts):
 def test_fp16_from_float32_and_float64_near_every_decision(rounding):
     fmt = get_format("fp16")
     x32, x64 = fp16_cases()
-    for overflow, nan in OPTIONS:
-        opts = Conversion(rounding, overflow, nan).resolved(fmt)
+    for options in OPTIONS:
+        opts = conversion(rounding, options, fmt)
         check(x32, fmt, opts)
         check(x64, fmt, opts)
 
@@ -91,8 +98,8 @@ def test_fp32_from_float64_near_every_decision(rounding):
     x = fp32_cases()
     with np.errstate(over="ignore"):
         x = np.concatenate([x, x * (1 + 2.0**-45), [1e300, -1e300, np.inf, -np.inf, np.nan, 1e-300, -1e-300, 0.0, -0.0]])
-    for overflow, nan in OPTIONS:
-        check(x, fmt, Conversion(rounding, overflow, nan).resolved(fmt))
+    for options in OPTIONS:
+        check(x, fmt, conversion(rounding, options, fmt))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -104,4 +111,4 @@ def test_hypothesis_float64_and_float32_patterns(p64, p32, rounding, options):
     for name, x in (("fp32", x64), ("fp16", x64), ("fp16", x32)):
         if x.size:
             fmt = get_format(name)
-            check(x, fmt, Conversion(rounding, *options).resolved(fmt))
+            check(x, fmt, conversion(rounding, options, fmt))
