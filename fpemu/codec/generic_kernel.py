@@ -24,7 +24,7 @@ from ..formats import Format
 from .chunks import GENERIC_CHUNK, chunks
 from .options import STOCHASTIC_WITH_BITS, Conversion, resolved_options  # noqa: F401  (resolved_options: the doctest)
 from .rounding import random_u64, round_increment, sr_increment, sr_key, stochastic_increment
-from .specials import nan_codes, place_sign, raise_nan, resolve_no_code, resolve_overflow, sign_read
+from .specials import nan_codes, place_sign, refuse_nan, resolve_no_code, resolve_overflow, sign_read
 
 _U64 = np.uint64
 
@@ -42,9 +42,7 @@ def encode_generic(source: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     """
     source = np.asarray(source)
     if opts.nan == "raise" and not fmt.has_nan:
-        count = int(np.count_nonzero(np.isnan(source)))
-        if count:
-            raise_nan(count, fmt)
+        refuse_nan(source, fmt)
     stochastic = opts.stochastic
     if stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)

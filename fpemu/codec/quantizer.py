@@ -23,7 +23,7 @@ from .inputs import as_real_array, check_via, narrow
 from .option_names import check_random
 from .options import Conversion
 from .returns import check_returns, deliver_values
-from .specials import raise_nan
+from .specials import refuse_nan
 
 
 def quantize(
@@ -97,8 +97,8 @@ def _quantize(x: Any, fmt: Format, conv: Conversion, rng: Any, workers: int | No
 
 def _in_pieces(path, arr: np.ndarray, fmt: Format, opts: Conversion, workers: int | None) -> np.ndarray:
     """A fast quantize path over contiguous pieces of arr on ``workers`` threads."""
-    if opts.nan == "raise" and not fmt.has_nan and np.isnan(arr).any():
-        raise_nan(int(np.count_nonzero(np.isnan(arr))), fmt)  # counted over the whole input
+    if opts.nan == "raise" and not fmt.has_nan:
+        refuse_nan(arr, fmt)  # counted over the whole input
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.size, dtype=arr.dtype)
 

@@ -188,6 +188,29 @@ class NanInputError(ValueError):
     """NaN input into a format without NaN under nan='raise' (a ValueError)."""
 
 
+def holds_nan(x: np.ndarray) -> bool:
+    """Whether the float array x holds a NaN: one maximum over it, which a NaN wins (a
+    signalling one quietly); a fraction of an isnan pass and its count. (float16 has no fast
+    reduction in NumPy: there the isnan pass.)
+
+    >>> holds_nan(np.float32([1.0, np.nan, -np.inf])), holds_nan(np.float16([2.0, 3.0]))
+    (True, False)
+    """
+    if not x.size:
+        return False
+    if x.dtype.itemsize < 4:
+        return bool(np.isnan(x).any())
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.maximum.reduce(x, axis=None)))
+
+
+def refuse_nan(x: np.ndarray, fmt: Format) -> None:
+    """Under ``nan="raise"`` into a format without NaN: raise, counting the NaNs of the float
+    array x, where it holds any (:func:`holds_nan` first: data without NaN pays one reduction)."""
+    if x.dtype.kind == "f" and holds_nan(x):
+        raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+
+
 def raise_nan(count: int, fmt: Format) -> None:
     raise NanInputError(
         f"{count} NaN value{'s' if count != 1 else ''} in the input: format {fmt.name} has no "

@@ -48,7 +48,7 @@ from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
 from ..generic_kernel import chunk_random, encode_generic, finish_codes, round_code
 from ..options import Conversion
 from ..rounding import carry_serves, random_top_bits, random_u64, sr_key, stochastic_carry
-from ..specials import raise_nan
+from ..specials import refuse_nan
 
 # float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
 _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
@@ -337,9 +337,7 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     :func:`~fpemu.codec.generic_kernel.encode_generic` does."""
     flat = np.ascontiguousarray(x).reshape(-1)
     if opts.nan == "raise" and not fmt.has_nan:  # (counted over the whole input, as the generic kernel does)
-        count = int(np.count_nonzero(np.isnan(flat)))
-        if count:
-            raise_nan(count, fmt)
+        refuse_nan(flat, fmt)
     if opts.stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)
     uint, mbits, bias = _width(flat.dtype, fmt)

@@ -25,7 +25,7 @@ from ...formats import Format
 from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
 from ..generic_kernel import encode_generic
 from ..options import Conversion
-from ..specials import raise_nan
+from ..specials import raise_nan, refuse_nan
 
 #: The table entry of a NaN that the conversion refuses (``nan="raise"``), in formats of
 #: fewer than 8 bits: no code of theirs reaches it, so one maximum over the codes finds it.
@@ -52,8 +52,8 @@ def encode_table(fmt: Format, opts: Conversion) -> np.ndarray:
 def refuse_nan_before(x: np.ndarray, fmt: Format, opts: Conversion) -> None:
     """Where the conversion refuses NaN and the table has no spare code to flag it with (8
     bits or more), count the NaNs of float32 input first."""
-    if opts.nan == "raise" and fmt.bits >= 8 and np.isnan(x).any():
-        raise_nan(int(np.count_nonzero(np.isnan(x))), fmt)
+    if opts.nan == "raise" and fmt.bits >= 8:
+        refuse_nan(np.asarray(x), fmt)
 
 
 def refuse_nan_after(codes: np.ndarray, fmt: Format, opts: Conversion) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...formats import Format
 from ..chunks import LIGHT_CHUNK, NARROW_CHUNK, chunk_size, chunks, scratch
+from ..specials import holds_nan
 from .float32_alike import as_float32_alike
 
 
@@ -54,7 +55,7 @@ def encode_prefix_rne(x: np.ndarray, fmt: Format, out: np.ndarray | None = None)
             _prefix_rne(u, drop, out[part], work[:n], half_up=True)
             if ties.size:
                 out[part][ties] = _prefix_rne(u[ties], drop, np.empty(ties.size, out.dtype), np.empty(ties.size, np.uint32))
-        if _holds_nan(flat):
+        if holds_nan(flat):
             nan = np.isnan(flat)
             sign = (u[nan] >> np.uint32(31)).astype(out.dtype) << (fmt.bits - 1)
             out[part][nan] = sign | fmt.nan_code
@@ -109,12 +110,6 @@ def encode_prefix_directed(x: np.ndarray, fmt: Format, mode: str, out: np.ndarra
         w >>= drop
         np.copyto(out[part], w, casting="unsafe")
     return out.reshape(x.shape)
-
-
-def _holds_nan(x: np.ndarray) -> bool:
-    """Whether the float array x holds a NaN: its maximum is one (a signalling NaN quietly)."""
-    with np.errstate(invalid="ignore"):
-        return bool(np.isnan(np.maximum.reduce(x)))
 
 
 def _prefix_rne(u: np.ndarray, drop: int, out: np.ndarray, w: np.ndarray, half_up: bool = False) -> np.ndarray:
