@@ -60,11 +60,12 @@ _STOCHASTIC_CHUNK = 1 << 16
 # subnormal range is rounded by whole-chunk arithmetic (:func:`_subnormal_chunk`) under
 # stochastic rounding, rather than element by element (:func:`_subnormal_range`).
 _BULK_SHARE = 1 / 4
-# Elements at a chunk's head whose share below the normal range picks the way of the chunk
-# where the one-way chunk (:func:`_stochastic_chunk`) serves, and the share from which it
-# takes the chunk (a step of speed: every way gives the same codes). e3m2 of normal data
-# (a fifth below its smallest normal), stochastic, 2**20 float32, 6 alternating rounds: 81
-# Melem/s at 1/4 (the carries and the subnormal range element by element), 95 at 1/20.
+# Elements sampled across the input whose share below the normal range picks, once per call,
+# the one-way chunks (:func:`_stochastic_chunk`) where they serve, and the share from which
+# they are taken (a step of speed: every way gives the same codes). e3m2 of normal data (a
+# fifth below its smallest normal), stochastic, 2**20 float32, 6 alternating rounds: 81
+# Melem/s at 1/4 (the carries, the subnormal range element by element), 95 at 1/20. (A
+# sample per chunk cost bf16 and e4m3, which never take them, 3%.)
 _SAMPLE = 4096
 _UNIFIED_SHARE = 1 / 10
 # Elements of the subnormal range per batch (their int64 temporaries in the L2 cache).
@@ -464,23 +465,25 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     c_all = scratch("fields.c", min(size, flat.size), uint) if carry else None
     # a chunk's subnormal range too by the carries, where it is a large share
     sub_bulk = carry and fmt.subnormals and carry_serves(mode, _random_shift(fmt, uint), opts.sr_bits, 64)
-    # such chunks of float32 input in one way for both ranges, where it serves
-    unified = sub_bulk and _unified_serves(fmt, opts, uint)
+    # both ranges in one way where it serves and the data has much below the normal range (by
+    # a sample across the input: a speed step, decided once, never the codes)
+    unified = False
+    if sub_bulk and _unified_serves(fmt, opts, uint) and flat.size:
+        with np.errstate(invalid="ignore"):
+            probe = flat[:: max(1, flat.size // _SAMPLE)].astype(wide).view(uint)
+        unified = np.count_nonzero((((probe >> uint(k)) - rebias) & low_bits) >= max0) > probe.size * _UNIFIED_SHARE
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
         with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
             x_part = flat[part].astype(wide, copy=False)
         u, v, w = x_part.view(uint), v_all[:n], w_all[:n]
-        if unified:  # (the way is decided by the chunk's first elements, never the codes)
-            sample = u[:_SAMPLE]
-            magnitude = (((sample >> uint(k)) - rebias) & low_bits) >= max0
-            if np.count_nonzero(magnitude) > sample.size * _UNIFIED_SHARE:
-                r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, 8 * wide.itemsize))
-                where = _stochastic_chunk(u, r, fmt, opts, codes[part])
-                if where is not None:
-                    left.append(where + part.start)
-                continue
+        if unified:
+            r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, 8 * wide.itemsize))
+            where = _stochastic_chunk(u, r, fmt, opts, codes[part])
+            if where is not None:
+                left.append(where + part.start)
+            continue
         np.right_shift(u, uint(k), out=v)
         v -= rebias
         magnitude = v if low_bits is None else np.bitwise_and(v, low_bits, out=w)
