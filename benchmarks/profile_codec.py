@@ -273,12 +273,14 @@ def _stochastic_floor(x: np.ndarray, name: str, mode: str, sr_bits: int | None, 
 
 
 def _mx_parts(x: np.ndarray, name: str, repeat: int, ns: float) -> None:
-    """The parts of mx.quantize timed alone on the same values: the per-block amax and scale
-    codes (the pipeline's own functions, chunk by chunk as it runs them) and the plain encode
-    into the element format of the quotients the scaled encode rounds (each block divided by
-    its scale beforehand, so that the encode meets the same few specials). Their sum is what a
-    pipeline made of these passes costs at the least: the scaled encode is the plain one with
-    each block's offset added."""
+    """The parts of mx.quantize timed alone on the same values: the plain encode into the
+    element format of the quotients the scaled encode rounds (each block divided by its scale
+    beforehand, so that the encode meets the same few specials), and what the floor scale
+    adds to it in the same pass (:func:`fpemu.codec.encode_scaled_by_block_max`): each
+    block's largest top half (``last_axis_max`` over the uint16 magnitudes, piece by piece,
+    as the kernel runs it). Their sum is what these passes cost at the least: the scaled
+    encode is the plain one with each block's offset added. (Without the floor rule, or on
+    pieces it declines, a pass of its own finds the amax: ``block amax and scale codes``.)"""
     bf = mx.get_block_format(name)
     if bf.is_int or bf.is_nvfp4 or x.dtype != np.float32:  # (E8M0 scales on float elements)
         return
@@ -290,15 +292,25 @@ def _mx_parts(x: np.ndarray, name: str, repeat: int, ns: float) -> None:
         for c in chunks:
             mx_scales.mx_scale_codes(mx_scales.block_amax_bits(c), c.dtype, bf, "floor", "nan")
 
+    piece = codec_chunks.TOP_HALF_CHUNK // bf.block_size * bf.block_size
+    tops = ((rows.reshape(-1).view(np.uint32) >> np.uint32(16)) & np.uint32(0x7FFF)).astype(np.uint16)
+
+    def top_half_maxima() -> None:  # (the top halves themselves are the encode's: not timed)
+        for start in range(0, tops.size, piece):
+            codec_chunks.last_axis_max(tops[start: start + piece].reshape(-1, bf.block_size))
+
     codes = np.concatenate([mx_scales.mx_scale_codes(mx_scales.block_amax_bits(c), c.dtype, bf, "floor", "nan")
                             for c in chunks])
     quotients = (rows * mx_scales.pow2_from_e8m0(codes, np.float32, negate=True)[:, None]).reshape(-1)
     t_scales = best_seconds(scales, repeat)
+    t_maxima = best_seconds(top_half_maxima, repeat)
     t_encode = best_seconds(lambda: fpemu.encode(quotients, bf.element, overflow="saturate", workers=1), repeat)
-    total = t_scales + t_encode
-    print(f"the parts alone: block amax and scale codes {t_scales * ns:.2f} ns/element, encode of the "
-          f"quotients into {bf.element.name} {t_encode * ns:.2f}: together {total * ns:.2f} ns/element "
-          f"({x.size / total / 1e6:.0f} Melem/s), the least these passes cost")
+    total = t_maxima + t_encode
+    print(f"the parts alone: encode of the quotients into {bf.element.name} {t_encode * ns:.2f} ns/element, "
+          f"the blocks' largest top halves {t_maxima * ns:.2f} (the floor scale's amax, read off that encode's "
+          f"pass): together {total * ns:.2f} ns/element ({x.size / total / 1e6:.0f} Melem/s), the least these "
+          f"passes cost; a pass of its own for the amax (block amax and scale codes, the other scale rules) "
+          f"{t_scales * ns:.2f}")
 
 
 def _torchao_beside(x: np.ndarray, name: str, repeat: int, kernel: float, ns: float) -> None:
