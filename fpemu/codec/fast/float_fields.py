@@ -27,7 +27,8 @@ nothing here.
 
 float16 input is widened to float32 chunk by chunk (exactly); float64 input under a
 deterministic rounding is narrowed to float32 values that round alike (:func:`narrows_alike`),
-else read as float64 fields.
+under P3109's A and B read from the top 32 bits of each pattern where the bits they decide
+on all lie there (:func:`_high_word_serves`), else read as float64 fields.
 
 >>> from ...formats import get_format
 >>> from ..options import Conversion
@@ -39,6 +40,7 @@ else read as float64 fields.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -53,6 +55,11 @@ from ..specials import refuse_nan
 
 # float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
 _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
+# The top 32 bits of a float64 pattern, read as fields of their own (:func:`_high_word_serves`):
+# sign, float64's 11 exponent bits and the top 20 of its fraction.
+_HIGH_FIELDS = (np.uint32, 20, 1023)
+# Which of a float64's two uint32 words holds its top 32 bits in memory.
+_HIGH_WORD = 1 if sys.byteorder == "little" else 0
 # Elements per chunk under stochastic rounding: its 64-bit random numbers and their
 # temporaries then stay in the L2 cache (SplitMix64 costs a third as much as at LIGHT_CHUNK).
 _STOCHASTIC_CHUNK = 1 << 16
@@ -98,6 +105,34 @@ def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
         and opts.rounding != "ml_dtypes_e8m0"  # (its lowest binade rule reads the exponent)
         and _fits(fmt, 52, 1023)
     )
+
+
+def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
+    """Whether float64 input is read from the top 32 bits of its patterns alone (uint32
+    passes, half the memory of float64's fields after one copy): under P3109's A and B, whose
+    decision reads only the top N (B: N + 1) bits of the fraction dropped. Where the exponent,
+    the M kept bits and those N lie in the top word (M + N <= 20), the low word changes
+    neither the truncated code nor floor(nu * 2**N): with k = 20 - M bits dropped from the top
+    word and the low word's value l / 2**32 below them, floor((rem + l / 2**32) / 2**(k - N))
+    = floor(rem / 2**(k - N)). Zeros, subnormals, Inf and NaN (a payload in the low word
+    alone looks like Inf) fall outside the normal range, to the exact ways from the input."""
+    if np.dtype(dtype) != np.float64 or opts.rounding not in ("stochastic_a", "stochastic_b") or opts.sr_bits is None:
+        return False
+    read = opts.sr_bits + (opts.rounding == "stochastic_b")
+    return fmt.mantissa_bits + read <= _HIGH_FIELDS[1] and _fits(fmt, _HIGH_FIELDS[1], _HIGH_FIELDS[2])
+
+
+def _fields_of(x: np.ndarray, wide: np.dtype, uint, high: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """The patterns the fields are read from: x (as ``wide``) viewed as ``uint``, or, with
+    ``high``, float64 x's top words, copied contiguous (into out when given)."""
+    if not high:
+        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
+            return x.astype(wide, copy=False).view(uint)
+    words = np.ascontiguousarray(x, dtype=np.float64).view(np.uint32)[_HIGH_WORD::2]
+    if out is None:
+        return words.copy()
+    np.copyto(out, words)
+    return out
 
 
 def narrows_alike(fmt: Format, opts: Conversion) -> bool:
@@ -243,7 +278,8 @@ def _unified_serves(fmt: Format, opts: Conversion, uint) -> bool:
                                                           width)
 
 
-def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray) -> np.ndarray | None:
+def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray,
+                      fields: tuple | None = None) -> np.ndarray | None:
     """Stochastic codes (into out, the format's code dtype) of a chunk of float32 or float64
     patterns u whose subnormal range is a large share, the normal and the subnormal range in
     one way, in passes of u's integer: an element d binades below the normal range (0 in it)
@@ -257,8 +293,9 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
 
     Against the normal range's carries with :func:`_subnormal_chunk32`, e2m1, 2**20 float32
     normals, one core: stochastic 0.26 -> 0.32x of the default path, P3109's A with given bits
-    0.32 -> 0.41x (the random numbers are most of what is left)."""
-    uint, mbits, bias = _WIDTHS[u.dtype.itemsize]
+    0.32 -> 0.41x (the random numbers are most of what is left). ``fields``: the layout of u
+    (uint, fraction bits, bias) where it is not float32's or float64's (:data:`_HIGH_FIELDS`)."""
+    uint, mbits, bias = fields or _WIDTHS[u.dtype.itemsize]
     width = 8 * u.dtype.itemsize
     signed = np.dtype(f"i{u.dtype.itemsize}").type
     n, M, S = u.size, fmt.mantissa_bits, _unified_shift(opts, width)
@@ -439,9 +476,13 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     if opts.stochastic and not isinstance(key, np.uint64):
         key = sr_key(key)
     uint, mbits, bias = _width(flat.dtype, fmt)
-    wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)
+    wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)  # the float the input is read as
+    high = _high_word_serves(flat.dtype, fmt, opts)  # the fields of float64's top words
+    if high:
+        uint, mbits, bias = _HIGH_FIELDS
+    width = 8 * np.dtype(uint).itemsize
     M, k = fmt.mantissa_bits, mbits - fmt.mantissa_bits
-    top = 8 * wide.itemsize - 1 - k  # where the input's sign lands in pattern >> k
+    top = width - 1 - k  # where the input's sign lands in pattern >> k
     # v = (pattern >> k) - rebias is the truncated magnitude code, less the smallest normal's
     # (2**M with subnormals, else 0), plus the sign at bit ``top``; below the normal range
     # the magnitude wraps around (past the largest code, as Inf, NaN and overflow are)
@@ -461,26 +502,25 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     v_all, w_all = scratch("fields.v", min(size, flat.size), uint), scratch("fields.w", min(size, flat.size), uint)
     # stochastic modes decided by integer carries (the normal range drops k bits, one count)
     # (k = 0, fp32 from float32: nothing is dropped there, no random number is needed)
-    carry = opts.stochastic and (k == 0 or carry_serves(mode, k, opts.sr_bits, 8 * wide.itemsize))
+    carry = opts.stochastic and (k == 0 or carry_serves(mode, k, opts.sr_bits, width))
     c_all = scratch("fields.c", min(size, flat.size), uint) if carry else None
     # a chunk's subnormal range too by the carries, where it is a large share
-    sub_bulk = carry and fmt.subnormals and carry_serves(mode, _random_shift(fmt, uint), opts.sr_bits, 64)
+    # (not on float64's top words: the whole-chunk ways read float32's or float64's fields)
+    sub_bulk = carry and fmt.subnormals and not high and carry_serves(mode, _random_shift(fmt, uint), opts.sr_bits, 64)
     # both ranges in one way where it serves and the data has much below the normal range (by
     # a sample across the input: a speed step, decided once, never the codes)
     unified = False
-    if sub_bulk and _unified_serves(fmt, opts, uint) and flat.size:
-        with np.errstate(invalid="ignore"):
-            probe = flat[:: max(1, flat.size // _SAMPLE)].astype(wide).view(uint)
+    if (sub_bulk or high) and _unified_serves(fmt, opts, uint) and flat.size:
+        probe = _fields_of(flat[:: max(1, flat.size // _SAMPLE)], wide, uint, high)
         unified = np.count_nonzero((((probe >> uint(k)) - rebias) & low_bits) >= max0) > probe.size * _UNIFIED_SHARE
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
-        with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
-            x_part = flat[part].astype(wide, copy=False)
-        u, v, w = x_part.view(uint), v_all[:n], w_all[:n]
+        x_part = flat[part]
+        u, v, w = _fields_of(x_part, wide, uint, high, scratch("fields.high", n, uint) if high else None), v_all[:n], w_all[:n]
         if unified:
-            r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, 8 * wide.itemsize))
-            where = _stochastic_chunk(u, r, fmt, opts, codes[part])
+            r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, width))
+            where = _stochastic_chunk(u, r, fmt, opts, codes[part], (uint, mbits, bias))
             if where is not None:
                 left.append(where + part.start)
             continue
@@ -515,7 +555,7 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
             code = round_code(None, v, rem, shift, k, None, negative, fmt, opts,
                               *chunk_random(opts, opts.stochastic, key, start, part, bits))
         if top_less:  # negatives: the sign from bit top to the format's
-            np.right_shift(u, uint(8 * wide.itemsize - 1), out=w)
+            np.right_shift(u, uint(width - 1), out=w)
             w *= top_less
             code -= w
         if negative_code is not None:

@@ -189,3 +189,36 @@ def test_two_workers_draw_the_bits_one_worker_draws(rounding):
         fmt = get_format(name)
         want = encode_generic(x[head], fmt, Conversion(**{k: v for k, v in kw.items() if k != "rng"}).resolved(fmt), 5)
         assert np.array_equal(one[head], want.astype(one.dtype))
+
+
+@pytest.mark.parametrize("rounding", ["stochastic_a", "stochastic_b"])
+def test_float64_read_from_its_top_words_where_the_decision_lies_there(rounding):
+    """P3109's A and B on float64 input read the top 32 bits of each pattern alone where the
+    exponent, the M kept and the N (B: N + 1) read bits lie there (M + N <= 20): the same codes
+    as the generic kernel for values whose low words are random, whose top words end in ones
+    below the N bits (a carry from the low word would cross them), for N at the bound and
+    past it (read from the full pattern), in the normal and the subnormal range."""
+    from fpemu.codec.fast.float_fields import _high_word_serves
+
+    fmt = get_format("e5m2")
+    rng = np.random.default_rng(9)
+    top = rng.integers(0x3E000000, 0x40400000, 40_000, dtype=np.uint64)  # exponents around 2**-31 .. 2**2
+    low = rng.integers(0, 1 << 32, top.size, dtype=np.uint64)
+    low[::3] = 0xFFFFFFFF
+    top[1::4] |= np.uint64(0xFFF)  # the top word's lowest fraction bits all ones
+    sign = (rng.integers(0, 2, top.size, dtype=np.uint64) << np.uint64(63))
+    x = ((top << np.uint64(32)) | low | sign).view(np.float64)
+    last = 20 - fmt.mantissa_bits - (rounding == "stochastic_b")  # the largest N served
+    fraction = x.view(np.uint64) & np.uint64((1 << 50) - 1)  # the bits e5m2's normal range drops
+    for n in (1, last - 1, last, last + 1, last + 3):
+        opts = Conversion(rounding=rounding, sr_bits=n).resolved(fmt)
+        assert _high_word_serves(np.float64, fmt, opts) == (n <= last)
+        check(x, fmt, opts, start=77)
+        check(x, fmt, opts, bits=rng.integers(0, 1 << n, x.size, dtype=np.uint64))
+        # given bits at each normal element's boundary, where one bit read from the low word
+        # decides: A carries where floor(nu * 2**N) + R >= 2**N, B where floor(nu * 2**(N+1)) + 2R + 1
+        # >= 2**(N+1)
+        read = n + (rounding == "stochastic_b")
+        floor_read = fraction >> np.uint64(50 - read)
+        boundary = (np.uint64(1 << read) - floor_read) >> np.uint64(read - n)
+        check(x, fmt, opts, bits=boundary & np.uint64((1 << n) - 1))
