@@ -109,17 +109,25 @@ def fields_serve(fmt: Format, opts: Conversion, dtype: Any) -> bool:
 
 def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
     """Whether float64 input is read from the top 32 bits of its patterns alone (uint32
-    passes, half the memory of float64's fields after one copy): under P3109's A and B, whose
-    decision reads only the top N (B: N + 1) bits of the fraction dropped. Where the exponent,
-    the M kept bits and those N lie in the top word (M + N <= 20), the low word changes
-    neither the truncated code nor floor(nu * 2**N): with k = 20 - M bits dropped from the top
-    word and the low word's value l / 2**32 below them, floor((rem + l / 2**32) / 2**(k - N))
-    = floor(rem / 2**(k - N)). Zeros, subnormals, Inf and NaN (a payload in the low word
-    alone looks like Inf) fall outside the normal range, to the exact ways from the input."""
-    if np.dtype(dtype) != np.float64 or opts.rounding not in ("stochastic_a", "stochastic_b") or opts.sr_bits is None:
+    passes, half the memory of float64's fields after one copy), k = 20 - M bits dropped from
+    the top word and the low word's value l / 2**32 below them:
+
+    * P3109's A and B decide on the top N (B: N + 1) bits of the fraction dropped alone: where
+      they lie in the top word (M + N <= 20), floor((rem + l / 2**32) / 2**(k - N)) =
+      floor(rem / 2**(k - N)), the low word changes nothing;
+    * ``stochastic`` rounds up where the top 52 - M random bits are below the whole fraction
+      dropped: where the top k of each differ, they decide; where they are equal (one
+      element in 2**k), the element is left to the generic kernel (k >= 1: M <= 19).
+
+    Zeros, subnormals, Inf and NaN (a payload in the low word alone looks like Inf) fall
+    outside the normal range, to the exact ways from the input."""
+    if np.dtype(dtype) != np.float64 or not _fits(fmt, _HIGH_FIELDS[1], _HIGH_FIELDS[2]):
         return False
-    read = opts.sr_bits + (opts.rounding == "stochastic_b")
-    return fmt.mantissa_bits + read <= _HIGH_FIELDS[1] and _fits(fmt, _HIGH_FIELDS[1], _HIGH_FIELDS[2])
+    if opts.rounding == "stochastic":
+        return fmt.mantissa_bits < _HIGH_FIELDS[1]
+    if opts.rounding not in ("stochastic_a", "stochastic_b") or opts.sr_bits is None:
+        return False
+    return fmt.mantissa_bits + opts.sr_bits + (opts.rounding == "stochastic_b") <= _HIGH_FIELDS[1]
 
 
 def _fields_of(x: np.ndarray, wide: np.dtype, uint, high: bool, out: np.ndarray | None = None) -> np.ndarray:
@@ -133,6 +141,19 @@ def _fields_of(x: np.ndarray, wide: np.dtype, uint, high: bool, out: np.ndarray 
         return words.copy()
     np.copyto(out, words)
     return out
+
+
+def _share_below(flat: np.ndarray, fmt: Format, wide: np.dtype, fields: tuple, high: bool) -> float:
+    """The share of a sample across the input (every ``len // _SAMPLE``-th element) whose
+    magnitude (sign ignored) lies outside fmt's normal range, read from ``fields``; 0 for no
+    input. (A choice of way, never of a code.)"""
+    if not flat.size:
+        return 0.0
+    uint, mbits, bias = fields
+    M = fmt.mantissa_bits
+    probe = _fields_of(flat[:: max(1, flat.size // _SAMPLE)], wide, uint, high)
+    magnitude = ((probe >> uint(mbits - M)) - uint((fmt.emin + bias) << M)) & uint((1 << (8 * probe.itemsize - 1 - mbits + M)) - 1)
+    return np.count_nonzero(magnitude >= uint(fmt.max_code - (int(fmt.subnormals) << M))) / probe.size
 
 
 def narrows_alike(fmt: Format, opts: Conversion) -> bool:
@@ -478,6 +499,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     uint, mbits, bias = _width(flat.dtype, fmt)
     wide = np.dtype(np.float32 if uint is np.uint32 else np.float64)  # the float the input is read as
     high = _high_word_serves(flat.dtype, fmt, opts)  # the fields of float64's top words
+    if high and opts.rounding == "stochastic" and _share_below(flat, fmt, wide, _HIGH_FIELDS, True) > _UNIFIED_SHARE:
+        high = False  # (much below the normal range: the one way on float64's fields, which lists no ties)
     if high:
         uint, mbits, bias = _HIGH_FIELDS
     width = 8 * np.dtype(uint).itemsize
@@ -510,9 +533,9 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     # both ranges in one way where it serves and the data has much below the normal range (by
     # a sample across the input: a speed step, decided once, never the codes)
     unified = False
-    if (sub_bulk or high) and _unified_serves(fmt, opts, uint) and flat.size:
-        probe = _fields_of(flat[:: max(1, flat.size // _SAMPLE)], wide, uint, high)
-        unified = np.count_nonzero((((probe >> uint(k)) - rebias) & low_bits) >= max0) > probe.size * _UNIFIED_SHARE
+    # (nor under ``stochastic`` on the top words, whose ties the one way does not list)
+    if (sub_bulk or (high and mode != "stochastic")) and _unified_serves(fmt, opts, uint):
+        unified = _share_below(flat, fmt, wide, (uint, mbits, bias), high) > _UNIFIED_SHARE
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
@@ -549,6 +572,11 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
                 r = _top_bits(opts, key, start, part, bits, uint, k)
             if k:
                 v += stochastic_carry(mode, rem, k, opts.sr_bits, r, c_all[:n])
+            if high and mode == "stochastic":  # r and rem equal on the top word: the low words decide
+                tied = np.equal(r, rem, out=scratch("fields.tied", n, bool))
+                if tied.any():
+                    tied = np.flatnonzero(tied)
+                    where = tied if where is None else np.union1d(where, tied)
             code = v
         else:
             v += hidden

@@ -222,3 +222,25 @@ def test_float64_read_from_its_top_words_where_the_decision_lies_there(rounding)
         floor_read = fraction >> np.uint64(50 - read)
         boundary = (np.uint64(1 << read) - floor_read) >> np.uint64(read - n)
         check(x, fmt, opts, bits=boundary & np.uint64((1 << n) - 1))
+
+
+@pytest.mark.parametrize("name", ["e5m2", "bf16", "fp16"])
+def test_stochastic_on_float64_top_words_leaves_their_ties_to_the_low_words(name):
+    """``stochastic`` on float64 read from the top words: where the top k random bits equal
+    the top word's k dropped bits (here made so for every other element), the low word
+    decides, as in the generic kernel."""
+    from fpemu.codec.fast.float_fields import _high_word_serves
+    from fpemu.codec.rounding import random_u64
+
+    fmt = get_format(name)
+    opts = Conversion(rounding="stochastic").resolved(fmt)
+    assert _high_word_serves(np.float64, fmt, opts)
+    rng = np.random.default_rng(10)
+    n, k, start = 30_000, 20 - fmt.mantissa_bits, 77
+    drawn = random_u64(sr_key(11), np.arange(n, dtype=np.uint64) + np.uint64(start)) >> np.uint64(64 - k)
+    dropped = np.where(np.arange(n) % 2 == 0, drawn, rng.integers(0, 1 << k, n, dtype=np.uint64))
+    exponent = rng.integers(1023 - 6, 1023 + 6, n, dtype=np.uint64)
+    kept = rng.integers(0, 1 << fmt.mantissa_bits, n, dtype=np.uint64)
+    top = (exponent << np.uint64(20)) | (kept << np.uint64(k)) | dropped | (rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(31))
+    x = ((top << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)).view(np.float64)
+    check(x, fmt, opts, start=start)
