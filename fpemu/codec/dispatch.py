@@ -20,8 +20,8 @@ codes bit for bit, and each tested against it over its inputs. The decision, in 
    (``top_half``), else the 17-bit table (``fp32_table``); float16 and float64 input is made
    float32 chunk by chunk first, in a way that keeps every code (:mod:`.fast.float32_alike`).
 7. fp16, fp32, fp64 under RNE with Inf overflow, from an input at least as wide: numpy's
-   correctly rounded cast; from an input at most as wide under any deterministic rounding,
-   which then changes no finite value: numpy's exact cast (``numpy_cast``). From a wider
+   correctly rounded cast; from an input at most as wide under any rounding (stochastic
+   included), which then changes no finite value: numpy's exact cast (``numpy_cast``). From a wider
    input under RZ (fp32 only), up, down, odd or nearest-away, with any overflow rule and
    NaN policy: that cast stepped one unit where it went against the mode, the generic kernel
    for the elements of magnitude not below the format's largest (``cast_directed``).
@@ -184,9 +184,10 @@ def _float_path(fmt: Format, opts: Conversion, dtype: np.dtype) -> str:
 
 
 def _exact_rounding(opts: Conversion) -> bool:
-    """Whether the rounding leaves every finite value the format holds as it is (the generic
-    kernel's deterministic modes)."""
-    return not opts.stochastic and opts.rounding != "ml_dtypes_e8m0"
+    """Whether the rounding leaves every finite value the format holds as it is: the generic
+    kernel's modes but ml_dtypes' E8M0 rule, the stochastic ones too (each rounds up only a
+    non-zero fraction dropped: none, whatever the random bits)."""
+    return opts.rounding != "ml_dtypes_e8m0"
 
 
 def _fp32_table_serves(fmt: Format, opts: Conversion) -> bool:

@@ -119,14 +119,22 @@ def test_prefix_rne_path_is_the_generic_kernel(name, dtypes):
                                          ("fp32", np.float32), ("fp32", np.float64), ("fp64", np.float64),
                                          ("fp64", np.float32)])
 @pytest.mark.parametrize("nan", [None, "payload", "quiet_payload", "positive"])
-@pytest.mark.parametrize("rounding", [None, "up", "odd"])
+@pytest.mark.parametrize("rounding", [None, "up", "odd", "stochastic", "stochastic_a", "stochastic_odd"])
 def test_numpy_cast_path_is_the_generic_kernel(name, dtype, nan, rounding):
+    """Under every rounding from an input no wider (the stochastic ones too: nothing is
+    dropped, so no random bit decides), to nearest even from a wider one."""
     if rounding and np.dtype(dtype).itemsize > {"fp16": 2, "fp32": 4, "fp64": 8}[name]:
         return  # (a narrowing cast rounds to nearest even only)
-    conv = Conversion(nan=nan, rounding=rounding)
+    conv = Conversion(nan=nan, rounding=rounding, sr_bits=3 if rounding in ("stochastic_a", "stochastic_odd") else None)
     x = inputs(dtype)
     assert encode_path(name, conv, dtype, x.size) == "numpy_cast", (name, dtype)
-    same(fpemu.encode(x, name, conversion=conv, workers=1), generic_codes(x, name, conv), x, (name, dtype, nan))
+    drawn = {"rng": 5} if conv.stochastic else {}
+    same(fpemu.encode(x, name, conversion=conv, workers=1, **drawn), generic_codes(x, name, conv), x, (name, dtype, nan))
+    if conv.sr_bits:  # given bits: checked as before, then unread
+        given = np.random.default_rng(1).integers(0, 8, x.shape, dtype=np.uint8)
+        same(fpemu.encode(x, name, conversion=conv, random_bits=given, workers=1), generic_codes(x, name, conv), x, name)
+        with pytest.raises(ValueError, match="random_bits must lie in"):
+            fpemu.encode(x, name, conversion=conv, random_bits=given + np.uint8(8))
 
 
 @pytest.mark.parametrize("name, conv", [
@@ -200,7 +208,7 @@ def test_exact_path_is_the_generic_kernel_on_float_values(name):
     ("e5m2", Conversion(rounding="stochastic_odd", sr_bits=3, overflow="saturate_propagate")),
     ("ue4m3", Conversion(rounding="stochastic")),
     ("e8m0", Conversion(rounding="stochastic")),  # (float32 input read as float64: its lowest binade is float32 subnormal)
-    ("fp32", Conversion(rounding="stochastic")),
+    ("fp32", Conversion(rounding="stochastic", overflow="saturate")),  # (with Inf overflow: numpy_cast)
 ])
 def test_float_fields_path_is_the_generic_kernel(name, conv):
     stochastic_or_generic_path(name, conv, "float_fields")
