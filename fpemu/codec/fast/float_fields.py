@@ -115,6 +115,10 @@ def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
     * P3109's A and B decide on the top N (B: N + 1) bits of the fraction dropped alone: where
       they lie in the top word (M + N <= 20), floor((rem + l / 2**32) / 2**(k - N)) =
       floor(rem / 2**(k - N)), the low word changes nothing;
+    * P3109's C and gfloat's stochastic odd round the fraction to N bits first, which reads
+      the round bit below them and whether any bit below it is set: with the low word's
+      "non-zero" in the top word's last dropped bit (:func:`_low_sticky`), both lie in the top
+      word where the round bit is not that last bit (M + N + 2 <= 20);
     * ``stochastic`` rounds up where the top 52 - M random bits are below the whole fraction
       dropped: where the top k of each differ, they decide; where they are equal (one
       element in 2**k), the element is left to the generic kernel (k >= 1: M <= 19).
@@ -125,9 +129,19 @@ def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
         return False
     if opts.rounding == "stochastic":
         return fmt.mantissa_bits < _HIGH_FIELDS[1]
-    if opts.rounding not in ("stochastic_a", "stochastic_b") or opts.sr_bits is None:
+    if opts.sr_bits is None:
         return False
-    return fmt.mantissa_bits + opts.sr_bits + (opts.rounding == "stochastic_b") <= _HIGH_FIELDS[1]
+    if opts.rounding in ("stochastic_c", "stochastic_odd"):
+        return fmt.mantissa_bits + opts.sr_bits + 2 <= _HIGH_FIELDS[1]
+    return opts.rounding in ("stochastic_a", "stochastic_b") \
+        and fmt.mantissa_bits + opts.sr_bits + (opts.rounding == "stochastic_b") <= _HIGH_FIELDS[1]
+
+
+def _low_sticky(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Whether each float64 (x as float64) has a non-zero low word, into out (bool)."""
+    with np.errstate(invalid="ignore"):
+        words = np.ascontiguousarray(x, dtype=np.float64).view(np.uint32)[1 - _HIGH_WORD::2]
+    return np.not_equal(words, np.uint32(0), out=out)
 
 
 def _fields_of(x: np.ndarray, wide: np.dtype, uint, high: bool, out: np.ndarray | None = None) -> np.ndarray:
@@ -301,7 +315,7 @@ def _unified_serves(fmt: Format, opts: Conversion, uint) -> bool:
 
 
 def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversion, out: np.ndarray,
-                      fields: tuple | None = None) -> np.ndarray | None:
+                      fields: tuple | None = None, sticky: np.ndarray | None = None) -> np.ndarray | None:
     """Stochastic codes (into out, the format's code dtype) of a chunk of float32 or float64
     patterns u whose subnormal range is a large share, the normal and the subnormal range in
     one way, in passes of u's integer: an element d binades below the normal range (0 in it)
@@ -316,7 +330,8 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
     Against the normal range's carries with :func:`_subnormal_chunk32`, e2m1, 2**20 float32
     normals, one core: stochastic 0.26 -> 0.32x of the default path, P3109's A with given bits
     0.32 -> 0.41x (the random numbers are most of what is left). ``fields``: the layout of u
-    (uint, fraction bits, bias) where it is not float32's or float64's (:data:`_HIGH_FIELDS`)."""
+    (uint, fraction bits, bias) where it is not float32's or float64's (:data:`_HIGH_FIELDS`);
+    ``sticky``: bits below those (bool, one an element) that set the fraction's last bit."""
     uint, mbits, bias = fields or _WIDTHS[u.dtype.itemsize]
     width = 8 * u.dtype.itemsize
     signed = np.dtype(f"i{u.dtype.itemsize}").type
@@ -346,6 +361,8 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
     np.subtract(_constant(S, n, signed).view(uint), dropped, out=dropped)
     np.left_shift(sig, dropped, out=sig)
     sig &= uint((1 << S) - 1)  # the fraction dropped, times 2**S
+    if sticky is not None:
+        sig |= sticky
     code += stochastic_carry(opts.rounding, sig, S, opts.sr_bits, r, dropped)
     # left: a magnitude code past the largest, or too far below the normal range (d clipped)
     rest = np.greater(code, uint(fmt.max_code & ~fmt.sign_mask), out=scratch("fields.ur", n, bool))
@@ -560,9 +577,11 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
         n = part.stop - part.start
         x_part = flat[part]
         u, v, w = _fields_of(x_part, wide, uint, high, scratch("fields.high", n, uint) if high else None), v_all[:n], w_all[:n]
+        # C and odd on float64's top words: the low word's "non-zero" into the last bit dropped
+        sticky = _low_sticky(x_part, scratch("fields.sticky", n, bool)) if high and mode in ("stochastic_c", "stochastic_odd") else None
         if unified:
             r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, width))
-            where = _stochastic_chunk(u, r, fmt, opts, codes[part], (uint, mbits, bias))
+            where = _stochastic_chunk(u, r, fmt, opts, codes[part], (uint, mbits, bias), sticky)
             if where is not None:
                 left.append(where + part.start)
             continue
@@ -589,6 +608,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
                                casting="unsafe")
             elif k:
                 r = _top_bits(opts, key, start, part, bits, uint, k)
+            if sticky is not None:
+                rem |= sticky
             if k:
                 v += stochastic_carry(mode, rem, k, opts.sr_bits, r, c_all[:n])
             if high and mode == "stochastic":  # r and rem equal on the top word: the low words decide

@@ -244,3 +244,40 @@ def test_stochastic_on_float64_top_words_leaves_their_ties_to_the_low_words(name
     top = (exponent << np.uint64(20)) | (kept << np.uint64(k)) | dropped | (rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(31))
     x = ((top << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)).view(np.float64)
     check(x, fmt, opts, start=start)
+
+
+@pytest.mark.parametrize("rounding", ["stochastic_c", "stochastic_odd"])
+@pytest.mark.parametrize("name", ["e5m2", "e2m1"])
+def test_float64_top_words_with_the_low_words_sticky_bit(rounding, name):
+    """P3109's C and stochastic odd on float64 read from the top words, with whether the low
+    word is non-zero as the last bit dropped: the generic kernel's codes where the top word's
+    dropped bits are a tie of the N-bit rounding (the low word alone then decides its
+    direction), at each element's boundary given bits, for N at the bound and past it; e2m1
+    (much below its normal range) goes the one way with the same bit."""
+    from fpemu.codec.fast.float_fields import _high_word_serves
+
+    fmt = get_format(name)
+    rng = np.random.default_rng(12)
+    n, M = 30_000, fmt.mantissa_bits
+    k = 20 - M
+    exponent = rng.integers(1023 + fmt.emin - 3, 1023 + fmt.emax + 1, n, dtype=np.uint64)
+    kept = rng.integers(0, 1 << M, n, dtype=np.uint64) if M else np.zeros(n, np.uint64)
+    dropped = rng.integers(0, 1 << k, n, dtype=np.uint64)
+    low = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    low[::3] = 0
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(31)
+    last = 18 - M  # the largest N served
+    for N in (1, last - 1, last, last + 1):
+        opts = Conversion(rounding=rounding, sr_bits=N).resolved(fmt)
+        assert _high_word_serves(np.float64, fmt, opts) == (N <= last)
+        d = k - N  # the top word's dropped bits below the N
+        tied = np.where(np.arange(n) % 2 == 0, (dropped >> np.uint64(d) << np.uint64(d)) | np.uint64(1 << (d - 1)), dropped)
+        top = sign | (exponent << np.uint64(20)) | (kept << np.uint64(k)) | tied
+        x = ((top << np.uint64(32)) | low).view(np.float64)
+        check(x, fmt, opts, start=5)
+        # given bits at each normal element's boundary: 2**N less the fraction rounded to N bits
+        q, half = tied >> np.uint64(d), np.uint64(1 << (d - 1))
+        r = tied & np.uint64((1 << d) - 1)
+        tie_up = (q & np.uint64(1)) == (0 if rounding == "stochastic_odd" else 1)
+        nearest = q + ((r > half) | ((r == half) & ((low != 0) | tie_up)))
+        check(x, fmt, opts, bits=(np.uint64(1 << N) - nearest) & np.uint64((1 << N) - 1))
