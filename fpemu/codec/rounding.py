@@ -288,8 +288,11 @@ def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray 
         bits = np.broadcast_to(bits, shape)
     except ValueError:
         raise ValueError(f"random_bits of shape {bits.shape} do not match the input's shape {shape}") from None
-    if bits.size and (int(bits.min()) < 0 or int(bits.max()) >= 1 << n):
+    if bits.size and ((bits.dtype.kind == "i" and int(bits.min()) < 0) or int(bits.max()) >= 1 << n):
         raise ValueError(f"random_bits must lie in [0, 2**{n}) for sr_bits={n}")
-    # (kept as narrow as the caller gave them: an unsigned integer of their width; widened
-    # to uint64 they cost a whole-array pass and 8 bytes an element)
-    return bits.astype(np.dtype(f"u{bits.dtype.itemsize}")).reshape(-1)
+    # (kept as narrow as the caller gave them: an unsigned integer of their width, the
+    # caller's own array where it is one, read only; widened to uint64 they cost a
+    # whole-array pass and 8 bytes an element)
+    flat = bits.astype(np.dtype(f"u{bits.dtype.itemsize}"), copy=False).reshape(-1).view()
+    flat.flags.writeable = False
+    return flat

@@ -367,13 +367,16 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
     # left: a magnitude code past the largest, or too far below the normal range (d clipped)
     rest = np.greater(code, uint(fmt.max_code & ~fmt.sign_mask), out=scratch("fields.ur", n, bool))
     rest |= np.less(field, uint(max(low - deepest, 1)), out=scratch("fields.ut", n, bool))
-    np.copyto(out, code, casting="unsafe")
-    sign = scratch("fields.usign", n, out.dtype)  # the sign bit (not on zero where there is no -0)
-    np.right_shift(u, uint(width - 1), out=sign, casting="unsafe")
+    # the sign bit (not on zero where there is no -0), in u's integer: NumPy has no SIMD loop
+    # for shifts of uint8 (x86 has no such instruction), nor for a shift that casts
+    sign_at = fmt.sign_mask.bit_length() - 1
+    sign = field  # (free now)
+    np.right_shift(u, uint(width - 1 - sign_at), out=sign)
+    sign &= uint(1 << sign_at)
     if not fmt.has_neg_zero:
-        sign &= np.minimum(out, out.dtype.type(1), out=scratch("fields.unz", n, out.dtype))
-    sign <<= out.dtype.type(fmt.sign_mask.bit_length() - 1)
-    out |= sign
+        sign *= np.minimum(code, _constant(1, n, uint), out=dropped)
+    code |= sign
+    np.copyto(out, code, casting="unsafe")
     return np.flatnonzero(rest) if rest.any() else None
 
 
