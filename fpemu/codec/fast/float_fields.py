@@ -342,32 +342,35 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
     field = scratch("fields.uf", n, uint)
     np.right_shift(u, uint(mbits), out=field)
     field &= uint(2 * bias + 1)
-    below = scratch("fields.ud", n, uint).view(signed)  # d = clip(low - field, 0, deepest)
-    np.subtract(signed(low), field.view(signed), out=below)
-    np.maximum(below, _constant(0, n, signed), out=below)
-    np.minimum(below, _constant(deepest, n, signed), out=below)
+    # t = field - (low - deepest): d = low - field binades below the normal range leave the
+    # fraction S - s = deepest - d = t bits to move up, clipped to [0, deepest] (S - k in the
+    # normal range); t - that is the binades above the lowest (0 below it)
+    t = scratch("fields.ud", n, uint).view(signed)
+    np.add(field.view(signed), signed(deepest - low), out=t)
+    up = scratch("fields.uu", n, uint).view(signed)  # S - s
+    np.maximum(t, _constant(0, n, signed), out=up)
+    np.minimum(up, _constant(deepest, n, signed), out=up)
     sig = scratch("fields.ug", n, uint)  # the significand, hidden bit set
     np.bitwise_and(u, uint((1 << mbits) - 1), out=sig)
     sig |= uint(1 << mbits)
-    dropped = scratch("fields.us", n, uint)  # s = k + d, then S - s
-    np.add(below.view(uint), uint(k), out=dropped)
+    dropped = scratch("fields.us", n, uint)  # s
+    np.subtract(_constant(S, n, signed), up, out=dropped.view(signed))
     code = scratch("fields.uc", n, uint)
     np.right_shift(sig, dropped, out=code)
-    # the exponent part: (field - low + d) << M, the binades above the lowest (0 below it)
-    exponent_part = scratch("fields.ue", n, uint).view(signed)
-    np.add(field.view(signed), below, out=exponent_part)
-    exponent_part -= signed(low)
-    exponent_part <<= signed(M)
-    code += exponent_part.view(uint)
-    np.subtract(_constant(S, n, signed).view(uint), dropped, out=dropped)
-    np.left_shift(sig, dropped, out=sig)
+    t -= up  # the exponent part, in place: (binades above the lowest) << M
+    t <<= signed(M)
+    code += t.view(uint)
+    np.left_shift(sig, up.view(uint), out=sig)
     sig &= uint((1 << S) - 1)  # the fraction dropped, times 2**S
     if sticky is not None:
         sig |= sticky
     code += stochastic_carry(opts.rounding, sig, S, opts.sr_bits, r, dropped)
-    # left: a magnitude code past the largest, or too far below the normal range (d clipped)
+    # left: a magnitude code past the largest (overflow, Inf, NaN), or too far below the
+    # normal range (t < 0: its exponent part, negative, wraps the code past the largest where
+    # it is at least 2 (M >= 1) and a zero field lies that far (low - deepest >= 1))
     rest = np.greater(code, uint(fmt.max_code & ~fmt.sign_mask), out=scratch("fields.ur", n, bool))
-    rest |= np.less(field, uint(max(low - deepest, 1)), out=scratch("fields.ut", n, bool))
+    if M < 1 or low - deepest < 1:
+        rest |= np.less(field, uint(max(low - deepest, 1)), out=scratch("fields.ut", n, bool))
     # the sign bit (not on zero where there is no -0), in u's integer: NumPy has no SIMD loop
     # for shifts of uint8 (x86 has no such instruction), nor for a shift that casts
     sign_at = fmt.sign_mask.bit_length() - 1

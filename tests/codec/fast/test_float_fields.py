@@ -281,3 +281,25 @@ def test_float64_top_words_with_the_low_words_sticky_bit(rounding, name):
         tie_up = (q & np.uint64(1)) == (0 if rounding == "stochastic_odd" else 1)
         nearest = q + ((r > half) | ((r == half) & ((low != 0) | tie_up)))
         check(x, fmt, opts, bits=(np.uint64(1 << N) - nearest) & np.uint64((1 << N) - 1))
+
+
+@pytest.mark.parametrize("fmt", [Format("e8m2", 8, 2, 127), Format("e4m0", 4, 0, 7, inf="none", nan="top"),
+                                 Format("e2m1", 2, 1, 1, inf="none", nan="none")])
+@pytest.mark.parametrize("rounding", ["stochastic", "stochastic_a", "stochastic_c"])
+def test_one_way_chunks_find_what_lies_too_far_below(fmt, rounding):
+    """The one-way stochastic chunks (data mostly below the normal range) leave the elements
+    too far below it, zeros and float32 subnormals to the generic kernel: where float32's
+    zero field is itself within reach of the carries (e8m2: its smallest normal is float32's)
+    and where a format has no mantissa bits (e4m0), a check of the field finds them; else the
+    exponent part wraps the code past the largest (e2m1)."""
+    opts = Conversion(rounding=rounding, sr_bits=None if rounding == "stochastic" else 6).resolved(fmt)
+    rng = np.random.default_rng(13)
+    low = 2.0 ** fmt.emin
+    x = np.concatenate([rng.uniform(-low, low, 20_000) * 2.0 ** -rng.integers(0, 40, 20_000), np.zeros(500),
+                        -np.zeros(500), rng.standard_normal(2000) * low * 4])
+    x32 = x.astype(np.float32)
+    with np.errstate(under="ignore"):
+        x32 = np.concatenate([x32, np.float32(1e-45) * rng.integers(1, 1 << 20, 1000).astype(np.float32)])
+    check(x32, fmt, opts, start=3)
+    if opts.sr_bits:
+        check(x32, fmt, opts, bits=rng.integers(0, 1 << 6, x32.size, dtype=np.uint64))
