@@ -275,6 +275,42 @@ def stochastic_carry(mode: str, rem: np.ndarray, shift: int, n: int | None, r: n
     return out
 
 
+def addend_serves(mode: str, shift: int, n: int | None) -> bool:
+    """Whether :func:`stochastic_addend` decides ``mode`` at ``shift`` dropped bits: stochastic
+    (its top ``shift`` random bits), P3109's A (N <= shift) and B (N + 1 <= shift)."""
+    if mode == "stochastic":
+        return 1 <= shift <= 32
+    return n is not None and ((mode == "stochastic_a" and n <= shift) or (mode == "stochastic_b" and n + 1 <= shift))
+
+
+def stochastic_addend(mode: str, shift: int, n: int | None, r: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """What to add to an integer whose low ``shift`` bits are the fraction dropped (rem) so that
+    dropping them afterwards rounds as :func:`stochastic_carry` decides (where
+    :func:`addend_serves`), into out (r's dtype): the sum carries out of the low bits exactly
+    where the mode rounds up.
+
+    * stochastic (r: the top ``shift`` random bits): up where r < rem, i.e. rem + (2**shift
+      - 1 - r) >= 2**shift;
+    * A (r: the N bits R): up where floor(rem / 2**(shift - N)) + R >= 2**N, i.e. rem + R *
+      2**(shift - N) >= 2**shift (R * 2**(shift - N) is a multiple of what the floor drops);
+    * B: up where floor(rem / 2**(shift - N - 1)) + 2R + 1 >= 2**(N + 1), i.e. rem + (2R + 1)
+      * 2**(shift - N - 1) >= 2**shift.
+
+    >>> rem, r = np.uint32([1, 2, 3]), np.uint32([2, 2, 2])
+    >>> ((rem + stochastic_addend("stochastic", 2, None, r, np.empty(3, np.uint32))) >> np.uint32(2)).tolist()
+    [0, 0, 1]
+    """
+    kind = r.dtype.type
+    if mode == "stochastic":
+        return np.subtract(kind((1 << shift) - 1), r, out=out)
+    if mode == "stochastic_a":
+        return np.left_shift(r, kind(shift - n), out=out)
+    np.left_shift(r, kind(1), out=out)  # B: 2R + 1, moved up
+    out += kind(1)
+    out <<= kind(shift - n - 1)
+    return out
+
+
 def broadcast_random_bits(random_bits: Any, shape: tuple, n: int) -> np.ndarray | None:
     """The caller's N-bit random integers of P3109 stochastic rounding, broadcast to the
     input's shape and checked to lie in [0, 2**n), as a flat unsigned array of their width

@@ -25,6 +25,10 @@ rule), Inf and NaN (and the NaN policy), and the unsigned negatives the rules ab
 On usual data they are few, so the options that only change what happens to them cost
 nothing here.
 
+bf16 and tf32 (float32 prefixes) from float32 under ``stochastic``, P3109's A and B skip the
+fields: the pattern plus an addend that carries out of the dropped bits where the mode rounds
+up (:func:`~..rounding.stochastic_addend`), shifted, is the code of every |x| < max.
+
 float16 input is widened to float32 chunk by chunk (exactly); float64 input under a
 deterministic rounding is narrowed to float32 values that round alike (:func:`narrows_alike`),
 under P3109's A and B read from the top 32 bits of each pattern where the bits they decide
@@ -49,10 +53,12 @@ import numpy as np
 
 from ...formats import Format
 from ..chunks import LIGHT_CHUNK, chunk_size, chunks, scratch
-from ..generic_kernel import chunk_random, encode_generic, finish_codes, round_code
+from ..generic_kernel import chunk_random, encode_generic, finish_codes, is_fp32_prefix, round_code
 from ..options import Conversion
-from ..rounding import carry_serves, random_top_bits, random_u64, sr_key, stochastic_carry
+from ..rounding import (addend_serves, carry_serves, random_top_bits, random_u64, sr_key, stochastic_addend,
+                        stochastic_carry)
 from ..specials import refuse_nan
+from .in_range import positions_beyond, range_bound
 
 # float32 and float64: the unsigned integer of the pattern, fraction bits, exponent bias
 _WIDTHS = {4: (np.uint32, 23, 127), 8: (np.uint64, 52, 1023)}
@@ -626,11 +632,29 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     # (nor under ``stochastic`` on the top words, whose ties the one way does not list)
     if (sub_bulk or (high and mode != "stochastic")) and _unified_serves(fmt, opts, uint):
         unified = _share_below(flat, fmt, wide, (uint, mbits, bias), high) > _UNIFIED_SHARE
+    # float32 prefixes (bf16, tf32) from float32 under stochastic, A and B: the pattern is the
+    # code with the bits dropped below it, so an addend that carries where the mode rounds up
+    # (rounding.stochastic_addend) and a shift give every code of |x| < max (a rounded value
+    # stays at most max there), whatever the overflow rule and NaN policy: the rest, found by
+    # a maximum and a minimum, are left to the exact ways below
+    prefix = carry and uint is np.uint32 and not high and mbits == 23 and is_fp32_prefix(fmt) \
+        and addend_serves(mode, k, opts.sr_bits)
+    bound = range_bound(fmt, np.float32) if prefix else None
     left = []
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
         x_part = flat[part]
         u, v, w = _fields_of(x_part, wide, uint, high, scratch("fields.high", n, uint) if high else None), v_all[:n], w_all[:n]
+        if prefix:
+            r = _top_bits(opts, key, start, part, bits, uint, k)
+            np.add(u, stochastic_addend(mode, k, opts.sr_bits, r, c_all[:n]), out=v)
+            v >>= uint(k)
+            np.copyto(codes[part], v, casting="unsafe")
+            with np.errstate(invalid="ignore"):  # (NaN: it wins both reductions, and is found)
+                where = positions_beyond(u.view(np.float32), bound)
+            if where is not None:
+                left.append(where + part.start)
+            continue
         # C and odd on float64's top words: the low word's "non-zero" into the last bit dropped
         sticky = _low_sticky(x_part, scratch("fields.sticky", n, bool)) if high and mode in ("stochastic_c", "stochastic_odd") else None
         if unified:

@@ -303,3 +303,39 @@ def test_one_way_chunks_find_what_lies_too_far_below(fmt, rounding):
     check(x32, fmt, opts, start=3)
     if opts.sr_bits:
         check(x32, fmt, opts, bits=rng.integers(0, 1 << 6, x32.size, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("name", ["bf16", "tf32"])
+@pytest.mark.parametrize("rounding", ["stochastic", "stochastic_a", "stochastic_b"])
+def test_float32_prefixes_by_an_addend_at_each_boundary(name, rounding):
+    """bf16 and tf32 from float32 under stochastic, A and B: the pattern plus the addend, then
+    the shift. Every element's dropped bits made its decision's boundary (stochastic: equal to
+    its drawn bits, or one more; A and B: given bits that just carry, or just do not), both
+    signs, float32 subnormals, values at and past the largest, Inf, NaN, under two overflow
+    rules."""
+    from fpemu.codec.rounding import random_u64
+
+    fmt = get_format(name)
+    k = 23 - fmt.mantissa_bits
+    rng = np.random.default_rng(14)
+    n, start, N = 40_000, 9, 6
+    top = rng.integers(0, 0xFF << (23 - k), n, dtype=np.uint64) << np.uint64(k)  # kept bits, Inf/NaN fields excluded
+    top[: n // 8] &= np.uint64((1 << 23) - 1)  # float32 subnormals
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(31)
+    if rounding == "stochastic":
+        drawn = random_u64(sr_key(11), np.arange(n, dtype=np.uint64) + np.uint64(start)) >> np.uint64(64 - k)
+        dropped = np.minimum(drawn + (np.arange(n) % 2).astype(np.uint64), np.uint64((1 << k) - 1))
+        bits = None
+    else:
+        read = N + (rounding == "stochastic_b")
+        dropped = rng.integers(0, 1 << k, n, dtype=np.uint64)
+        floor_read = dropped >> np.uint64(k - read)
+        boundary = (np.uint64(1 << read) - floor_read) >> np.uint64(read - N)  # the R that just carries
+        bits = (boundary - (np.arange(n) % 2).astype(np.uint64)) & np.uint64((1 << N) - 1)
+    x = (sign | top | dropped).astype(np.uint32).view(np.float32)
+    x = np.concatenate([x, np.float32([3.3895314e38, -3.3895314e38, 3.4e38, np.inf, -np.inf, np.nan, 0.0, -0.0])])
+    if bits is not None:
+        bits = np.concatenate([bits, np.zeros(8, np.uint64)])
+    for overflow in (None, "saturate"):
+        opts = Conversion(rounding=rounding, sr_bits=None if rounding == "stochastic" else N, overflow=overflow).resolved(fmt)
+        check(x, fmt, opts, start=start, bits=bits)
