@@ -359,18 +359,32 @@ def _stochastic_chunk(u: np.ndarray, r: np.ndarray, fmt: Format, opts: Conversio
     sig = scratch("fields.ug", n, uint)  # the significand, hidden bit set
     np.bitwise_and(u, uint((1 << mbits) - 1), out=sig)
     sig |= uint(1 << mbits)
-    dropped = scratch("fields.us", n, uint)  # s
-    np.subtract(_constant(S, n, signed), up, out=dropped.view(signed))
+    dropped = scratch("fields.us", n, uint)  # s (less what the mode reads)
     code = scratch("fields.uc", n, uint)
-    np.right_shift(sig, dropped, out=code)
+    read = None if opts.sr_bits is None else opts.sr_bits + (opts.rounding == "stochastic_b")
+    if opts.rounding in ("stochastic_a", "stochastic_b") and read <= k:
+        # P3109's A and B read floor(nu * 2**read) of the fraction nu dropped: the significand
+        # shifted right by s - read holds it below the truncated code; plus R (A) or 2R + 1
+        # (B), it carries into the code exactly where the mode rounds up (below 2**(read + 1)),
+        # and one more shift by read leaves the rounded code
+        np.subtract(_constant(S - read, n, signed), up, out=dropped.view(signed))
+        np.right_shift(sig, dropped, out=code)
+        code += r
+        if opts.rounding == "stochastic_b":
+            code += r
+            code += uint(1)
+        code >>= uint(read)
+    else:
+        np.subtract(_constant(S, n, signed), up, out=dropped.view(signed))
+        np.right_shift(sig, dropped, out=code)
+        np.left_shift(sig, up.view(uint), out=sig)
+        sig &= uint((1 << S) - 1)  # the fraction dropped, times 2**S
+        if sticky is not None:
+            sig |= sticky
+        code += stochastic_carry(opts.rounding, sig, S, opts.sr_bits, r, dropped)
     t -= up  # the exponent part, in place: (binades above the lowest) << M
     t <<= signed(M)
     code += t.view(uint)
-    np.left_shift(sig, up.view(uint), out=sig)
-    sig &= uint((1 << S) - 1)  # the fraction dropped, times 2**S
-    if sticky is not None:
-        sig |= sticky
-    code += stochastic_carry(opts.rounding, sig, S, opts.sr_bits, r, dropped)
     # left: a magnitude code past the largest (overflow, Inf, NaN), or too far below the
     # normal range (t < 0: its exponent part, negative, wraps the code past the largest where
     # it is at least 2 (M >= 1) and a zero field lies that far (low - deepest >= 1))
