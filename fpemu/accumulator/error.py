@@ -16,7 +16,7 @@ from .kernels.exact import exact_sum
 from .kernels.operand import element_operand
 from .kernels.products import element_products
 from .lookup import input_formats, get_accumulator
-from .gemm import PROGRESS_PIECES, dense_gemm, gemm
+from .gemm import dense_gemm, gemm
 from .operands import accumulator_operand
 from .pieces import row_pieces, values_per_row
 from .model import Accumulator
@@ -40,8 +40,9 @@ def gemm_error(
     loss; or ``"normal"``), quantized to ``inputs`` (RNE); the reference is the exact product
     (rounded to odd at float64 precision). Returns the elementwise relative error's max and
     mean (over the entries whose exact value is not zero) and the normwise error
-    ||C - C_exact||_F / ||C_exact||_F. ``step(rows)`` (a progress bar's) is told of every
-    piece of rows done, 2 m in all (the emulated GEMM's rows, then the exact product's).
+    ||C - C_exact||_F / ||C_exact||_F. ``step(rows)`` (a progress bar's) is told of the
+    rows done, 2 m in all (the emulated GEMM's rows, then the exact product's), a row at a
+    time as K runs where the kernels can tell.
 
     >>> r = gemm_error("e4m3", "h100", 512, m=4, n=4)
     >>> 0 < r["max"] < 0.01
@@ -73,10 +74,9 @@ def gemm_error(
     exact = np.empty((m, n))
     opb = element_operand(np.asarray(B, dtype=np.float64), fb, False, None)  # B prepared once
     exact_per_row = values_per_row(get_accumulator("exact"), k, n, paired=False)
-    for rows in row_pieces(m, exact_per_row, workers=1, at_least=PROGRESS_PIECES):  # steps for the bar
+    for rows in row_pieces(m, exact_per_row, workers=1):  # (its steps as the terms go in)
         prods = element_products(A[rows], opb, fa, fb, True, False)
-        exact[rows] = exact_sum(prods, 0, k, np.zeros(prods.R)).reshape(-1, n)
-        step(rows.stop - rows.start)
+        exact[rows] = exact_sum(prods, 0, k, np.zeros(prods.R), step, rows.stop - rows.start).reshape(-1, n)
     nz = exact != 0
     rel = np.abs(got[nz] - exact[nz]) / np.abs(exact[nz])
     return {

@@ -88,7 +88,7 @@ def dense_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, acc: DenseModel, fa:
     N = B.shape[1]
     from .kernels.operand import element_operand, with_bounds  # the kernels load on the first product
     from .kernels.products import element_products
-    from .kernels.run import lane_permutation, run_model
+    from .kernels.run import lane_permutation, run_model, ticks_as_it_goes
 
     result = np.empty((M, N), dtype=np.float32)
     ordered = isinstance(acc, BlockFMA) and acc.lane_order is not None
@@ -105,13 +105,16 @@ def dense_gemm(A: np.ndarray, B: np.ndarray, C: np.ndarray, acc: DenseModel, fa:
     def piece(rows: slice) -> None:
         prods = element_products(A[rows], opb, fa, fb, True, acc.flush_subnormals, _zero_exponent(acc), ordered,
                                  bound_k)
-        part = _finish(run_model(prods, C[rows].reshape(-1), acc, out), acc, out)
+        # step(1) for each of its rows in all, as K runs where the model can tell
+        parts = 0 if step is None else rows.stop - rows.start
+        part = _finish(run_model(prods, C[rows].reshape(-1), acc, out, step, parts), acc, out)
         result[rows] = part.reshape(rows.stop - rows.start, N)  # not -1: N may be 0
-        if step is not None:
-            step(rows.stop - rows.start)
 
-    # With a progress bar, at least PROGRESS_PIECES pieces (rows are independent: the same bits).
-    pieces = row_pieces(M, values_per_row(acc, K, N, paired=False), workers, 1 if step is None else PROGRESS_PIECES)
+    # With a progress bar, at least PROGRESS_PIECES pieces (rows are independent: the same
+    # bits) where the model tells its steps only at the end: more pieces cost a kernel whose
+    # work per k does not shrink with its rows (a block chain's) as much again each.
+    steps_inside = step is None or ticks_as_it_goes(acc.for_output(out))
+    pieces = row_pieces(M, values_per_row(acc, K, N, paired=False), workers, 1 if steps_inside else PROGRESS_PIECES)
     run_each(piece, pieces, workers)
     return result
 

@@ -26,6 +26,21 @@ MIN_ROWS = 64
 EXACT_LIMBS = 16
 
 
+def k_stretches(k0: int, k1: int, unit: int, parts: int) -> list[tuple[int, int]]:
+    """products k0..k1-1 in about ``parts`` consecutive stretches (at least one), each ending
+    on a multiple of ``unit`` past k0 but the last: where a kernel chains its blocks (of
+    ``unit`` products) from one stretch into the next, the same bits as one run over all,
+    and a progress bar's steps while a long K runs.
+
+    >>> k_stretches(0, 100, 32, 2), k_stretches(0, 10, 32, 4), k_stretches(5, 5, 32, 3)
+    ([(0, 64), (64, 100)], [(0, 10)], [(5, 5)])
+    """
+    blocks = -(-(k1 - k0) // max(unit, 1))
+    count = max(1, min(parts, blocks))
+    ends = [k0 + min(k1 - k0, -(-blocks * (i + 1) // count) * unit) for i in range(count)]
+    return list(zip([k0] + ends[:-1], ends))
+
+
 def values_per_row(model: Accumulator, K: int, N: int, paired: bool) -> int:
     """What one row of A holds at once in the model's kernel: its results (N of a GEMM, one of
     a dot), each with the values the model keeps for it (a pairwise tree's products, the exact

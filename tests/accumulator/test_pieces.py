@@ -43,3 +43,39 @@ def test_pieces_do_not_change_bits(workers, monkeypatch):
     for acc in ("exact", "b200"):
         assert np.array_equal(fpemu.gemm(qa, qb, accumulator=acc, workers=1),
                               fpemu.gemm(qa, qb, accumulator=acc, workers=workers))
+
+
+@pytest.mark.parametrize("accumulator, inputs, out", [
+    ("h100", "e4m3", "fp32"),  # block FMA, chained in stretches of whole blocks
+    ("h100", "e4m3", "fp16"),  # c_after (its fp16 output): stretches of whole instructions
+    ("v100", "fp16", "fp32"), ("mi250", "bf16", "fp32"),  # another block FMA; a pairwise tree: its steps at the end
+    ("exact", "fp16", "fp32"), ("fp32", "fp16", "fp32"),  # the exact model, an IEEE loop
+])
+def test_a_progress_bar_changes_no_bit_and_hears_every_row(accumulator, inputs, out):
+    """dense_gemm with a progress bar's step: the same bits as without (a block model's K run
+    in stretches chained through their results, the exact sum's terms told in stretches), and
+    step told of M rows in all, more than once where the model tells them as K runs; with a
+    promoted model (DeepSeek-V3's intervals) likewise."""
+    import dataclasses
+
+    from fpemu.accumulator.gemm import dense_gemm
+    from fpemu.accumulator.kernels.run import ticks_as_it_goes
+    from fpemu.accumulator.operands import accumulator_operand
+    from fpemu.formats import get_format
+
+    f = get_format(inputs)
+    rng = np.random.default_rng(3)
+    M, K, N = 12, 1000, 5  # K not a multiple of any block or instruction
+    A = fpemu.quantize(rng.standard_normal((M, K)), f)
+    B = fpemu.quantize(rng.standard_normal((K, N)), f)
+    models = [get_accumulator(accumulator, inputs)]
+    if accumulator == "h100" and out == "fp32":
+        models.append(dataclasses.replace(models[0], promote=128))
+    for acc in models:
+        want = dense_gemm(A, B, accumulator_operand(None, (M, N), out), acc, f, f, out, 1)
+        told = []
+        got = dense_gemm(A, B, accumulator_operand(None, (M, N), out), acc, f, f, out, 1, told.append)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), acc.name
+        assert sum(told) == M
+        if ticks_as_it_goes(acc.for_output(out)):
+            assert len(told) == M  # one row at a time, as K runs

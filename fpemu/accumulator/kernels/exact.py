@@ -7,19 +7,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from collections.abc import Callable
+
+from ..pieces import k_stretches
 from .long_sum import LongSum
 from .products import Products
 
-def exact_sum(prods: Products, k0: int, k1: int, c: np.ndarray) -> np.ndarray:
+
+def exact_sum(prods: Products, k0: int, k1: int, c: np.ndarray, tick: Callable[[int], None] | None = None,
+              parts: int = 0) -> np.ndarray:
     """The exact sum of the products and c, rounded to odd at 53 bits (float64): every term
     added to the one long sum (:class:`.long_sum.LongSum`), vectorised over the R results,
-    its limbs spanning the range the data have."""
+    its limbs spanning the range the data have. ``tick(1)`` is called ``parts`` times in all
+    as the terms go in (a progress bar's steps over a long K)."""
     c = np.where(np.isfinite(c), c, 0.0)
     lo_q, hi_q = _term_range(prods, c)
     total = LongSum(prods.R, lo_q, hi_q, k1 - k0)
     total.add_floats(c)
-    for k in range(k0, k1):
-        total.add_floats(prods.value(k))
+    stretches = k_stretches(k0, k1, 1, parts)
+    for s, e in stretches:
+        for k in range(s, e):
+            total.add_floats(prods.value(k))
+        if tick is not None and parts:
+            tick(1)
+    if tick is not None and parts > len(stretches):
+        tick(parts - len(stretches))
     return total.read()
 
 

@@ -3,10 +3,13 @@ partial results to an fp32 accumulator."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...formats import get_format
 from ..model import Accumulator, BlockFMA, BlockModel, Exact, Sequential
+from ..pieces import k_stretches
 from .block import run_block
 from .exact import exact_sum, signed_zero
 from .pairwise import run_pairwise
@@ -31,14 +34,32 @@ def lane_permutation(K: int, instruction_k: int, lane_order: str) -> np.ndarray:
     return order[order < K]
 
 
-def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str) -> np.ndarray:
-    """The model over all of K; float64 result values in the output format."""
+def ticks_as_it_goes(acc: Accumulator) -> bool:
+    """Whether :func:`run_model` calls its ``tick`` while K runs (block models chained from
+    one stretch of K into the next, the exact model), not only at the end."""
+    return isinstance(acc, Exact) or (isinstance(acc, BlockModel) and acc.promote is None)
+
+
+def _chain_unit(acc: BlockModel, K: int) -> int:
+    """The products after which a block model's state is its result alone: a block, or for
+    ``c_after`` an instruction (all of K where the instruction is not given)."""
+    if isinstance(acc, BlockFMA) and acc.c_after:
+        return acc.instruction_k or max(K, 1)
+    return acc.block
+
+
+def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str, tick: Callable[[int], None] | None = None,
+              parts: int = 0) -> np.ndarray:
+    """The model over all of K; float64 result values in the output format. ``tick(1)`` is
+    called ``parts`` times in all (a progress bar's steps): as K runs where
+    :func:`ticks_as_it_goes` (a block model's K in stretches, each result the next one's c,
+    which is what its blocks do within one run: the same bits), else at the end."""
     acc = acc.for_output(out)
     K = prods.K
     if isinstance(acc, BlockFMA) and acc.lane_order is not None and not prods.lane_ordered:
         prods = prods.reordered(lane_permutation(K, acc.instruction_k, acc.lane_order))
     if isinstance(acc, Exact):
-        rounded = round_to_target(exact_sum(prods, 0, K, c), rounding_target(out, "rne"))
+        rounded = round_to_target(exact_sum(prods, 0, K, c, tick, parts), rounding_target(out, "rne"))
         return with_specials(prods, 0, K, c, signed_zero(prods, 0, K, c, rounded))
     if isinstance(acc, BlockModel):
         t = rounding_target("fp16", "rne") if out == "fp16" else rounding_target("fp32", acc.out_rounding, acc.out_frac_bits)
@@ -50,6 +71,16 @@ def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str) -> np.
             step = lambda k0, k1, c0: run_sequential(prods, k0, k1, c0, t, acc)  # noqa: E731
         else:
             step = lambda k0, k1, c0: run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
+    if acc.promote is None and isinstance(acc, BlockModel):
+        result = c
+        stretches = k_stretches(0, K, _chain_unit(acc, K), parts)
+        for k0, k1 in stretches:
+            result = step(k0, k1, result)
+            if tick is not None and parts:
+                tick(1)
+        if tick is not None and parts > len(stretches):
+            tick(parts - len(stretches))
+        return result
     if acc.promote is None:
         result = step(0, K, c)
     else:
@@ -64,4 +95,6 @@ def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str) -> np.
             with np.errstate(invalid="ignore"):
                 naive = result + partial
             result = np.where(np.isfinite(naive), total, naive)
+    if tick is not None and parts:
+        tick(parts)
     return result
