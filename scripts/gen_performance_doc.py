@@ -1,7 +1,8 @@
 """Regenerate the measured sections of docs/performance.md: runs benchmarks/bench_table.py
---busy (every path against its peer, idle and beside a memory-bound neighbour) and benchmarks/profile_codec.py (the e4m3 kernel and
-mx.quantize into MXFP8 pass by pass, with the parts of MX alone and torchao beside it) and
-puts their output, verbatim, between the markers of the page.
+--busy (every path against its peer, idle and beside a memory-bound neighbour) and benchmarks/profile_codec.py (the e4m3 kernel,
+mx.quantize into MXFP8 pass by pass, with the parts of MX alone and torchao beside it, and
+stochastic rounding into e4m3 and bf16 with its floor) and puts their output, verbatim,
+between the markers of the page.
 
     python scripts/gen_performance_doc.py [--quick]
 
@@ -46,7 +47,9 @@ def main() -> None:
     machine = f"this project's build machine ({platform.machine()}, Python {platform.python_version()})"
     table_cmd = ["benchmarks/bench_table.py", "--n", n, "--rounds", rounds, "--busy"]
     floor_cmds = [["benchmarks/profile_codec.py", "--format", "e4m3", "--n", n],
-                  ["benchmarks/profile_codec.py", "--mx", "mxfp8_e4m3", "--n", n]]
+                  ["benchmarks/profile_codec.py", "--mx", "mxfp8_e4m3", "--n", n],
+                  ["benchmarks/profile_codec.py", "--format", "e4m3", "--rounding", "stochastic", "--n", n],
+                  ["benchmarks/profile_codec.py", "--format", "bf16", "--rounding", "stochastic", "--n", n]]
     table = _run(table_cmd)
     floors = [_run(cmd) for cmd in floor_cmds]
     page = PAGE.read_text()
