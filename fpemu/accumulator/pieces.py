@@ -15,6 +15,8 @@ every model, so the pieces never change a bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from ..parallel import resolve_workers
 from .model import Accumulator, DenseModel, Exact, Pairwise
 
@@ -39,6 +41,24 @@ def k_stretches(k0: int, k1: int, unit: int, parts: int) -> list[tuple[int, int]
     count = max(1, min(parts, blocks))
     ends = [k0 + min(k1 - k0, -(-blocks * (i + 1) // count) * unit) for i in range(count)]
     return list(zip([k0] + ends[:-1], ends))
+
+
+def told_stretches(k0: int, k1: int, unit: int, parts: int,
+                   tick: Callable[[int], None] | None) -> Iterator[tuple[int, int]]:
+    """:func:`k_stretches`, telling ``tick(1)`` after each one is worked and the rest of
+    ``parts`` at the end (``parts`` in all; none without a tick or parts).
+
+    >>> told = []
+    >>> [s for s in told_stretches(0, 10, 32, 3, told.append)], told
+    ([(0, 10)], [1, 2])
+    """
+    stretches = k_stretches(k0, k1, unit, parts)
+    for stretch in stretches:
+        yield stretch
+        if tick is not None and parts:
+            tick(1)
+    if tick is not None and parts > len(stretches):
+        tick(parts - len(stretches))
 
 
 def values_per_row(model: Accumulator, K: int, N: int, paired: bool) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 
 from collections.abc import Callable
 
-from ..pieces import k_stretches
+from ..pieces import told_stretches
 from .long_sum import LongSum
 from .products import Products
 
@@ -24,14 +24,9 @@ def exact_sum(prods: Products, k0: int, k1: int, c: np.ndarray, tick: Callable[[
     lo_q, hi_q = _term_range(prods, c)
     total = LongSum(prods.R, lo_q, hi_q, k1 - k0)
     total.add_floats(c)
-    stretches = k_stretches(k0, k1, 1, parts)
-    for s, e in stretches:
+    for s, e in told_stretches(k0, k1, 1, parts, tick):
         for k in range(s, e):
             total.add_floats(prods.value(k))
-        if tick is not None and parts:
-            tick(1)
-    if tick is not None and parts > len(stretches):
-        tick(parts - len(stretches))
     return total.read()
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...formats import get_format
 from ..model import Accumulator, BlockFMA, BlockModel, Exact, Sequential
-from ..pieces import k_stretches
+from ..pieces import told_stretches
 from .block import run_block
 from .exact import exact_sum, signed_zero
 from .pairwise import run_pairwise
@@ -73,13 +73,8 @@ def run_model(prods: Products, c: np.ndarray, acc: Accumulator, out: str, tick: 
             step = lambda k0, k1, c0: run_pairwise(prods, k0, k1, c0, acc, t)  # noqa: E731
     if acc.promote is None and isinstance(acc, BlockModel):
         result = c
-        stretches = k_stretches(0, K, _chain_unit(acc, K), parts)
-        for k0, k1 in stretches:
+        for k0, k1 in told_stretches(0, K, _chain_unit(acc, K), parts, tick):
             result = step(k0, k1, result)
-            if tick is not None and parts:
-                tick(1)
-        if tick is not None and parts > len(stretches):
-            tick(parts - len(stretches))
         return result
     if acc.promote is None:
         result = step(0, K, c)

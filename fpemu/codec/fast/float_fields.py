@@ -124,7 +124,7 @@ def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
       floor(rem / 2**(k - N)), the low word changes nothing;
     * P3109's C and gfloat's stochastic odd round the fraction to N bits first, which reads
       the round bit below them and whether any bit below it is set: with the low word's
-      "non-zero" in the top word's last dropped bit (:func:`_low_sticky`), both lie in the top
+      "non-zero" in the top word's last dropped bit, both lie in the top
       word where the round bit is not that last bit (M + N + 2 <= 20);
     * ``stochastic`` rounds up where the top 52 - M random bits are below the whole fraction
       dropped: where the top k of each differ, they decide; where they are equal (one
@@ -144,24 +144,22 @@ def _high_word_serves(dtype: Any, fmt: Format, opts: Conversion) -> bool:
         and fmt.mantissa_bits + opts.sr_bits + (opts.rounding == "stochastic_b") <= _HIGH_FIELDS[1]
 
 
-def _low_sticky(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Whether each float64 (x as float64) has a non-zero low word, into out (bool)."""
-    with np.errstate(invalid="ignore"):
-        words = np.ascontiguousarray(x, dtype=np.float64).view(np.uint32)[1 - _HIGH_WORD::2]
-    return np.not_equal(words, np.uint32(0), out=out)
+def _float64_words(x: np.ndarray) -> np.ndarray:
+    """x as float64 patterns in two uint32 columns, the top word at :data:`_HIGH_WORD`."""
+    with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
+        return np.ascontiguousarray(x, dtype=np.float64).view(np.uint32).reshape(-1, 2)
 
 
-def _fields_of(x: np.ndarray, wide: np.dtype, uint, high: bool, out: np.ndarray | None = None) -> np.ndarray:
-    """The patterns the fields are read from: x (as ``wide``) viewed as ``uint``, or, with
-    ``high``, float64 x's top words, copied contiguous (into out when given)."""
-    if not high:
+def _fields_of(x: np.ndarray, wide: np.dtype, uint, words: np.ndarray | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
+    """The patterns the fields are read from: x (as ``wide``) viewed as ``uint``, or, given
+    x's :func:`_float64_words`, their top words, copied contiguous (into out when given)."""
+    if words is None:
         with np.errstate(invalid="ignore"):  # (widening a signalling NaN warns; it stays NaN, left to the generic kernel)
             return x.astype(wide, copy=False).view(uint)
-    with np.errstate(invalid="ignore"):
-        words = np.ascontiguousarray(x, dtype=np.float64).view(np.uint32)[_HIGH_WORD::2]
     if out is None:
-        return words.copy()
-    np.copyto(out, words)
+        return words[:, _HIGH_WORD].copy()
+    np.copyto(out, words[:, _HIGH_WORD])
     return out
 
 
@@ -173,7 +171,8 @@ def _share_below(flat: np.ndarray, fmt: Format, wide: np.dtype, fields: tuple, h
         return 0.0
     uint, mbits, bias = fields
     M = fmt.mantissa_bits
-    probe = _fields_of(flat[:: max(1, flat.size // _SAMPLE)], wide, uint, high)
+    sample = flat[:: max(1, flat.size // _SAMPLE)]
+    probe = _fields_of(sample, wide, uint, _float64_words(sample) if high else None)
     magnitude = ((probe >> uint(mbits - M)) - uint((fmt.emin + bias) << M)) & uint((1 << (8 * probe.itemsize - 1 - mbits + M)) - 1)
     return np.count_nonzero(magnitude >= uint(fmt.max_code - (int(fmt.subnormals) << M))) / probe.size
 
@@ -502,6 +501,18 @@ def _blend_negatives(code: np.ndarray, u: np.ndarray, value: int, mask: np.ndarr
     code ^= flips
 
 
+def _code_of_one(magnitude: int, negative: bool, fmt: Format, opts: Conversion) -> int | None:
+    """The code the generic kernel's rules (:func:`~..generic_kernel.finish_codes`) give one
+    finite value of that sign rounded to ``magnitude``, or None where they refuse it (the
+    refusal's message counts the values: the generic kernel's to give)."""
+    one, no = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
+    try:
+        return int(finish_codes(np.full(1, magnitude, np.int64), one if negative else no, no, no, one, no, fmt, opts,
+                                np.full(1, -1.0 if negative else 1.0))[0])
+    except ValueError:
+        return None
+
+
 @lru_cache(maxsize=256)
 def _overflow_codes(fmt: Format, opts: Conversion) -> tuple[int | None, int | None]:
     """The codes of a finite positive and negative value whose truncated code is past the
@@ -509,19 +520,8 @@ def _overflow_codes(fmt: Format, opts: Conversion) -> tuple[int | None, int | No
     give them (:func:`~..generic_kernel.finish_codes`: the overflow rule, and the NaN policy
     where the rule makes a NaN); None for a sign whose code is not one code (a refusal, whose
     message counts the values; an unsigned format's negatives)."""
-    found = []
-    for negative in (False, True):
-        if negative and not fmt.signed:
-            found.append(None)
-            continue
-        one, no = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
-        try:
-            code = finish_codes(np.full(1, fmt.max_code + 1, np.int64), one if negative else no, no, no, one, no,
-                                fmt, opts, np.full(1, -1.0 if negative else 1.0))
-            found.append(int(code[0]))
-        except ValueError:
-            found.append(None)
-    return found[0], found[1]
+    past = fmt.max_code + 1
+    return _code_of_one(past, False, fmt, opts), _code_of_one(past, True, fmt, opts) if fmt.signed else None
 
 
 def _far_overflow(flat: np.ndarray, where: np.ndarray, codes: np.ndarray, fmt: Format, opts: Conversion) -> np.ndarray:
@@ -557,11 +557,7 @@ def _negative_code(fmt: Format, opts: Conversion) -> int | None:
     refusal, whose message counts them)."""
     if fmt.signed or opts.no_code == "magnitude":
         return None
-    one, no = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
-    try:
-        return int(finish_codes(np.ones(1, np.int64), one, no, no, one, no, fmt, opts, -np.ones(1))[0])
-    except ValueError:
-        return None
+    return _code_of_one(1, True, fmt, opts)
 
 
 def _top_bits(opts: Conversion, key: np.uint64, start: Any, part: slice, bits: np.ndarray | None, uint,
@@ -658,7 +654,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
     for part in chunks(flat.size, max(size, 1)):
         n = part.stop - part.start
         x_part = flat[part]
-        u, v, w = _fields_of(x_part, wide, uint, high, scratch("fields.high", n, uint) if high else None), v_all[:n], w_all[:n]
+        words = _float64_words(x_part) if high else None
+        u, v, w = _fields_of(x_part, wide, uint, words, scratch("fields.high", n, uint) if high else None), v_all[:n], w_all[:n]
         if prefix:
             r = _top_bits(opts, key, start, part, bits, uint, k)
             np.add(u, stochastic_addend(mode, k, opts.sr_bits, r, c_all[:n]), out=v)
@@ -670,7 +667,8 @@ def encode_float_fields(x: np.ndarray, fmt: Format, opts: Conversion, key: Any =
                 left.append(where + part.start)
             continue
         # C and odd on float64's top words: the low word's "non-zero" into the last bit dropped
-        sticky = _low_sticky(x_part, scratch("fields.sticky", n, bool)) if high and mode in ("stochastic_c", "stochastic_odd") else None
+        sticky = None if words is None or mode not in ("stochastic_c", "stochastic_odd") else \
+            np.not_equal(words[:, 1 - _HIGH_WORD], np.uint32(0), out=scratch("fields.sticky", n, bool))
         if unified:
             r = _top_bits(opts, key, start, part, bits, uint, _unified_shift(opts, width))
             where = _stochastic_chunk(u, r, fmt, opts, codes[part], (uint, mbits, bias), sticky)
